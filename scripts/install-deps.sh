@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs madmax's build and test dependencies from Debian packages. Idempotent.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libglib2.0-dev libcjson-dev check
+      gnuplot-nox clang libclang-rt-dev)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds madmax with warnings as errors and runs every test.
+#   scripts/test.sh              release build in build/
+#   scripts/test.sh --sanitize   clang + AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+if [[ "${1:-}" == "--sanitize" ]]; then
+  CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMM_WERROR=ON -DMM_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+else
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMM_WERROR=ON >/dev/null
+  cmake --build build -j "$jobs"
+  ctest --test-dir build --output-on-failure -j "$jobs"
+fi

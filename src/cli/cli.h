@@ -1,0 +1,18 @@
+/* cli: subcommands of the madmax program (private to src/cli). */
+#pragma once
+
+#include <glib.h>
+
+/* Exit codes of the command-line contract (DESIGN.md). */
+enum { MM_EXIT_OK = 0, MM_EXIT_INPUT = 1, MM_EXIT_INTERNAL = 2 };
+
+/* Each subcommand gets argv with argv[0] = "madmax SUBCOMMAND". */
+int mm_cmd_describe(int argc, char **argv);
+int mm_cmd_schema(int argc, char **argv);
+
+/* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
+gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
+
+/* Prints "madmax: MESSAGE" and maps the error to an exit code:
+ * bad input (config, option, output path) -> 1, anything else -> 2. */
+int mm_cli_fail(const GError *error);

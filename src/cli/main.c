@@ -1,0 +1,80 @@
+/* main: the madmax command line; dispatches to one file per subcommand. */
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config/config.h"
+#include "report/report.h"
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} Command;
+
+static const Command commands[] = {
+  {"describe", mm_cmd_describe, "per-layer costs and, with hardware + config, per-device memory"},
+  {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},
+};
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "madmax %s: performance model of distributed ML training and inference\n\n"
+          "usage: madmax COMMAND [OPTIONS]   (madmax COMMAND --help for its options)\n\ncommands:\n",
+          MM_VERSION);
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\ninputs: models/*.json (layer blocks), hardware/*.json (systems; devices in hardware/devices/),\n"
+          "        configs/*.json (task + parallelism). docs/SCHEMA.md lists every key.\n"
+          "example: madmax describe --model models/llama2-70b.json \\\n"
+          "           --hardware hardware/dgx-a100-2048.json --config configs/llm-pretrain-fsdp.json\n"
+          "exit codes: 0 ok, 1 bad input, 2 internal error\n");
+}
+
+gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
+{
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(ctx, argc, argv, &error)) {
+    fprintf(stderr, "madmax: %s\nTry '%s --help'.\n", error->message, (*argv)[0]);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+int mm_cli_fail(const GError *error)
+{
+  fprintf(stderr, "madmax: %s\n", error->message);
+  if (error->domain == MM_CONFIG_ERROR || error->domain == MM_REPORT_ERROR ||
+      error->domain == G_OPTION_ERROR || error->domain == G_FILE_ERROR)
+    return MM_EXIT_INPUT;
+  return MM_EXIT_INTERNAL;
+}
+
+int main(int argc, char **argv)
+{
+  setlocale(LC_ALL, "C"); /* numbers in JSON and tables never use a locale's decimal comma */
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? MM_EXIT_INPUT : MM_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("madmax %s\n", MM_VERSION);
+    return MM_EXIT_OK;
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
+    if (strcmp(argv[1], commands[i].name) == 0) {
+      g_autofree char *name = g_strdup_printf("madmax %s", commands[i].name);
+      char **sub = g_new0(char *, (gsize)argc);
+      sub[0] = name;
+      for (int k = 2; k < argc; k++) sub[k - 1] = argv[k];
+      int rc = commands[i].run(argc - 1, sub);
+      g_free(sub);
+      return rc;
+    }
+  }
+  fprintf(stderr, "madmax: unknown command '%s'\nTry 'madmax --help'.\n", argv[1]);
+  return MM_EXIT_INPUT;
+}

@@ -1,0 +1,320 @@
+/* config: JSON inputs (model, hardware, parallelism + task) -> validated, read-only structs. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+#include <stdio.h>
+
+G_BEGIN_DECLS
+
+/* ---- errors ------------------------------------------------------------ */
+
+#define MM_CONFIG_ERROR (mm_config_error_quark())
+GQuark mm_config_error_quark(void);
+
+/* Every config error message reads "FILE: $.json.path: what was expected". */
+typedef enum {
+  MM_CONFIG_ERROR_IO,           /* file missing or unreadable */
+  MM_CONFIG_ERROR_PARSE,        /* not JSON, truncated JSON */
+  MM_CONFIG_ERROR_MISSING_KEY,  /* a required key is absent */
+  MM_CONFIG_ERROR_TYPE,         /* wrong JSON type (string for a number, ...) */
+  MM_CONFIG_ERROR_RANGE,        /* number out of range, zero/negative size, non-integer, overflow */
+  MM_CONFIG_ERROR_UNKNOWN_KEY,  /* a key the schema does not know (typo) */
+  MM_CONFIG_ERROR_UNKNOWN_VALUE,/* a string not among the allowed values */
+  MM_CONFIG_ERROR_INCONSISTENT, /* fields that contradict each other or the system */
+} MmConfigError;
+
+/* ---- data types -------------------------------------------------------- */
+
+typedef enum {
+  MM_DTYPE_FP32,
+  MM_DTYPE_TF32,
+  MM_DTYPE_FP16,
+  MM_DTYPE_BF16,
+  MM_DTYPE_FP8,
+  MM_DTYPE_INT8,
+  MM_DTYPE_COUNT
+} MmDtype;
+
+extern const char *const mm_dtype_names[]; /* NULL-terminated, indexed by MmDtype */
+
+/* Storage size of one element in bytes (tf32 is stored as fp32). */
+double mm_dtype_bytes(MmDtype d);
+const char *mm_dtype_name(MmDtype d);
+
+/* ---- model ------------------------------------------------------------- */
+
+typedef enum {
+  MM_BLOCK_EMBEDDING_BAG,   /* DLRM sparse tables: lookups + pooling */
+  MM_BLOCK_MLP,             /* stack of dense layers */
+  MM_BLOCK_INTERACTION,     /* DLRM feature interaction: dot or concat */
+  MM_BLOCK_TRANSFORMER,     /* stack of transformer layers (attention + FFN or MoE FFN) */
+  MM_BLOCK_TOKEN_EMBEDDING, /* LLM token (+ learned position) embedding */
+  MM_BLOCK_LM_HEAD,         /* final norm + vocabulary projection */
+  MM_BLOCK_KIND_COUNT
+} MmBlockKind;
+
+extern const char *const mm_block_kind_names[]; /* NULL-terminated */
+
+typedef enum { MM_INTERACTION_DOT, MM_INTERACTION_CONCAT } MmInteractionOp;
+typedef enum { MM_FFN_GELU, MM_FFN_RELU, MM_FFN_SWIGLU, MM_FFN_GEGLU } MmFfnKind;
+typedef enum { MM_NORM_LAYERNORM, MM_NORM_RMSNORM } MmNormKind;
+typedef enum { MM_ATTN_FLASH, MM_ATTN_EAGER } MmAttnImpl;
+
+/* One entry of the model's "blocks" list. Fields not used by a kind are 0. */
+typedef struct {
+  char *name;
+  MmBlockKind kind;
+  MmDtype dtype;         /* weights and activations storage */
+  MmDtype compute_dtype; /* math; peak FLOP/s is looked up for this type */
+
+  int64_t count; /* repeated layers (mlp, transformer); 1 otherwise */
+
+  /* embedding_bag */
+  int64_t tables, rows, dim;
+  double pooling; /* average lookups per table per sample */
+
+  /* mlp: layer i maps in->width, last maps width->out */
+  int64_t width, input_dim, output_dim;
+  gboolean activation; /* elementwise op after each dense layer */
+
+  /* interaction */
+  MmInteractionOp op;
+  int64_t features; /* vectors that interact (default: tables of the preceding embedding_bag + 1) */
+
+  /* transformer, token_embedding, lm_head */
+  int64_t hidden, heads, kv_heads, ffn, seq_len, vocab, positions;
+  MmFfnKind ffn_kind;
+  MmNormKind norm;
+  MmAttnImpl attention;
+  gboolean bias;
+  gboolean causal;
+  gboolean tied; /* lm_head shares the token embedding's matrix */
+
+  /* mixture of experts on mlp / transformer FFN (experts == 0: dense) */
+  int64_t experts, top_k;
+  double capacity_factor;
+} MmBlock;
+
+typedef struct {
+  char *path;  /* as given on the command line */
+  char *name;
+  char *source;
+  int64_t seq_len; /* tokens per sample for sequence models; 0 for DLRM-style samples */
+  MmBlock *blocks;
+  guint n_blocks;
+} MmModel;
+
+/* ---- hardware ---------------------------------------------------------- */
+
+typedef enum {
+  MM_PROV_DATASHEET,
+  MM_PROV_PAPER,
+  MM_PROV_MEASUREMENT,
+  MM_PROV_CALIBRATION,
+  MM_PROV_ESTIMATE,
+} MmProvenance;
+
+extern const char *const mm_provenance_names[];
+
+typedef struct {
+  double value;
+  MmProvenance provenance;
+  char *source;
+} MmUtil;
+
+typedef struct {
+  char *path;
+  char *name;
+  char *source;
+  double peak_flops[MM_DTYPE_COUNT]; /* FLOP/s, dense; 0 when the device lacks the type */
+  double hbm_bytes;
+  double hbm_bw_Bps;
+  double launch_overhead_s;
+  MmUtil util_gemm;   /* fraction of peak that GEMM-like ops reach */
+  MmUtil util_hbm;    /* fraction of HBM bandwidth that memory-bound ops reach */
+} MmDevice;
+
+typedef enum {
+  MM_TOPO_SWITCH,
+  MM_TOPO_FULL_MESH,
+  MM_TOPO_RING,
+  MM_TOPO_FAT_TREE,
+  MM_TOPO_RAIL,
+  MM_TOPO_TORUS2D,
+  MM_TOPO_TORUS3D,
+} MmTopology;
+
+extern const char *const mm_topology_names[];
+
+typedef struct {
+  gboolean present;
+  MmTopology topology;
+  double bw_per_gpu_Bps; /* per direction, line rate, all links/NICs of one GPU together */
+  double link_bw_Bps;    /* one link or NIC, per direction */
+  int64_t links;         /* links per GPU (intra) or NICs per node (inter) */
+  double latency_s;      /* per message (alpha) */
+  double efficiency;     /* achievable fraction of line rate (protocol overhead) */
+  gboolean in_network_reduction;
+  char *source;
+} MmNetwork;
+
+typedef struct {
+  char *path;
+  char *name;
+  char *source;
+  MmDevice device;
+  int64_t gpus_per_node;
+  int64_t nodes;
+  MmNetwork intra;
+  MmNetwork inter;
+} MmHardware;
+
+static inline int64_t mm_hardware_devices(const MmHardware *hw) { return hw->gpus_per_node * hw->nodes; }
+
+/* ---- parallelism + task ------------------------------------------------- */
+
+typedef enum { MM_TASK_PRETRAIN, MM_TASK_FINETUNE, MM_TASK_INFERENCE } MmTask;
+extern const char *const mm_task_names[];
+
+typedef enum {
+  MM_STRAT_FSDP,
+  MM_STRAT_TP,
+  MM_STRAT_DDP,
+  MM_STRAT_MP,
+  /* reserved for pipeline / sequence / expert / context parallelism */
+  MM_STRAT_PP,
+  MM_STRAT_SP,
+  MM_STRAT_EP,
+  MM_STRAT_CP,
+  MM_STRAT_COUNT
+} MmStrategy;
+extern const char *const mm_strategy_names[];
+
+typedef enum { MM_SHARD_TABLE, MM_SHARD_ROW, MM_SHARD_COLUMN } MmShardKind;
+extern const char *const mm_shard_names[];
+
+/* How a degree was written: a number, or a shorthand resolved against the system. */
+typedef enum { MM_DEG_NUMBER, MM_DEG_NODE, MM_DEG_NODES, MM_DEG_ALL } MmDegreeSpec;
+
+#define MM_MAX_LEVELS 6
+
+typedef struct {
+  MmStrategy strategy;
+  MmDegreeSpec spec;
+  int64_t degree;       /* resolved (equals the number for MM_DEG_NUMBER) */
+  MmShardKind sharding; /* mp only */
+} MmLevel;
+
+typedef struct {
+  char *key; /* a block kind, a block name, or "default" */
+  MmLevel levels[MM_MAX_LEVELS]; /* innermost first */
+  guint n_levels;
+} MmStrategyEntry;
+
+typedef enum { MM_OPT_ADAM, MM_OPT_SGD, MM_OPT_ADAGRAD, MM_OPT_ROWWISE_ADAGRAD } MmOptimizerKind;
+extern const char *const mm_optimizer_names[];
+
+typedef struct {
+  MmOptimizerKind kind;
+  MmDtype state_dtype;
+  gboolean master_weights; /* keep an fp32 copy when weights are lower precision */
+  gboolean momentum;       /* sgd only */
+} MmOptimizer;
+
+typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL } MmRecompute;
+extern const char *const mm_recompute_names[];
+
+typedef struct {
+  char *path;
+  char *name;
+  MmTask task;
+  int64_t global_batch;      /* samples per iteration */
+  int64_t global_batch_tokens; /* alternative to global_batch for sequence models (0: unset) */
+  int64_t micro_batch;       /* samples per data-parallel rank per micro-step (0: whole local batch) */
+  gboolean grads_set;        /* precision.grads given */
+  MmDtype grad_dtype;
+  gboolean compute_set;      /* precision.compute given: overrides every block */
+  MmDtype compute_dtype;
+  MmOptimizer optimizer;        /* dense parameters */
+  MmOptimizer sparse_optimizer; /* embedding_bag tables */
+  MmRecompute recompute;
+  char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
+  int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
+  double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
+  MmStrategyEntry *strategies; guint n_strategies;
+} MmParallelConfig;
+
+/* ---- loaders ----------------------------------------------------------- */
+
+/* Each returns a validated struct (transfer full) or NULL with @error set in
+ * MM_CONFIG_ERROR. Messages name @path, the JSON path and what was expected. */
+MmModel *mm_model_load(const char *path, GError **error);
+MmModel *mm_model_parse(const char *path, const char *text, gsize len, GError **error);
+void mm_model_free(MmModel *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
+
+/* A system file names its device file relative to its own directory. */
+MmHardware *mm_hardware_load(const char *path, GError **error);
+void mm_hardware_free(MmHardware *h);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmHardware, mm_hardware_free)
+
+/* Loads a device file alone (one of hardware/devices). */
+gboolean mm_device_load(const char *path, MmDevice *out, GError **error);
+void mm_device_clear(MmDevice *d);
+
+MmParallelConfig *mm_parallel_load(const char *path, GError **error);
+void mm_parallel_free(MmParallelConfig *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmParallelConfig, mm_parallel_free)
+
+/* Strategy for a block: entry keyed by the block's name, else its kind, else
+ * "default". NULL if none applies (the block is then replicated, i.e. pure DDP). */
+const MmStrategyEntry *mm_parallel_strategy_for(const MmParallelConfig *c, const MmBlock *b);
+
+/* ---- scenario: model x hardware x config, cross-checked ------------------ */
+
+/* One block's strategy resolved against the system. */
+typedef struct {
+  const MmStrategyEntry *entry;           /* (transfer none) */
+  MmLevel levels[MM_MAX_LEVELS];          /* degrees resolved, innermost first */
+  int64_t stride[MM_MAX_LEVELS];          /* device-index distance between group members */
+  guint n_levels;
+  int64_t degree[MM_STRAT_COUNT];         /* product of the degrees of each strategy */
+  int64_t dp;                             /* data-parallel degree: fsdp x ddp */
+  int64_t shard;                          /* weight sharding degree: fsdp x tp x mp */
+  gboolean frozen;                        /* no weight gradients, no optimizer state */
+  MmDtype compute_dtype, grad_dtype;
+  const MmOptimizer *optimizer;           /* (transfer none) */
+  double samples_per_micro;               /* samples one device processes per micro-step */
+} MmBlockSetup;
+
+typedef struct {
+  const MmModel *model;            /* (transfer none) all three outlive the scenario */
+  const MmHardware *hw;
+  const MmParallelConfig *cfg;
+  int64_t devices;
+  int64_t global_batch;            /* samples per iteration */
+  guint ref_block;                 /* block whose data-parallel ranks micro_batch counts */
+  int64_t dp_ref;
+  int64_t micro_batch;             /* samples per dp_ref rank per micro-step */
+  int64_t micro_steps;             /* gradient-accumulation steps per iteration */
+  MmBlockSetup *blocks;            /* one per model block */
+} MmScenario;
+
+/* Resolves degrees ("node", "nodes", "all"), checks them against the system
+ * and the model (product = devices, TP divides heads, MP fits the tables, ...)
+ * and derives the batch split. Errors name the config file. (transfer full) */
+MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+                            GError **error);
+void mm_scenario_free(MmScenario *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmScenario, mm_scenario_free)
+
+/* True when every member of a level's group sits in one node. */
+gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint level);
+
+/* ---- documentation ----------------------------------------------------- */
+
+/* Writes the schema of every input file as Markdown (docs/SCHEMA.md is this output). */
+void mm_config_write_schema_markdown(FILE *out);
+
+G_END_DECLS

@@ -1,0 +1,315 @@
+/* hardware: device files (hardware/devices/) and system files (hardware/) -> MmDevice, MmHardware. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "json.h"
+
+#define BIG MM_INT_MAX
+
+/* ---- device ------------------------------------------------------------ */
+
+typedef struct {
+  char *name, *source;
+  double hbm_GiB, hbm_bw_GBps, launch_overhead_us;
+} DeviceRaw;
+#define DEV(f) ((gssize)offsetof(DeviceRaw, f))
+
+static const MmField device_fields[] = {
+  {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, DEV(name), NULL, "display name"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, DEV(source), NULL, "datasheet or paper the numbers come from"},
+  {"peak_tflops", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, "TFLOP/s",
+   "dense peak per dtype: keys among fp32, tf32, fp16, bf16, fp8, int8; omit types the device lacks"},
+  {"hbm_GiB", MM_F_NUM, TRUE, 1e-3, 1e6, 0, NULL, DEV(hbm_GiB), "GiB", "device memory capacity"},
+  {"hbm_bw_GBps", MM_F_NUM, TRUE, 1e-3, 1e9, 0, NULL, DEV(hbm_bw_GBps), "GB/s", "peak memory bandwidth"},
+  {"launch_overhead_us", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, DEV(launch_overhead_us), "us",
+   "fixed cost added to every kernel"},
+  {"utilization", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "achievable fractions of peak, each {value, provenance, source}: keys gemm, hbm"},
+  MM_FIELDS_END,
+};
+
+static const MmField util_fields[] = {
+  {"value", MM_F_NUM, TRUE, 1e-6, 1, 0, NULL, (gssize)offsetof(MmUtil, value), "fraction",
+   "achieved / peak"},
+  {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(MmUtil, provenance),
+   NULL, "kind of evidence behind the value"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmUtil, source), NULL,
+   "citation or calibration run"},
+  MM_FIELDS_END,
+};
+
+static const MmField util_table_fields[] = {
+  {"gemm", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "compute-bound ops (GEMMs, attention): fraction of peak FLOP/s"},
+  {"hbm", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "memory-bound ops (embedding lookups, norms, elementwise): fraction of HBM bandwidth"},
+  MM_FIELDS_END,
+};
+
+void mm_device_clear(MmDevice *d)
+{
+  if (!d) return;
+  g_free(d->path);
+  g_free(d->name);
+  g_free(d->source);
+  g_free(d->util_gemm.source);
+  g_free(d->util_hbm.source);
+  memset(d, 0, sizeof *d);
+}
+
+static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *out, GError **error)
+{
+  MmJsonCtx ctx = {path};
+  DeviceRaw raw = {0};
+  memset(out, 0, sizeof *out);
+  out->path = g_strdup(path);
+  gboolean ok = mm_json_apply(&ctx, root, "$", device_fields, &raw, NULL, error);
+  out->name = raw.name;
+  out->source = raw.source;
+  if (!ok) return FALSE;
+  out->hbm_bytes = raw.hbm_GiB * 1024.0 * 1024.0 * 1024.0;
+  out->hbm_bw_Bps = raw.hbm_bw_GBps * 1e9;
+  out->launch_overhead_s = raw.launch_overhead_us * 1e-6;
+
+  const cJSON *peak = cJSON_GetObjectItemCaseSensitive(root, "peak_tflops");
+  MmField pf[MM_DTYPE_COUNT + 1];
+  for (int d = 0; d < MM_DTYPE_COUNT; d++) {
+    pf[d] = (MmField){mm_dtype_names[d], MM_F_NUM, FALSE, 0, 1e7, 0, NULL,
+                      (gssize)(d * (int)sizeof(double)), "TFLOP/s", NULL};
+  }
+  pf[MM_DTYPE_COUNT] = (MmField)MM_FIELDS_END;
+  if (!mm_json_apply(&ctx, peak, "$.peak_tflops", pf, out->peak_flops, NULL, error)) return FALSE;
+  gboolean any = FALSE;
+  for (int d = 0; d < MM_DTYPE_COUNT; d++) {
+    out->peak_flops[d] *= 1e12;
+    any |= out->peak_flops[d] > 0;
+  }
+  if (!any) {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.peak_tflops",
+                  "expected at least one dtype with a positive peak");
+    return FALSE;
+  }
+
+  const cJSON *util = cJSON_GetObjectItemCaseSensitive(root, "utilization");
+  if (!mm_json_apply(&ctx, util, "$.utilization", util_table_fields, NULL, NULL, error)) return FALSE;
+  if (!mm_json_apply(&ctx, cJSON_GetObjectItemCaseSensitive(util, "gemm"), "$.utilization.gemm",
+                     util_fields, &out->util_gemm, NULL, error))
+    return FALSE;
+  if (!mm_json_apply(&ctx, cJSON_GetObjectItemCaseSensitive(util, "hbm"), "$.utilization.hbm",
+                     util_fields, &out->util_hbm, NULL, error))
+    return FALSE;
+  return TRUE;
+}
+
+gboolean mm_device_load(const char *path, MmDevice *out, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  if (!root) {
+    memset(out, 0, sizeof *out);
+    return FALSE;
+  }
+  if (!device_from_json(path, root, out, error)) {
+    mm_device_clear(out);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- system ------------------------------------------------------------ */
+
+typedef struct {
+  char *name, *source, *device;
+  int64_t gpus_per_node, nodes;
+} SystemRaw;
+#define SYS(f) ((gssize)offsetof(SystemRaw, f))
+
+static const MmField system_fields[] = {
+  {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, SYS(name), NULL, "display name"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, SYS(source), NULL, "where the numbers come from"},
+  {"device", MM_F_STR, TRUE, 0, 0, 0, NULL, SYS(device), NULL,
+   "device file, relative to this file's directory (e.g. devices/a100-80gb.json)"},
+  {"gpus_per_node", MM_F_INT, TRUE, 1, 1 << 16, 0, NULL, SYS(gpus_per_node), "GPUs", "GPUs in one node"},
+  {"nodes", MM_F_INT, TRUE, 1, 1 << 20, 0, NULL, SYS(nodes), "nodes", "nodes in the system"},
+  {"intra_node", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "scale-up network inside a node (required when gpus_per_node > 1)"},
+  {"inter_node", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "scale-out network between nodes (required when nodes > 1)"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int topology;
+  int64_t links_per_gpu, nics_per_node, nics_per_gpu;
+  double link_bw_GBps, nic_bw_Gbps, latency_us, efficiency;
+  gboolean in_network_reduction;
+  char *source;
+} NetRaw;
+#define NET(f) ((gssize)offsetof(NetRaw, f))
+
+static const MmField intra_fields[] = {
+  {"topology", MM_F_ENUM, TRUE, 0, 0, 0, mm_topology_names, NET(topology), NULL,
+   "switch (NVSwitch), full_mesh (MI300X, MI210), ring"},
+  {"links_per_gpu", MM_F_INT, TRUE, 1, 1024, 0, NULL, NET(links_per_gpu), "links", "links of one GPU"},
+  {"link_bw_GBps", MM_F_NUM, TRUE, 1e-3, 1e7, 0, NULL, NET(link_bw_GBps), "GB/s",
+   "one link, per direction"},
+  {"latency_us", MM_F_NUM, FALSE, 0, 1e6, 1.0, NULL, NET(latency_us), "us", "per message (alpha)"},
+  {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
+   "achievable fraction of line rate (protocol overhead)"},
+  {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
+   "the switch reduces in the network (NVLink SHARP)"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, NET(source), NULL, "where bandwidth and efficiency come from"},
+  MM_FIELDS_END,
+};
+
+static const MmField inter_fields[] = {
+  {"topology", MM_F_ENUM, TRUE, 0, 0, 0, mm_topology_names, NET(topology), NULL,
+   "fat_tree, rail, switch, torus2d, torus3d, ring"},
+  {"nics_per_node", MM_F_INT, FALSE, 1, 1024, 0, NULL, NET(nics_per_node), "NICs",
+   "NICs shared by the node's GPUs (give this or nics_per_gpu)"},
+  {"nics_per_gpu", MM_F_INT, FALSE, 1, 64, 0, NULL, NET(nics_per_gpu), "NICs", "NICs of one GPU"},
+  {"nic_bw_Gbps", MM_F_NUM, TRUE, 1e-3, 1e7, 0, NULL, NET(nic_bw_Gbps), "Gb/s",
+   "one NIC, per direction (bits)"},
+  {"latency_us", MM_F_NUM, FALSE, 0, 1e6, 5.0, NULL, NET(latency_us), "us", "per message (alpha)"},
+  {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
+   "achievable fraction of line rate (protocol overhead)"},
+  {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
+   "switches reduce in the network (SHARP)"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, NET(source), NULL, "where bandwidth and efficiency come from"},
+  MM_FIELDS_END,
+};
+
+void mm_hardware_free(MmHardware *h)
+{
+  if (!h) return;
+  mm_device_clear(&h->device);
+  g_free(h->intra.source);
+  g_free(h->inter.source);
+  g_free(h->path);
+  g_free(h->name);
+  g_free(h->source);
+  g_free(h);
+}
+
+static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, gboolean intra,
+                              int64_t gpus_per_node, MmNetwork *out, GError **error)
+{
+  NetRaw raw = {0};
+  guint64 present = 0;
+  const MmField *fields = intra ? intra_fields : inter_fields;
+  gboolean ok = mm_json_apply(ctx, obj, jp, fields, &raw, &present, error);
+  out->source = raw.source;
+  if (!ok) return FALSE;
+  out->present = TRUE;
+  out->topology = (MmTopology)raw.topology;
+  out->latency_s = raw.latency_us * 1e-6;
+  out->efficiency = raw.efficiency;
+  out->in_network_reduction = raw.in_network_reduction;
+  if (intra) {
+    out->links = raw.links_per_gpu;
+    out->link_bw_Bps = raw.link_bw_GBps * 1e9;
+    out->bw_per_gpu_Bps = (double)raw.links_per_gpu * out->link_bw_Bps;
+    if (out->topology == MM_TOPO_FULL_MESH && gpus_per_node > 1 && raw.links_per_gpu < gpus_per_node - 1) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "a full mesh of %" G_GINT64_FORMAT " GPUs needs at least %" G_GINT64_FORMAT
+                    " links per GPU, got %" G_GINT64_FORMAT,
+                    gpus_per_node, gpus_per_node - 1, raw.links_per_gpu);
+      return FALSE;
+    }
+  } else {
+    gboolean per_node = (present >> mm_json_field_index(fields, "nics_per_node")) & 1;
+    gboolean per_gpu = (present >> mm_json_field_index(fields, "nics_per_gpu")) & 1;
+    if (per_node == per_gpu) {
+      mm_json_error(error, per_node ? MM_CONFIG_ERROR_INCONSISTENT : MM_CONFIG_ERROR_MISSING_KEY, ctx,
+                    jp, "give exactly one of \"nics_per_node\" and \"nics_per_gpu\"");
+      return FALSE;
+    }
+    out->link_bw_Bps = raw.nic_bw_Gbps * 1e9 / 8.0;
+    out->links = per_node ? raw.nics_per_node : raw.nics_per_gpu * gpus_per_node;
+    out->bw_per_gpu_Bps = (double)out->links * out->link_bw_Bps / (double)gpus_per_node;
+  }
+  return TRUE;
+}
+
+static MmHardware *hardware_from_json(const char *path, const cJSON *root, GError **error)
+{
+  MmJsonCtx ctx = {path};
+  g_autoptr(MmHardware) h = g_new0(MmHardware, 1);
+  h->path = g_strdup(path);
+  SystemRaw raw = {0};
+  gboolean ok = mm_json_apply(&ctx, root, "$", system_fields, &raw, NULL, error);
+  h->name = raw.name;
+  h->source = raw.source;
+  g_autofree char *device = raw.device;
+  if (!ok) return NULL;
+  h->gpus_per_node = raw.gpus_per_node;
+  h->nodes = raw.nodes;
+  if (h->gpus_per_node * h->nodes > (1 << 24)) {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.nodes",
+                  "%" G_GINT64_FORMAT " GPUs in all is more than madmax supports (16M)",
+                  h->gpus_per_node * h->nodes);
+    return NULL;
+  }
+
+  const cJSON *intra = cJSON_GetObjectItemCaseSensitive(root, "intra_node");
+  const cJSON *inter = cJSON_GetObjectItemCaseSensitive(root, "inter_node");
+  if (intra) {
+    if (!parse_network(&ctx, intra, "$.intra_node", TRUE, h->gpus_per_node, &h->intra, error)) return NULL;
+  } else if (h->gpus_per_node > 1) {
+    mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$",
+                  "missing \"intra_node\": a node of %" G_GINT64_FORMAT " GPUs needs a scale-up network",
+                  h->gpus_per_node);
+    return NULL;
+  }
+  if (inter) {
+    if (!parse_network(&ctx, inter, "$.inter_node", FALSE, h->gpus_per_node, &h->inter, error)) return NULL;
+  } else if (h->nodes > 1) {
+    mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$",
+                  "missing \"inter_node\": %" G_GINT64_FORMAT " nodes need a scale-out network", h->nodes);
+    return NULL;
+  }
+
+  if (device[0] == '\0') {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.device", "expected a device file path");
+    return NULL;
+  }
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *dev_path = g_path_is_absolute(device) ? g_strdup(device)
+                                                          : g_build_filename(dir, device, NULL);
+  g_autoptr(GError) derr = NULL;
+  if (!mm_device_load(dev_path, &h->device, &derr)) {
+    if (derr->code == MM_CONFIG_ERROR_IO) {
+      mm_json_error(error, MM_CONFIG_ERROR_IO, &ctx, "$.device", "device file %s: %s", dev_path,
+                    derr->message);
+    } else {
+      g_propagate_error(error, g_steal_pointer(&derr));
+    }
+    return NULL;
+  }
+  return g_steal_pointer(&h);
+}
+
+MmHardware *mm_hardware_load(const char *path, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  return root ? hardware_from_json(path, root, error) : NULL;
+}
+
+void mm_hardware_write_schema(FILE *out)
+{
+  mm_json_write_schema(out, "Device file (`hardware/devices/*.json`)",
+                       "One accelerator: peak FLOP/s per dtype, memory, and the utilization factors "
+                       "the cost model applies, each with its provenance.",
+                       device_fields);
+  mm_json_write_schema(out, "`utilization`", "", util_table_fields);
+  mm_json_write_schema(out, "`utilization.gemm` / `utilization.hbm`", "", util_fields);
+  mm_json_write_schema(out, "System file (`hardware/*.json`)",
+                       "A system: a device, how many per node, how many nodes, and the two networks.",
+                       system_fields);
+  mm_json_write_schema(out, "`intra_node`",
+                       "Per-GPU scale-up bandwidth = links_per_gpu x link_bw_GBps (per direction).",
+                       intra_fields);
+  mm_json_write_schema(out, "`inter_node`",
+                       "Per-GPU scale-out bandwidth = NICs x nic_bw_Gbps / 8 / gpus_per_node (per direction).",
+                       inter_fields);
+}

@@ -1,0 +1,337 @@
+/* json: schema-table driven JSON validation shared by the model, hardware and config loaders. */
+#include "json.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+G_DEFINE_QUARK(mm-config-error-quark, mm_config_error)
+
+void mm_json_error(GError **error, MmConfigError code, const MmJsonCtx *ctx, const char *jpath,
+                   const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, MM_CONFIG_ERROR, code, "%s: %s: %s", ctx->file, jpath, msg);
+}
+
+/* Line and column (1-based) of byte @off in @text. */
+static void line_col(const char *text, gsize off, guint *line, guint *col)
+{
+  *line = 1;
+  *col = 1;
+  for (gsize i = 0; i < off && text[i]; i++) {
+    if (text[i] == '\n') {
+      (*line)++;
+      *col = 1;
+    } else {
+      (*col)++;
+    }
+  }
+}
+
+cJSON *mm_json_parse_text(const char *path, const char *text, gsize len, GError **error)
+{
+  const char *end = NULL;
+  /* The length counts the NUL so cJSON sees the whole buffer (see STYLE.md 7). */
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, TRUE);
+  if (!root) {
+    gsize off = end ? (gsize)(end - text) : len;
+    guint line, col;
+    line_col(text, off, &line, &col);
+    gboolean at_end = off >= len;
+    while (at_end && off > 0 && g_ascii_isspace(text[off - 1])) off--;
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_PARSE,
+                "%s:%u:%u: invalid JSON: %s", path, line, col,
+                len == 0 ? "the file is empty"
+                : at_end ? "unexpected end of input (truncated file?)"
+                         : "unexpected character");
+    return NULL;
+  }
+  if (!cJSON_IsObject(root)) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_TYPE,
+                "%s: $: expected a JSON object at the top level", path);
+    cJSON_Delete(root);
+    return NULL;
+  }
+  return root;
+}
+
+cJSON *mm_json_load_file(const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(GError) io = NULL;
+  if (!g_file_get_contents(path, &text, &len, &io)) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "%s: cannot read: %s", path,
+                io->message);
+    return NULL;
+  }
+  if (strlen(text) != len) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_PARSE,
+                "%s: invalid JSON: the file contains a NUL byte", path);
+    return NULL;
+  }
+  return mm_json_parse_text(path, text, len, error);
+}
+
+char *mm_json_describe_value(const cJSON *item)
+{
+  if (cJSON_IsObject(item)) return g_strdup("an object");
+  if (cJSON_IsArray(item)) return g_strdup("an array");
+  if (cJSON_IsNull(item)) return g_strdup("null");
+  if (cJSON_IsBool(item)) return g_strdup(cJSON_IsTrue(item) ? "true" : "false");
+  if (cJSON_IsString(item)) {
+    g_autofree char *s = g_strndup(item->valuestring, 40);
+    return g_strdup_printf("\"%s\"", s);
+  }
+  if (cJSON_IsNumber(item)) return g_strdup_printf("%.17g", item->valuedouble);
+  return g_strdup("a value");
+}
+
+gboolean mm_json_expect(const MmJsonCtx *ctx, const cJSON *item, const char *jpath,
+                        int cjson_type, const char *what, GError **error)
+{
+  if ((item->type & 0xFF) == cjson_type) return TRUE;
+  g_autofree char *got = mm_json_describe_value(item);
+  mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected %s, got %s", what, got);
+  return FALSE;
+}
+
+guint mm_json_field_index(const MmField *fields, const char *key)
+{
+  for (guint i = 0; fields[i].key; i++)
+    if (strcmp(fields[i].key, key) == 0) return i;
+  g_assert_not_reached();
+}
+
+static char *allowed_names(const char *const *names)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; names[i]; i++) g_string_append_printf(s, "%s\"%s\"", i ? ", " : "", names[i]);
+  return g_string_free(s, FALSE);
+}
+
+static const char *type_word(MmFieldType t)
+{
+  switch (t) {
+  case MM_F_INT: return "integer";
+  case MM_F_NUM: return "number";
+  case MM_F_BOOL: return "boolean";
+  case MM_F_STR: return "string";
+  case MM_F_ENUM: return "string";
+  case MM_F_OBJECT: return "object";
+  case MM_F_ARRAY: return "array";
+  case MM_F_CUSTOM: return "number or string";
+  }
+  return "value";
+}
+
+static char *range_text(const MmField *f)
+{
+  const char *what = f->type == MM_F_INT ? "integer" : "number";
+  g_autofree char *upper = f->max < MM_INT_MAX ? g_strdup_printf(" up to %.17g", f->max) : g_strdup("");
+  if (f->min == 1 && f->type == MM_F_INT) return g_strdup_printf("a positive integer%s", upper);
+  if (f->min == 0) return g_strdup_printf("a non-negative %s%s", what, upper);
+  if (f->max >= MM_INT_MAX) return g_strdup_printf("a %s >= %.17g", what, f->min);
+  return g_strdup_printf("a %s between %.17g and %.17g", what, f->min, f->max);
+}
+
+gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON *item,
+                             const char *jpath, void *out_, GError **error)
+{
+  char *out = out_;
+  switch (f->type) {
+  case MM_F_INT:
+  case MM_F_NUM: {
+    if (!cJSON_IsNumber(item)) {
+      g_autofree char *got = mm_json_describe_value(item);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected %s, got %s",
+                    type_word(f->type), got);
+      return FALSE;
+    }
+    double v = item->valuedouble;
+    g_autofree char *want = range_text(f);
+    if (!isfinite(v) || fabs(v) > MM_INT_MAX) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath,
+                    "%.6g is too large (overflow); expected %s", v, want);
+      return FALSE;
+    }
+    if (f->type == MM_F_INT && v != floor(v)) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%.17g is not an integer; expected %s",
+                    v, want);
+      return FALSE;
+    }
+    if (v < f->min || v > f->max) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%.17g is not %s", v, want);
+      return FALSE;
+    }
+    if (f->offset >= 0) {
+      if (f->type == MM_F_INT)
+        *(int64_t *)(out + f->offset) = (int64_t)v;
+      else
+        *(double *)(out + f->offset) = v;
+    }
+    return TRUE;
+  }
+  case MM_F_BOOL:
+    if (!cJSON_IsBool(item)) {
+      g_autofree char *got = mm_json_describe_value(item);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected true or false, got %s", got);
+      return FALSE;
+    }
+    if (f->offset >= 0) *(gboolean *)(out + f->offset) = cJSON_IsTrue(item);
+    return TRUE;
+  case MM_F_STR:
+    if (!cJSON_IsString(item)) {
+      g_autofree char *got = mm_json_describe_value(item);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected a string, got %s", got);
+      return FALSE;
+    }
+    if (f->offset >= 0) {
+      char **slot = (char **)(out + f->offset);
+      g_free(*slot);
+      *slot = g_strdup(item->valuestring);
+    }
+    return TRUE;
+  case MM_F_ENUM: {
+    g_autofree char *allowed = allowed_names(f->names);
+    if (!cJSON_IsString(item)) {
+      g_autofree char *got = mm_json_describe_value(item);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected one of %s, got %s", allowed,
+                    got);
+      return FALSE;
+    }
+    for (int i = 0; f->names[i]; i++) {
+      if (strcmp(f->names[i], item->valuestring) == 0) {
+        if (f->offset >= 0) *(int *)(out + f->offset) = i;
+        return TRUE;
+      }
+    }
+    g_autofree char *got = mm_json_describe_value(item);
+    mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, jpath, "unknown value %s; expected one of %s",
+                  got, allowed);
+    return FALSE;
+  }
+  case MM_F_OBJECT:
+    return mm_json_expect(ctx, item, jpath, cJSON_Object, "an object", error);
+  case MM_F_ARRAY:
+    return mm_json_expect(ctx, item, jpath, cJSON_Array, "an array", error);
+  case MM_F_CUSTOM:
+    if (cJSON_IsNumber(item) || cJSON_IsString(item)) return TRUE;
+    {
+      g_autofree char *got = mm_json_describe_value(item);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected a number or a string, got %s",
+                    got);
+    }
+    return FALSE;
+  }
+  g_assert_not_reached();
+}
+
+static void apply_default(const MmField *f, char *out)
+{
+  /* A NaN default means "computed by the caller": leave the slot as prefilled. */
+  if (f->offset < 0 || isnan(f->def)) return;
+  switch (f->type) {
+  case MM_F_INT: *(int64_t *)(out + f->offset) = (int64_t)f->def; break;
+  case MM_F_NUM: *(double *)(out + f->offset) = f->def; break;
+  case MM_F_BOOL: *(gboolean *)(out + f->offset) = f->def != 0; break;
+  case MM_F_ENUM: *(int *)(out + f->offset) = (int)f->def; break;
+  default: break;
+  }
+}
+
+gboolean mm_json_apply(const MmJsonCtx *ctx, const cJSON *obj, const char *jpath,
+                       const MmField *fields, void *out, guint64 *present, GError **error)
+{
+  g_return_val_if_fail(cJSON_IsObject(obj), FALSE);
+  guint64 seen = 0;
+  guint nfields = 0;
+  while (fields[nfields].key) nfields++;
+  g_assert(nfields <= 64);
+
+  /* Unknown keys first: a typo explains a "missing" key better than the absence does. */
+  for (const cJSON *it = obj->child; it; it = it->next) {
+    guint i;
+    for (i = 0; i < nfields; i++)
+      if (strcmp(fields[i].key, it->string) == 0) break;
+    if (i == nfields) {
+      GString *known = g_string_new(NULL);
+      for (guint k = 0; k < nfields; k++) g_string_append_printf(known, "%s%s", k ? ", " : "", fields[k].key);
+      g_autofree char *known_s = g_string_free(known, FALSE);
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_KEY, ctx, jpath,
+                    "unknown key \"%s\"; expected one of: %s", it->string, known_s);
+      return FALSE;
+    }
+    if (seen & (G_GUINT64_CONSTANT(1) << i)) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jpath, "key \"%s\" appears twice",
+                    it->string);
+      return FALSE;
+    }
+    seen |= G_GUINT64_CONSTANT(1) << i;
+  }
+  for (guint i = 0; i < nfields; i++) {
+    const MmField *f = &fields[i];
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, f->key);
+    if (!item) {
+      if (f->required) {
+        mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, ctx, jpath,
+                      "missing required key \"%s\" (%s%s%s)", f->key, type_word(f->type),
+                      f->unit ? ", " : "", f->unit ? f->unit : "");
+        return FALSE;
+      }
+      apply_default(f, out);
+      continue;
+    }
+    g_autofree char *sub = g_strdup_printf("%s.%s", jpath, f->key);
+    if (!mm_json_apply_field(ctx, f, item, sub, out, error)) return FALSE;
+  }
+  if (present) *present = seen;
+  return TRUE;
+}
+
+void mm_json_write_schema(FILE *out, const char *title, const char *intro, const MmField *fields)
+{
+  fprintf(out, "### %s\n\n%s\n\n", title, intro);
+  fprintf(out, "| key | type | required | default | range | unit | meaning |\n");
+  fprintf(out, "|---|---|---|---|---|---|---|\n");
+  for (guint i = 0; fields[i].key; i++) {
+    const MmField *f = &fields[i];
+    g_autofree char *type = NULL;
+    g_autofree char *def = NULL;
+    g_autofree char *range = NULL;
+    if (f->type == MM_F_ENUM) {
+      g_autofree char *names = allowed_names(f->names);
+      type = g_strdup_printf("one of %s", names);
+      def = f->required ? g_strdup("")
+            : isnan(f->def) ? g_strdup("derived")
+                            : g_strdup_printf("\"%s\"", f->names[(int)f->def]);
+    } else {
+      type = g_strdup(type_word(f->type));
+      if (f->required)
+        def = g_strdup("");
+      else if (isnan(f->def))
+        def = g_strdup("derived");
+      else if (f->type == MM_F_INT || f->type == MM_F_NUM)
+        def = g_strdup_printf("%g", f->def);
+      else if (f->type == MM_F_BOOL)
+        def = g_strdup(f->def != 0 ? "true" : "false");
+      else
+        def = g_strdup("");
+    }
+    if (f->type == MM_F_INT || f->type == MM_F_NUM) {
+      if (f->max >= MM_INT_MAX)
+        range = g_strdup_printf(">= %g", f->min);
+      else
+        range = g_strdup_printf("%g .. %g", f->min, f->max);
+    } else {
+      range = g_strdup("");
+    }
+    fprintf(out, "| `%s` | %s | %s | %s | %s | %s | %s |\n", f->key, type,
+            f->required ? "yes" : "no", def, range, f->unit ? f->unit : "", f->doc ? f->doc : "");
+  }
+  fprintf(out, "\n");
+}

@@ -1,0 +1,82 @@
+/* json: schema tables and the generic parser the config loaders share (private to src/config). */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "config.h"
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
+typedef enum {
+  MM_F_INT,    /* int64_t, integral JSON number within [min, max] */
+  MM_F_NUM,    /* double, finite JSON number within [min, max] */
+  MM_F_BOOL,   /* gboolean */
+  MM_F_STR,    /* char * (g_strdup) */
+  MM_F_ENUM,   /* int, one of names[] */
+  MM_F_OBJECT, /* parsed by the caller; the table documents it */
+  MM_F_ARRAY,  /* parsed by the caller; the table documents it */
+  MM_F_CUSTOM, /* number or string, parsed by the caller */
+} MmFieldType;
+
+/* One row of a schema table: a JSON key of one object. */
+typedef struct {
+  const char *key;
+  MmFieldType type;
+  gboolean required;
+  double min, max;          /* INT/NUM; inclusive */
+  double def;               /* INT/NUM/BOOL/ENUM default when absent */
+  const char *const *names; /* ENUM values */
+  gssize offset;            /* into the output struct; -1: caller handles it */
+  const char *unit;         /* for docs: "bytes", "GB/s", ... */
+  const char *doc;          /* for docs: one line */
+} MmField;
+
+#define MM_NO_OFFSET ((gssize)-1)
+#define MM_FIELDS_END {NULL, 0, FALSE, 0, 0, 0, NULL, 0, NULL, NULL}
+/* Largest integer a double holds exactly; bigger sizes are rejected as overflow. */
+#define MM_INT_MAX 9007199254740992.0
+
+/* Where a value sits, for error messages. */
+typedef struct {
+  const char *file;
+} MmJsonCtx;
+
+/* Reads and parses a JSON file; the root must be an object. (transfer full) */
+cJSON *mm_json_load_file(const char *path, GError **error);
+cJSON *mm_json_parse_text(const char *path, const char *text, gsize len, GError **error);
+
+/* Applies a schema table to @obj at JSON path @jpath: rejects unknown keys,
+ * missing required keys, wrong types and out-of-range values; writes defaults
+ * and parsed values into @out. Bit i of *@present is set when fields[i] was
+ * given (@present may be NULL). */
+gboolean mm_json_apply(const MmJsonCtx *ctx, const cJSON *obj, const char *jpath,
+                       const MmField *fields, void *out, guint64 *present, GError **error);
+
+/* Parses one value @item at @jpath into @out per the row @f. */
+gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON *item,
+                             const char *jpath, void *out, GError **error);
+
+/* Index of @key in @fields (asserts it exists). */
+guint mm_json_field_index(const MmField *fields, const char *key);
+
+/* Checks the JSON type of @item (an object member) and sets an error naming it. */
+gboolean mm_json_expect(const MmJsonCtx *ctx, const cJSON *item, const char *jpath,
+                        int cjson_type, const char *what, GError **error);
+
+/* Sets an MM_CONFIG_ERROR with the "FILE: PATH: message" layout. */
+void mm_json_error(GError **error, MmConfigError code, const MmJsonCtx *ctx, const char *jpath,
+                   const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+
+/* A short rendering of a JSON value for messages ("-4", "\"abc\"", "an object"). */
+char *mm_json_describe_value(const cJSON *item);
+
+/* Writes one schema table as a Markdown table. */
+void mm_json_write_schema(FILE *out, const char *title, const char *intro, const MmField *fields);
+
+/* Per-file schema writers (model.c, hardware.c, parallel.c), joined by schema.c. */
+void mm_model_write_schema(FILE *out);
+void mm_hardware_write_schema(FILE *out);
+void mm_parallel_write_schema(FILE *out);

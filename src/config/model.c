@@ -1,0 +1,368 @@
+/* model: model files (models/) -> MmModel, a validated list of layer blocks. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "json.h"
+
+#define BLK(f) ((gssize)offsetof(MmBlock, f))
+#define BIG MM_INT_MAX
+
+static const char *const interaction_names[] = {"dot", "concat", NULL};
+static const char *const ffn_names[] = {"gelu", "relu", "swiglu", "geglu", NULL};
+static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
+static const char *const attention_names[] = {"flash", "eager", NULL};
+
+/* Top-level keys land here before moving into MmModel. */
+typedef struct {
+  char *name, *source;
+  int64_t seq_len;
+  int dtype;
+} ModelTop;
+#define TOP(f) ((gssize)offsetof(ModelTop, f))
+
+static const MmField model_fields[] = {
+  {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, TOP(name), NULL, "display name"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, TOP(source), NULL, "where the dimensions come from"},
+  {"seq_len", MM_F_INT, FALSE, 1, 1 << 24, 0, NULL, TOP(seq_len), "tokens",
+   "tokens per sample for sequence models (LLMs); absent for DLRM-style samples; default of every block's seq_len"},
+  {"dtype", MM_F_ENUM, FALSE, 0, 0, MM_DTYPE_BF16, mm_dtype_names, TOP(dtype), NULL,
+   "default storage dtype of every block"},
+  {"blocks", MM_F_ARRAY, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "layer blocks in execution order (forward); see the per-kind tables"},
+  MM_FIELDS_END,
+};
+
+#define COMMON_FIELDS                                                                           \
+  {"kind", MM_F_ENUM, TRUE, 0, 0, 0, mm_block_kind_names, BLK(kind), NULL, "block kind"},        \
+  {"name", MM_F_STR, FALSE, 0, 0, 0, NULL, BLK(name), NULL,                                     \
+   "unique name (default: the kind, suffixed with an index when repeated); configs may key strategies by it"}, \
+  {"dtype", MM_F_ENUM, FALSE, 0, 0, NAN, mm_dtype_names, BLK(dtype), NULL,                      \
+   "storage dtype of weights and activations (default: the model's dtype)"},                    \
+  {"compute_dtype", MM_F_ENUM, FALSE, 0, 0, NAN, mm_dtype_names, BLK(compute_dtype), NULL,      \
+   "dtype of the math; selects the peak FLOP/s (default: dtype)"}
+
+#define MOE_FIELDS                                                                              \
+  {"experts", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, BLK(experts), NULL,                          \
+   "mixture of experts: number of experts (0: dense)"},                                         \
+  {"top_k", MM_F_INT, FALSE, 1, 1 << 20, 1, NULL, BLK(top_k), NULL, "experts active per token/sample"}, \
+  {"capacity_factor", MM_F_NUM, FALSE, 0.01, 64, 1.0, NULL, BLK(capacity_factor), NULL,         \
+   "expert capacity relative to a perfectly balanced load; scales expert compute"}
+
+static const MmField embedding_bag_fields[] = {
+  COMMON_FIELDS,
+  {"tables", MM_F_INT, TRUE, 1, BIG, 0, NULL, BLK(tables), NULL, "number of tables"},
+  {"rows", MM_F_INT, TRUE, 1, BIG, 0, NULL, BLK(rows), NULL, "rows per table"},
+  {"dim", MM_F_INT, TRUE, 1, 1 << 20, 0, NULL, BLK(dim), NULL, "embedding dimension"},
+  {"pooling", MM_F_NUM, TRUE, 1e-6, 1e9, 0, NULL, BLK(pooling), "lookups",
+   "average lookups per table per sample (pooling factor)"},
+  MM_FIELDS_END,
+};
+
+static const MmField mlp_fields[] = {
+  COMMON_FIELDS,
+  {"count", MM_F_INT, TRUE, 1, 1 << 20, 0, NULL, BLK(count), "layers", "dense layers in the stack"},
+  {"width", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, BLK(width), NULL, "hidden width of every layer"},
+  {"input_dim", MM_F_INT, FALSE, 1, 1 << 30, NAN, NULL, BLK(input_dim), NULL,
+   "input features of the first layer (default: width)"},
+  {"output_dim", MM_F_INT, FALSE, 1, 1 << 30, NAN, NULL, BLK(output_dim), NULL,
+   "outputs of the last layer (default: width)"},
+  {"activation", MM_F_BOOL, FALSE, 0, 0, 1, NULL, BLK(activation), NULL,
+   "elementwise activation after each layer"},
+  MOE_FIELDS,
+  MM_FIELDS_END,
+};
+
+static const MmField interaction_fields[] = {
+  COMMON_FIELDS,
+  {"op", MM_F_ENUM, TRUE, 0, 0, 0, interaction_names, BLK(op), NULL,
+   "dot: pairwise dot products (F^2/2 x dim MACs); concat: copy only"},
+  {"features", MM_F_INT, FALSE, 1, 1 << 24, NAN, NULL, BLK(features), "vectors",
+   "vectors that interact (default: tables of the preceding embedding_bag blocks + 1 dense vector)"},
+  {"dim", MM_F_INT, FALSE, 1, 1 << 20, NAN, NULL, BLK(dim), NULL,
+   "vector dimension (default: dim of the preceding embedding_bag)"},
+  MM_FIELDS_END,
+};
+
+static const MmField transformer_fields[] = {
+  COMMON_FIELDS,
+  {"count", MM_F_INT, TRUE, 1, 1 << 20, 0, NULL, BLK(count), "layers", "transformer layers"},
+  {"hidden", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, BLK(hidden), NULL, "model width d"},
+  {"heads", MM_F_INT, TRUE, 1, 1 << 16, 0, NULL, BLK(heads), NULL, "attention (query) heads; must divide hidden"},
+  {"kv_heads", MM_F_INT, FALSE, 1, 1 << 16, NAN, NULL, BLK(kv_heads), NULL,
+   "key/value heads (GQA/MQA); must divide heads (default: heads)"},
+  {"ffn", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, BLK(ffn), NULL, "FFN inner width (per expert for MoE)"},
+  {"ffn_kind", MM_F_ENUM, FALSE, 0, 0, MM_FFN_GELU, ffn_names, BLK(ffn_kind), NULL,
+   "gelu/relu: 2 matrices; swiglu/geglu: gated, 3 matrices"},
+  {"seq_len", MM_F_INT, FALSE, 1, 1 << 24, NAN, NULL, BLK(seq_len), "tokens",
+   "sequence length (default: the model's seq_len)"},
+  {"norm", MM_F_ENUM, FALSE, 0, 0, MM_NORM_LAYERNORM, norm_names, BLK(norm), NULL,
+   "normalization before attention and FFN"},
+  {"attention", MM_F_ENUM, FALSE, 0, 0, MM_ATTN_FLASH, attention_names, BLK(attention), NULL,
+   "flash: scores never stored; eager: softmax probabilities kept for backward (s^2 memory)"},
+  {"bias", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(bias), NULL, "linear layers have biases"},
+  {"causal", MM_F_BOOL, FALSE, 0, 0, 1, NULL, BLK(causal), NULL,
+   "causal (decoder) attention: flash kernels skip the masked half; model FLOPs still count the full matrix"},
+  MOE_FIELDS,
+  MM_FIELDS_END,
+};
+
+static const MmField token_embedding_fields[] = {
+  COMMON_FIELDS,
+  {"vocab", MM_F_INT, TRUE, 1, 1 << 28, 0, NULL, BLK(vocab), "tokens", "vocabulary size"},
+  {"hidden", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, BLK(hidden), NULL, "embedding width"},
+  {"positions", MM_F_INT, FALSE, 0, 1 << 24, 0, NULL, BLK(positions), NULL,
+   "rows of a learned position embedding (0: none, e.g. RoPE)"},
+  {"seq_len", MM_F_INT, FALSE, 1, 1 << 24, NAN, NULL, BLK(seq_len), "tokens",
+   "tokens per sample (default: the model's seq_len)"},
+  MM_FIELDS_END,
+};
+
+static const MmField lm_head_fields[] = {
+  COMMON_FIELDS,
+  {"vocab", MM_F_INT, TRUE, 1, 1 << 28, 0, NULL, BLK(vocab), "tokens", "vocabulary size"},
+  {"hidden", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, BLK(hidden), NULL, "input width"},
+  {"tied", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(tied), NULL,
+   "shares the token embedding's matrix (no parameters of its own)"},
+  {"norm", MM_F_ENUM, FALSE, 0, 0, MM_NORM_LAYERNORM, norm_names, BLK(norm), NULL,
+   "final normalization before the projection"},
+  {"seq_len", MM_F_INT, FALSE, 1, 1 << 24, NAN, NULL, BLK(seq_len), "tokens",
+   "tokens per sample (default: the model's seq_len)"},
+  MM_FIELDS_END,
+};
+
+static const MmField *const kind_fields[MM_BLOCK_KIND_COUNT] = {
+  embedding_bag_fields, mlp_fields, interaction_fields, transformer_fields, token_embedding_fields,
+  lm_head_fields,
+};
+
+void mm_model_free(MmModel *m)
+{
+  if (!m) return;
+  for (guint i = 0; i < m->n_blocks; i++) g_free(m->blocks[i].name);
+  g_free(m->blocks);
+  g_free(m->path);
+  g_free(m->name);
+  g_free(m->source);
+  g_free(m);
+}
+
+/* Cross-field checks and derived defaults of one block. */
+static gboolean finish_block(const MmJsonCtx *ctx, MmModel *m, guint bi, const char *jp,
+                             guint64 present, GError **error)
+{
+  MmBlock *b = &m->blocks[bi];
+  const MmField *fields = kind_fields[b->kind];
+#define GIVEN(key) ((present >> mm_json_field_index(fields, key)) & 1)
+  if (!GIVEN("compute_dtype")) b->compute_dtype = b->dtype;
+  if (b->kind != MM_BLOCK_MLP && b->kind != MM_BLOCK_TRANSFORMER) b->count = 1;
+
+  switch (b->kind) {
+  case MM_BLOCK_EMBEDDING_BAG:
+    break;
+  case MM_BLOCK_MLP:
+    if (!GIVEN("input_dim")) b->input_dim = b->width;
+    if (!GIVEN("output_dim")) b->output_dim = b->width;
+    break;
+  case MM_BLOCK_INTERACTION: {
+    int64_t tables = 0, dim = 0;
+    gboolean dense = FALSE;
+    for (guint j = 0; j < bi; j++) {
+      const MmBlock *p = &m->blocks[j];
+      if (p->kind == MM_BLOCK_EMBEDDING_BAG) {
+        tables += p->tables;
+        dim = p->dim;
+      } else if (p->kind == MM_BLOCK_MLP) {
+        dense = TRUE;
+      }
+    }
+    if (!GIVEN("features")) {
+      if (tables == 0) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                      "no embedding_bag block precedes this interaction; give \"features\" and \"dim\"");
+        return FALSE;
+      }
+      b->features = tables + (dense ? 1 : 0);
+    }
+    if (!GIVEN("dim")) {
+      if (dim == 0) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                      "no embedding_bag block precedes this interaction; give \"dim\"");
+        return FALSE;
+      }
+      b->dim = dim;
+    }
+    break;
+  }
+  case MM_BLOCK_TRANSFORMER:
+    if (!GIVEN("kv_heads")) b->kv_heads = b->heads;
+    if (b->hidden % b->heads != 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "heads %" G_GINT64_FORMAT " does not divide hidden %" G_GINT64_FORMAT, b->heads,
+                    b->hidden);
+      return FALSE;
+    }
+    if (b->heads % b->kv_heads != 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "kv_heads %" G_GINT64_FORMAT " does not divide heads %" G_GINT64_FORMAT,
+                    b->kv_heads, b->heads);
+      return FALSE;
+    }
+    G_GNUC_FALLTHROUGH;
+  case MM_BLOCK_TOKEN_EMBEDDING:
+  case MM_BLOCK_LM_HEAD:
+    if (!GIVEN("seq_len")) {
+      if (m->seq_len == 0) {
+        mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, ctx, jp,
+                      "missing \"seq_len\" (tokens) here or at the top level of the model");
+        return FALSE;
+      }
+      b->seq_len = m->seq_len;
+    }
+    break;
+  case MM_BLOCK_KIND_COUNT:
+    g_assert_not_reached();
+  }
+  if (b->kind == MM_BLOCK_MLP || b->kind == MM_BLOCK_TRANSFORMER) {
+    if (b->experts == 1) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jp,
+                    "experts 1 is not a mixture; use 0 (dense) or at least 2");
+      return FALSE;
+    }
+    if (b->experts > 0 && b->top_k > b->experts) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "top_k %" G_GINT64_FORMAT " exceeds experts %" G_GINT64_FORMAT, b->top_k,
+                    b->experts);
+      return FALSE;
+    }
+    if (b->experts == 0 && (GIVEN("top_k") || GIVEN("capacity_factor"))) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "top_k/capacity_factor need \"experts\" >= 2");
+      return FALSE;
+    }
+  }
+#undef GIVEN
+  return TRUE;
+}
+
+static gboolean check_model(const MmJsonCtx *ctx, MmModel *m, GError **error)
+{
+  g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+  guint kind_count[MM_BLOCK_KIND_COUNT] = {0};
+  guint kind_seen[MM_BLOCK_KIND_COUNT] = {0};
+  for (guint i = 0; i < m->n_blocks; i++) kind_count[m->blocks[i].kind]++;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    MmBlock *b = &m->blocks[i];
+    if (!b->name) {
+      b->name = kind_count[b->kind] == 1
+                    ? g_strdup(mm_block_kind_names[b->kind])
+                    : g_strdup_printf("%s_%u", mm_block_kind_names[b->kind], kind_seen[b->kind]);
+    }
+    kind_seen[b->kind]++;
+    g_autofree char *jp = g_strdup_printf("$.blocks[%u].name", i);
+    if (b->name[0] == '\0') {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jp, "a block name must not be empty");
+      return FALSE;
+    }
+    if (!g_hash_table_add(names, b->name)) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "block name \"%s\" is used twice; names must be unique", b->name);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    if (b->kind != MM_BLOCK_LM_HEAD || !b->tied) continue;
+    const MmBlock *emb = NULL;
+    for (guint j = 0; j < m->n_blocks; j++)
+      if (m->blocks[j].kind == MM_BLOCK_TOKEN_EMBEDDING) emb = &m->blocks[j];
+    g_autofree char *jp = g_strdup_printf("$.blocks[%u].tied", i);
+    if (!emb || emb->vocab != b->vocab || emb->hidden != b->hidden) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "a tied lm_head needs a token_embedding block with the same vocab and hidden");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static MmModel *model_from_json(const char *path, const cJSON *root, GError **error)
+{
+  MmJsonCtx ctx = {path};
+  g_autoptr(MmModel) m = g_new0(MmModel, 1);
+  m->path = g_strdup(path);
+
+  ModelTop top = {0};
+  gboolean ok = mm_json_apply(&ctx, root, "$", model_fields, &top, NULL, error);
+  m->name = top.name;
+  m->source = top.source;
+  if (!ok) return NULL;
+  m->seq_len = top.seq_len;
+
+  const cJSON *blocks = cJSON_GetObjectItemCaseSensitive(root, "blocks");
+  int n = cJSON_GetArraySize(blocks);
+  if (n == 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.blocks", "expected at least one block");
+    return NULL;
+  }
+  m->blocks = g_new0(MmBlock, (gsize)n);
+  int i = 0;
+  for (const cJSON *it = blocks->child; it; it = it->next, i++) {
+    g_autofree char *jp = g_strdup_printf("$.blocks[%d]", i);
+    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a block object", error)) return NULL;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(it, "kind");
+    if (!kind) {
+      mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, jp, "missing required key \"kind\"");
+      return NULL;
+    }
+    /* Parse "kind" alone first to select the table for the rest. */
+    MmBlock *b = &m->blocks[i];
+    m->n_blocks = (guint)i + 1;
+    static const MmField kind_field = {"kind", MM_F_ENUM, TRUE, 0, 0, 0, mm_block_kind_names,
+                                       BLK(kind), NULL, NULL};
+    g_autofree char *kp = g_strdup_printf("%s.kind", jp);
+    if (!mm_json_apply_field(&ctx, &kind_field, kind, kp, b, error)) return NULL;
+    b->dtype = (MmDtype)top.dtype;
+    guint64 present = 0;
+    if (!mm_json_apply(&ctx, it, jp, kind_fields[b->kind], b, &present, error)) return NULL;
+    if (!finish_block(&ctx, m, (guint)i, jp, present, error)) return NULL;
+  }
+  if (!check_model(&ctx, m, error)) return NULL;
+  return g_steal_pointer(&m);
+}
+
+MmModel *mm_model_parse(const char *path, const char *text, gsize len, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_parse_text(path, text, len, error);
+  return root ? model_from_json(path, root, error) : NULL;
+}
+
+MmModel *mm_model_load(const char *path, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  return root ? model_from_json(path, root, error) : NULL;
+}
+
+void mm_model_write_schema(FILE *out)
+{
+  mm_json_write_schema(out, "Model file (`models/*.json`)",
+                       "A model is a list of layer blocks in forward order. Each block's keys depend on "
+                       "its `kind`; unknown keys are errors.",
+                       model_fields);
+  static const char *const intros[MM_BLOCK_KIND_COUNT] = {
+    "DLRM sparse features: `tables` tables of `rows` x `dim`, `pooling` lookups per table per "
+    "sample, summed. Memory-bound: time = lookup bytes / (HBM bandwidth x utilization).",
+    "A stack of `count` dense layers (GEMMs), optionally a mixture of experts where each expert is "
+    "the whole stack.",
+    "DLRM feature interaction over `features` vectors of `dim`.",
+    "`count` decoder/encoder layers: norm, QKV projection (GQA shrinks K/V), attention core "
+    "(QK^T and AV, 2 x seq^2 x hidden FLOPs each per sample), output projection, norm, FFN "
+    "(or MoE FFN: router + top_k experts of `ffn`).",
+    "Token lookup (and learned positions); memory-bound gather.",
+    "Final norm and the vocabulary projection (2 x hidden x vocab FLOPs per token).",
+  };
+  for (int k = 0; k < MM_BLOCK_KIND_COUNT; k++) {
+    g_autofree char *title = g_strdup_printf("Block kind `%s`", mm_block_kind_names[k]);
+    mm_json_write_schema(out, title, intros[k], kind_fields[k]);
+  }
+}

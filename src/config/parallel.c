@@ -1,0 +1,562 @@
+/* parallel: task + parallelism files (configs/) -> MmParallelConfig; scenario cross-checks. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "json.h"
+
+#define CFG(f) ((gssize)offsetof(MmParallelConfig, f))
+#define BIG MM_INT_MAX
+
+static const MmField config_fields[] = {
+  {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, CFG(name), NULL, "display name"},
+  {"task", MM_F_ENUM, TRUE, 0, 0, 0, mm_task_names, CFG(task), NULL,
+   "pretrain: forward + backward + optimizer; finetune: frozen blocks skip weight gradients; inference: forward only"},
+  {"global_batch", MM_F_INT, FALSE, 1, BIG, 0, NULL, CFG(global_batch), "samples",
+   "samples (sequences for LLMs) per iteration; give this or global_batch_tokens"},
+  {"global_batch_tokens", MM_F_INT, FALSE, 1, BIG, 0, NULL, CFG(global_batch_tokens), "tokens",
+   "tokens per iteration; samples = tokens / the model's seq_len"},
+  {"micro_batch", MM_F_INT, FALSE, 1, BIG, 0, NULL, CFG(micro_batch), "samples",
+   "samples per data-parallel rank of the main dense block per micro-step (default: the whole "
+   "local batch, no gradient accumulation)"},
+  {"precision", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "dtype policy: {\"grads\": dtype, \"compute\": dtype}; grads default to each block's dtype, "
+   "compute overrides every block's compute_dtype"},
+  {"optimizer", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "optimizer of dense parameters (default adam, fp32 states, fp32 master weights)"},
+  {"sparse_optimizer", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "optimizer of embedding_bag tables (default rowwise_adagrad, fp32 state)"},
+  {"recompute", MM_F_ENUM, FALSE, 0, 0, MM_RECOMPUTE_NONE, mm_recompute_names, CFG(recompute), NULL,
+   "activation recomputation: none keeps every activation; full keeps only layer inputs and "
+   "recomputes the forward pass during backward"},
+  {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "finetune: block names or kinds that are not trained"},
+  {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",
+   "FSDP: layers whose AllGather is issued ahead of the one computing"},
+  {"ddp_bucket_MB", MM_F_NUM, FALSE, 0.001, 1e6, 25, NULL, MM_NO_OFFSET, "MB",
+   "DDP: gradient bucket size per AllReduce"},
+  {"parallelism", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "per block kind, block name or \"default\": a list of levels, innermost first"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int grads, compute;
+} PrecisionRaw;
+
+static const MmField precision_fields[] = {
+  {"grads", MM_F_ENUM, FALSE, 0, 0, NAN, mm_dtype_names, (gssize)offsetof(PrecisionRaw, grads), NULL,
+   "gradient dtype (default: each block's dtype)"},
+  {"compute", MM_F_ENUM, FALSE, 0, 0, NAN, mm_dtype_names, (gssize)offsetof(PrecisionRaw, compute), NULL,
+   "compute dtype of every block (default: each block's compute_dtype)"},
+  MM_FIELDS_END,
+};
+
+static const MmField optimizer_fields[] = {
+  {"kind", MM_F_ENUM, TRUE, 0, 0, 0, mm_optimizer_names, (gssize)offsetof(MmOptimizer, kind), NULL,
+   "adam: 2 states per parameter; sgd: 0 (1 with momentum); adagrad: 1; rowwise_adagrad: 1 per row"},
+  {"state_dtype", MM_F_ENUM, FALSE, 0, 0, MM_DTYPE_FP32, mm_dtype_names,
+   (gssize)offsetof(MmOptimizer, state_dtype), NULL, "dtype of optimizer states"},
+  {"master_weights", MM_F_BOOL, FALSE, 0, 0, 1, NULL, (gssize)offsetof(MmOptimizer, master_weights), NULL,
+   "keep an fp32 copy of weights stored in a narrower dtype"},
+  {"momentum", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmOptimizer, momentum), NULL,
+   "sgd only: one momentum state per parameter"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int strategy;
+  int sharding;
+} LevelRaw;
+
+static const MmField level_fields[] = {
+  {"strategy", MM_F_ENUM, TRUE, 0, 0, 0, mm_strategy_names, (gssize)offsetof(LevelRaw, strategy), NULL,
+   "fsdp (shard weights, grads, optimizer; AllGather + ReduceScatter), tp (Megatron tensor "
+   "parallel; activation AllReduce), ddp (replicate; gradient AllReduce), mp (embedding tables "
+   "sharded; All2All). pp, sp, ep, cp are reserved"},
+  {"degree", MM_F_CUSTOM, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, "devices",
+   "a positive integer, \"node\" (GPUs per node), \"nodes\" (number of nodes) or \"all\" (what "
+   "the other levels leave: devices / their product)"},
+  {"sharding", MM_F_ENUM, FALSE, 0, 0, MM_SHARD_TABLE, mm_shard_names, (gssize)offsetof(LevelRaw, sharding),
+   NULL, "mp only: table-wise, row-wise or column-wise embedding sharding"},
+  MM_FIELDS_END,
+};
+
+void mm_parallel_free(MmParallelConfig *c)
+{
+  if (!c) return;
+  g_free(c->path);
+  g_free(c->name);
+  for (guint i = 0; i < c->n_frozen; i++) g_free(c->frozen[i]);
+  g_free(c->frozen);
+  for (guint i = 0; i < c->n_strategies; i++) g_free(c->strategies[i].key);
+  g_free(c->strategies);
+  g_free(c);
+}
+
+static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, MmLevel *out,
+                            GError **error)
+{
+  LevelRaw raw = {0};
+  guint64 present = 0;
+  if (!mm_json_expect(ctx, obj, jp, cJSON_Object, "a level object {strategy, degree}", error))
+    return FALSE;
+  if (!mm_json_apply(ctx, obj, jp, level_fields, &raw, &present, error)) return FALSE;
+  out->strategy = (MmStrategy)raw.strategy;
+  out->sharding = (MmShardKind)raw.sharding;
+  g_autofree char *sp = g_strdup_printf("%s.strategy", jp);
+  if (out->strategy >= MM_STRAT_PP) {
+    static const char *const what[] = {"pipeline", "sequence", "expert", "context"};
+    mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, sp,
+                  "\"%s\" (%s parallelism) is reserved and not modelled yet; use fsdp, tp, ddp or mp",
+                  mm_strategy_names[out->strategy], what[out->strategy - MM_STRAT_PP]);
+    return FALSE;
+  }
+  if (((present >> mm_json_field_index(level_fields, "sharding")) & 1) && out->strategy != MM_STRAT_MP) {
+    g_autofree char *shp = g_strdup_printf("%s.sharding", jp);
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, shp, "\"sharding\" applies to mp levels only");
+    return FALSE;
+  }
+  const cJSON *deg = cJSON_GetObjectItemCaseSensitive(obj, "degree");
+  g_autofree char *dp = g_strdup_printf("%s.degree", jp);
+  if (cJSON_IsString(deg)) {
+    static const char *const names[] = {"node", "nodes", "all", NULL};
+    static const MmDegreeSpec specs[] = {MM_DEG_NODE, MM_DEG_NODES, MM_DEG_ALL};
+    for (int i = 0; names[i]; i++) {
+      if (strcmp(deg->valuestring, names[i]) == 0) {
+        out->spec = specs[i];
+        out->degree = 0;
+        return TRUE;
+      }
+    }
+    g_autofree char *got = mm_json_describe_value(deg);
+    mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, dp,
+                  "unknown degree %s; expected a positive integer, \"node\", \"nodes\" or \"all\"", got);
+    return FALSE;
+  }
+  static const MmField deg_field = {"degree", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL,
+                                    (gssize)offsetof(MmLevel, degree), NULL, NULL};
+  out->spec = MM_DEG_NUMBER;
+  return mm_json_apply_field(ctx, &deg_field, deg, dp, out, error);
+}
+
+static gboolean parse_parallelism(const MmJsonCtx *ctx, const cJSON *obj, MmParallelConfig *c,
+                                  GError **error)
+{
+  int n = cJSON_GetArraySize(obj);
+  if (n == 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, "$.parallelism",
+                  "expected at least one entry (e.g. \"default\": [{\"strategy\": \"fsdp\", \"degree\": \"all\"}])");
+    return FALSE;
+  }
+  c->strategies = g_new0(MmStrategyEntry, (gsize)n);
+  for (const cJSON *it = obj->child; it; it = it->next) {
+    MmStrategyEntry *e = &c->strategies[c->n_strategies++];
+    e->key = g_strdup(it->string);
+    g_autofree char *jp = g_strdup_printf("$.parallelism.%s", it->string);
+    for (guint j = 0; j + 1 < c->n_strategies; j++) {
+      if (strcmp(c->strategies[j].key, e->key) == 0) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp, "key appears twice");
+        return FALSE;
+      }
+    }
+    if (!mm_json_expect(ctx, it, jp, cJSON_Array, "a list of levels, innermost first", error)) return FALSE;
+    int nl = cJSON_GetArraySize(it);
+    if (nl == 0 || nl > MM_MAX_LEVELS) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jp, "expected 1 to %d levels, got %d", MM_MAX_LEVELS, nl);
+      return FALSE;
+    }
+    guint all = 0;
+    for (const cJSON *lv = it->child; lv; lv = lv->next) {
+      g_autofree char *lp = g_strdup_printf("%s[%u]", jp, e->n_levels);
+      MmLevel *l = &e->levels[e->n_levels++];
+      if (!parse_level(ctx, lv, lp, l, error)) return FALSE;
+      if (l->spec == MM_DEG_ALL && ++all > 1) {
+        g_autofree char *dp = g_strdup_printf("%s.degree", lp);
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                      "only one level per list may use \"all\" (it takes what the others leave)");
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+static void default_optimizer(MmOptimizer *o, MmOptimizerKind kind)
+{
+  memset(o, 0, sizeof *o);
+  o->kind = kind;
+  o->state_dtype = MM_DTYPE_FP32;
+  o->master_weights = TRUE;
+}
+
+static MmParallelConfig *config_from_json(const char *path, const cJSON *root, GError **error)
+{
+  MmJsonCtx ctx = {path};
+  g_autoptr(MmParallelConfig) c = g_new0(MmParallelConfig, 1);
+  c->path = g_strdup(path);
+  guint64 present = 0;
+  if (!mm_json_apply(&ctx, root, "$", config_fields, c, &present, error)) return NULL;
+#define GIVEN(key) ((present >> mm_json_field_index(config_fields, key)) & 1)
+  if (GIVEN("global_batch") == GIVEN("global_batch_tokens")) {
+    mm_json_error(error, GIVEN("global_batch") ? MM_CONFIG_ERROR_INCONSISTENT : MM_CONFIG_ERROR_MISSING_KEY,
+                  &ctx, "$", "give exactly one of \"global_batch\" (samples) and \"global_batch_tokens\"");
+    return NULL;
+  }
+  const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "ddp_bucket_MB");
+  c->ddp_bucket_bytes = (bucket ? bucket->valuedouble : 25.0) * 1e6;
+
+  PrecisionRaw prec = {-1, -1};
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "precision");
+  if (p && !mm_json_apply(&ctx, p, "$.precision", precision_fields, &prec, NULL, error)) return NULL;
+  c->grads_set = prec.grads >= 0;
+  c->grad_dtype = c->grads_set ? (MmDtype)prec.grads : MM_DTYPE_FP32;
+  c->compute_set = prec.compute >= 0;
+  c->compute_dtype = c->compute_set ? (MmDtype)prec.compute : MM_DTYPE_FP32;
+
+  default_optimizer(&c->optimizer, MM_OPT_ADAM);
+  default_optimizer(&c->sparse_optimizer, MM_OPT_ROWWISE_ADAGRAD);
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
+  if (o && !mm_json_apply(&ctx, o, "$.optimizer", optimizer_fields, &c->optimizer, NULL, error)) return NULL;
+  o = cJSON_GetObjectItemCaseSensitive(root, "sparse_optimizer");
+  if (o && !mm_json_apply(&ctx, o, "$.sparse_optimizer", optimizer_fields, &c->sparse_optimizer, NULL, error))
+    return NULL;
+  if (c->optimizer.momentum && c->optimizer.kind != MM_OPT_SGD) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.optimizer.momentum", "momentum applies to sgd only");
+    return NULL;
+  }
+
+  const cJSON *frozen = cJSON_GetObjectItemCaseSensitive(root, "frozen");
+  if (frozen) {
+    if (c->task != MM_TASK_FINETUNE) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.frozen",
+                    "\"frozen\" applies to task \"finetune\" only (task is \"%s\")", mm_task_names[c->task]);
+      return NULL;
+    }
+    int n = cJSON_GetArraySize(frozen);
+    c->frozen = g_new0(char *, (gsize)n + 1);
+    int i = 0;
+    for (const cJSON *it = frozen->child; it; it = it->next, i++) {
+      g_autofree char *jp = g_strdup_printf("$.frozen[%d]", i);
+      if (!mm_json_expect(&ctx, it, jp, cJSON_String, "a block name or kind", error)) return NULL;
+      c->frozen[c->n_frozen++] = g_strdup(it->valuestring);
+    }
+  }
+  if (c->task == MM_TASK_FINETUNE && c->n_frozen == 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$",
+                  "task \"finetune\" needs \"frozen\": the blocks (names or kinds) that are not trained");
+    return NULL;
+  }
+  if (!parse_parallelism(&ctx, cJSON_GetObjectItemCaseSensitive(root, "parallelism"), c, error)) return NULL;
+#undef GIVEN
+  return g_steal_pointer(&c);
+}
+
+MmParallelConfig *mm_parallel_load(const char *path, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  return root ? config_from_json(path, root, error) : NULL;
+}
+
+const MmStrategyEntry *mm_parallel_strategy_for(const MmParallelConfig *c, const MmBlock *b)
+{
+  const MmStrategyEntry *by_kind = NULL, *by_default = NULL;
+  for (guint i = 0; i < c->n_strategies; i++) {
+    const MmStrategyEntry *e = &c->strategies[i];
+    if (strcmp(e->key, b->name) == 0) return e;
+    if (strcmp(e->key, mm_block_kind_names[b->kind]) == 0) by_kind = e;
+    if (strcmp(e->key, "default") == 0) by_default = e;
+  }
+  return by_kind ? by_kind : by_default;
+}
+
+/* ---- scenario ---------------------------------------------------------- */
+
+void mm_scenario_free(MmScenario *s)
+{
+  if (!s) return;
+  g_free(s->blocks);
+  g_free(s);
+}
+
+static gboolean names_block(const MmModel *m, const char *key, gboolean *is_kind)
+{
+  for (int k = 0; k < MM_BLOCK_KIND_COUNT; k++) {
+    if (strcmp(key, mm_block_kind_names[k]) == 0) {
+      *is_kind = TRUE;
+      return TRUE;
+    }
+  }
+  *is_kind = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++)
+    if (strcmp(key, m->blocks[i].name) == 0) return TRUE;
+  return FALSE;
+}
+
+static gboolean block_frozen(const MmParallelConfig *c, const MmBlock *b)
+{
+  if (c->task == MM_TASK_INFERENCE) return TRUE;
+  for (guint i = 0; i < c->n_frozen; i++)
+    if (strcmp(c->frozen[i], b->name) == 0 || strcmp(c->frozen[i], mm_block_kind_names[b->kind]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* Resolves one block's levels; errors point into $.parallelism.<key>. */
+static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const MmBlock *b,
+                              MmBlockSetup *bs, GError **error)
+{
+  const MmHardware *hw = s->hw;
+  const int64_t n = s->devices, g = hw->gpus_per_node;
+  const MmStrategyEntry *e = bs->entry;
+  g_autofree char *jp = g_strdup_printf("$.parallelism.%s", e->key);
+  int64_t prod = 1;
+  int all_at = -1;
+  bs->n_levels = e->n_levels;
+  for (guint i = 0; i < e->n_levels; i++) {
+    MmLevel l = e->levels[i];
+    switch (l.spec) {
+    case MM_DEG_NUMBER: break;
+    case MM_DEG_NODE: l.degree = g; break;
+    case MM_DEG_NODES: l.degree = hw->nodes; break;
+    case MM_DEG_ALL: all_at = (int)i; l.degree = 1; break;
+    }
+    bs->levels[i] = l;
+    prod *= l.degree;
+    if (prod > n) break;
+  }
+  if (all_at >= 0) {
+    if (prod > n || n % prod != 0) {
+      g_autofree char *dp = g_strdup_printf("%s[%d].degree", jp, all_at);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                    "\"all\" must fill %" G_GINT64_FORMAT " devices of %s, but the other levels multiply "
+                    "to %" G_GINT64_FORMAT ", which does not divide it",
+                    n, hw->path, prod);
+      return FALSE;
+    }
+    bs->levels[all_at].degree = n / prod;
+    prod = n;
+  }
+  if (prod != n) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                  "degrees multiply to %s%" G_GINT64_FORMAT " but %s has %" G_GINT64_FORMAT
+                  " devices (%" G_GINT64_FORMAT " nodes x %" G_GINT64_FORMAT "); the product must equal it",
+                  prod > n ? "more than " : "", prod > n ? n : prod, hw->path, n, hw->nodes, g);
+    return FALSE;
+  }
+  int64_t stride = 1;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    bs->stride[i] = stride;
+    int64_t span = stride * l->degree;
+    gboolean inside = g % span == 0;             /* group within one node */
+    gboolean across = stride % g == 0;           /* one GPU per node per group */
+    gboolean whole = g % stride == 0 && span % g == 0; /* whole nodes */
+    if (l->degree > 1 && !inside && !across && !whole) {
+      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                    "a %s group of %" G_GINT64_FORMAT " devices with stride %" G_GINT64_FORMAT
+                    " straddles node boundaries of %" G_GINT64_FORMAT "-GPU nodes unevenly; degrees must "
+                    "divide the node or be multiples of it",
+                    mm_strategy_names[l->strategy], l->degree, stride, g);
+      return FALSE;
+    }
+    bs->degree[l->strategy] *= l->degree;
+    stride = span;
+  }
+  bs->dp = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_DDP];
+  bs->shard = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_TP] * bs->degree[MM_STRAT_MP];
+
+  /* Strategy / block-kind compatibility. */
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    g_autofree char *lp = g_strdup_printf("%s[%u].strategy", jp, i);
+    if (l->strategy == MM_STRAT_MP && b->kind != MM_BLOCK_EMBEDDING_BAG) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "mp shards embedding tables; block \"%s\" is a %s (use tp or fsdp)", b->name,
+                    mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_TP && b->kind == MM_BLOCK_EMBEDDING_BAG) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "tp does not apply to embedding tables (block \"%s\"); use mp with sharding \"column\"",
+                    b->name);
+      return FALSE;
+    }
+  }
+  const int64_t tp = bs->degree[MM_STRAT_TP], mp = bs->degree[MM_STRAT_MP];
+  if (b->kind == MM_BLOCK_TRANSFORMER && tp > 1) {
+    const char *bad = NULL;
+    int64_t v = 0;
+    if (b->heads % tp != 0) bad = "heads", v = b->heads;
+    else if (b->kv_heads >= tp ? b->kv_heads % tp != 0 : tp % b->kv_heads != 0) bad = "kv_heads", v = b->kv_heads;
+    else if (b->ffn % tp != 0) bad = "ffn", v = b->ffn;
+    if (bad) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT
+                    " of block \"%s\" (%s)",
+                    tp, bad, v, b->name, s->model->path);
+      return FALSE;
+    }
+  }
+  if (b->kind == MM_BLOCK_EMBEDDING_BAG && mp > 1) {
+    MmShardKind sk = MM_SHARD_TABLE;
+    for (guint i = 0; i < bs->n_levels; i++)
+      if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
+    int64_t have = sk == MM_SHARD_TABLE ? b->tables : sk == MM_SHARD_ROW ? b->rows : b->dim;
+    if (have < mp) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "%s-wise sharding over %" G_GINT64_FORMAT " devices needs at least that many %s; "
+                    "block \"%s\" has %" G_GINT64_FORMAT,
+                    mm_shard_names[sk], mp, sk == MM_SHARD_TABLE ? "tables" : sk == MM_SHARD_ROW ? "rows" : "columns",
+                    b->name, have);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint level)
+{
+  g_return_val_if_fail(level < b->n_levels, FALSE);
+  return s->hw->gpus_per_node % (b->stride[level] * b->levels[level].degree) == 0;
+}
+
+/* The block micro_batch refers to: the first transformer, else the first mlp, else block 0. */
+static guint main_block(const MmModel *m)
+{
+  static const MmBlockKind order[] = {MM_BLOCK_TRANSFORMER, MM_BLOCK_MLP};
+  for (guint k = 0; k < G_N_ELEMENTS(order); k++)
+    for (guint i = 0; i < m->n_blocks; i++)
+      if (m->blocks[i].kind == order[k]) return i;
+  return 0;
+}
+
+MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+                            GError **error)
+{
+  g_return_val_if_fail(m && hw && c, NULL);
+  MmJsonCtx ctx = {c->path};
+  g_autoptr(MmScenario) s = g_new0(MmScenario, 1);
+  s->model = m;
+  s->hw = hw;
+  s->cfg = c;
+  s->devices = mm_hardware_devices(hw);
+  s->blocks = g_new0(MmBlockSetup, m->n_blocks);
+
+  for (guint i = 0; i < c->n_strategies; i++) {
+    gboolean is_kind;
+    if (strcmp(c->strategies[i].key, "default") != 0 && !names_block(m, c->strategies[i].key, &is_kind)) {
+      g_autofree char *jp = g_strdup_printf("$.parallelism.%s", c->strategies[i].key);
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_KEY, &ctx, jp,
+                    "\"%s\" is neither a block kind, a block name of %s, nor \"default\"",
+                    c->strategies[i].key, m->path);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < c->n_frozen; i++) {
+    gboolean is_kind;
+    if (!names_block(m, c->frozen[i], &is_kind)) {
+      g_autofree char *jp = g_strdup_printf("$.frozen[%u]", i);
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, &ctx, jp,
+                    "\"%s\" is neither a block kind nor a block name of %s", c->frozen[i], m->path);
+      return NULL;
+    }
+  }
+
+  gboolean any_trained = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    MmBlockSetup *bs = &s->blocks[i];
+    for (int k = 0; k < MM_STRAT_COUNT; k++) bs->degree[k] = 1;
+    bs->entry = mm_parallel_strategy_for(c, b);
+    if (!bs->entry) {
+      mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$.parallelism",
+                    "no strategy for block \"%s\" (kind %s); add an entry keyed \"%s\", \"%s\" or \"default\"",
+                    b->name, mm_block_kind_names[b->kind], b->name, mm_block_kind_names[b->kind]);
+      return NULL;
+    }
+    if (!resolve_block(&ctx, s, b, bs, error)) return NULL;
+    bs->frozen = block_frozen(c, b);
+    any_trained |= !bs->frozen;
+    bs->compute_dtype = c->compute_set ? c->compute_dtype : b->compute_dtype;
+    bs->grad_dtype = c->grads_set ? c->grad_dtype : b->dtype;
+    bs->optimizer = b->kind == MM_BLOCK_EMBEDDING_BAG ? &c->sparse_optimizer : &c->optimizer;
+    if (hw->device.peak_flops[bs->compute_dtype] <= 0) {
+      g_autofree char *jp = g_strdup_printf("$.blocks[%u]", i);
+      MmJsonCtx mctx = {m->path};
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, c->compute_set ? &ctx : &mctx,
+                    c->compute_set ? "$.precision.compute" : jp,
+                    "compute dtype %s of block \"%s\" has no peak in device file %s",
+                    mm_dtype_name(bs->compute_dtype), b->name, hw->device.path);
+      return NULL;
+    }
+  }
+  if (c->task == MM_TASK_FINETUNE && !any_trained) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.frozen",
+                  "every block is frozen; finetune needs at least one trained block");
+    return NULL;
+  }
+
+  /* Batch split: micro_batch counts samples per data-parallel rank of main_block(). */
+  if (c->global_batch_tokens > 0) {
+    if (m->seq_len == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.global_batch_tokens",
+                    "model %s has no seq_len; give \"global_batch\" in samples", m->path);
+      return NULL;
+    }
+    if (c->global_batch_tokens % m->seq_len != 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.global_batch_tokens",
+                    "%" G_GINT64_FORMAT " tokens is not a whole number of %" G_GINT64_FORMAT "-token sequences",
+                    c->global_batch_tokens, m->seq_len);
+      return NULL;
+    }
+    s->global_batch = c->global_batch_tokens / m->seq_len;
+  } else {
+    s->global_batch = c->global_batch;
+  }
+  s->ref_block = main_block(m);
+  s->dp_ref = s->blocks[s->ref_block].dp;
+  const char *bkey = c->global_batch_tokens > 0 ? "$.global_batch_tokens" : "$.global_batch";
+  if (s->global_batch % s->dp_ref != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, bkey,
+                  "%" G_GINT64_FORMAT " samples do not split evenly over the %" G_GINT64_FORMAT
+                  " data-parallel ranks of block \"%s\"",
+                  s->global_batch, s->dp_ref, m->blocks[s->ref_block].name);
+    return NULL;
+  }
+  int64_t local = s->global_batch / s->dp_ref;
+  s->micro_batch = c->micro_batch > 0 ? c->micro_batch : local;
+  if (local % s->micro_batch != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.micro_batch",
+                  "micro_batch %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT
+                  " samples each data-parallel rank of block \"%s\" gets",
+                  s->micro_batch, local, m->blocks[s->ref_block].name);
+    return NULL;
+  }
+  s->micro_steps = local / s->micro_batch;
+  double global_micro = (double)s->micro_batch * (double)s->dp_ref;
+  for (guint i = 0; i < m->n_blocks; i++)
+    s->blocks[i].samples_per_micro = global_micro / (double)s->blocks[i].dp;
+  return g_steal_pointer(&s);
+}
+
+void mm_parallel_write_schema(FILE *out)
+{
+  mm_json_write_schema(out, "Parallelism + task file (`configs/*.json`)",
+                       "What to run and how to split it. The same file serves every system size "
+                       "when degrees are written as \"node\", \"nodes\" or \"all\".",
+                       config_fields);
+  mm_json_write_schema(out, "`precision`", "", precision_fields);
+  mm_json_write_schema(out, "`optimizer` / `sparse_optimizer`",
+                       "Bytes per trained parameter: adam 2 x state, sgd 0 (+1 state with "
+                       "momentum), adagrad 1 x state, rowwise_adagrad 1 state per row; plus 4 "
+                       "(fp32 master copy) when master_weights and the weights are narrower than fp32.",
+                       optimizer_fields);
+  mm_json_write_schema(out, "`parallelism.<key>[i]` (one level)",
+                       "Keys of `parallelism`: a block kind, a block name, or `default`; a block "
+                       "uses its name's entry, else its kind's, else `default`. Levels are listed "
+                       "innermost first: [tp node, fsdp all] is MAD-Max's ((TP),(FSDP)). The "
+                       "degrees must multiply to the number of devices.",
+                       level_fields);
+}

@@ -1,0 +1,380 @@
+/* graph: expands model blocks into layers and computes exact per-sample FLOPs, bytes, params, activations. */
+#include "graph.h"
+
+#include <string.h>
+
+const char *const mm_role_names[] = {
+  "lookup", "fc", "act", "router", "interact", "norm_attn", "qkv", "attn_core", "attn_out",
+  "norm_ffn", "ffn_up", "ffn_act", "ffn_down", "token_lookup", "norm_final", "logits", "loss", NULL,
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(mm_role_names) == MM_ROLE_COUNT + 1);
+
+/* FLOPs per element of the elementwise kernels (forward); backward counts twice.
+ * Small next to GEMMs; they matter through their bytes (memory-bound). */
+#define FLOPS_LAYERNORM 8.0
+#define FLOPS_RMSNORM 5.0
+#define FLOPS_GELU 8.0
+#define FLOPS_GATED 6.0 /* silu/gelu(gate) * up */
+#define FLOPS_RELU 1.0
+#define FLOPS_SOFTMAX 5.0
+
+void mm_cost_add(MmCost *acc, const MmCost *c)
+{
+  acc->fwd_flops += c->fwd_flops;
+  acc->bwd_input_flops += c->bwd_input_flops;
+  acc->bwd_weight_flops += c->bwd_weight_flops;
+  acc->fwd_exec_flops += c->fwd_exec_flops;
+  acc->bwd_input_exec_flops += c->bwd_input_exec_flops;
+  acc->fwd_bytes += c->fwd_bytes;
+  acc->bwd_input_bytes += c->bwd_input_bytes;
+  acc->bwd_weight_bytes += c->bwd_weight_bytes;
+  acc->weight_bytes += c->weight_bytes;
+  acc->params += c->params;
+  acc->act_bytes += c->act_bytes;
+  acc->out_bytes += c->out_bytes;
+}
+
+typedef struct {
+  GArray *layers; /* MmLayer */
+  GArray *units;  /* MmUnit */
+  guint block;
+} Builder;
+
+/* Appends a layer with its cost to the current unit. Costs are built in locals
+ * first: pointers into the growing array would not survive the next append. */
+static void push(Builder *bd, MmLayerRole role, MmLayerClass cls, MmTpMode tp, const MmCost *cost,
+                 gboolean expert)
+{
+  MmLayer l = {0};
+  l.block = bd->block;
+  l.unit = bd->units->len - 1;
+  l.role = role;
+  l.cls = cls;
+  l.tp = tp;
+  l.expert = expert;
+  l.cost = *cost;
+  g_array_append_val(bd->layers, l);
+  g_array_index(bd->units, MmUnit, bd->units->len - 1).n_layers++;
+}
+
+static void begin_unit(Builder *bd, guint index)
+{
+  MmUnit u = {0};
+  u.block = bd->block;
+  u.index = index;
+  u.first_layer = bd->layers->len;
+  g_array_append_val(bd->units, u);
+}
+
+/* y[m x n] = x[m x k] W[k x n] (+ b): 2mkn FLOPs for forward, input-grad and weight-grad each. */
+static void gemm(MmCost *c, double m, double k, double n, double e, gboolean bias)
+{
+  double f = 2.0 * m * k * n;
+  c->fwd_flops = c->fwd_exec_flops = f;
+  c->bwd_input_flops = c->bwd_input_exec_flops = f;
+  c->bwd_weight_flops = f + (bias ? m * n : 0);
+  c->params = (int64_t)(k * n + (bias ? n : 0));
+  c->weight_bytes = (double)c->params * e;
+  c->fwd_bytes = (m * k + m * n) * e;
+  c->bwd_input_bytes = (m * n + m * k) * e;
+  c->bwd_weight_bytes = (m * n + m * k) * e;
+  c->act_bytes = m * k * e;
+  c->out_bytes = m * n * e;
+}
+
+/* Memory-bound map over @in elements producing @out, keeping @stored for backward. */
+static void elementwise(MmCost *c, double in, double out, double flops_per, double e, double stored)
+{
+  c->fwd_flops = c->fwd_exec_flops = flops_per * out;
+  c->bwd_input_flops = c->bwd_input_exec_flops = 2.0 * flops_per * out;
+  c->fwd_bytes = (in + out) * e;
+  c->bwd_input_bytes = (out + stored + in) * e;
+  c->act_bytes = stored * e;
+  c->out_bytes = out * e;
+}
+
+static void norm(MmCost *c, MmNormKind kind, double tokens, double h, double e)
+{
+  elementwise(c, tokens * h, tokens * h, kind == MM_NORM_RMSNORM ? FLOPS_RMSNORM : FLOPS_LAYERNORM, e,
+              tokens * h);
+  c->params = (int64_t)(kind == MM_NORM_RMSNORM ? h : 2 * h);
+  c->weight_bytes = (double)c->params * e;
+  c->bwd_weight_flops = 2.0 * tokens * h;
+}
+
+/* Scales the per-token work of a layer (MoE: top_k experts at capacity). Params stay. */
+static void scale_work(MmCost *c, double f)
+{
+  c->fwd_flops *= f;
+  c->bwd_input_flops *= f;
+  c->bwd_weight_flops *= f;
+  c->fwd_exec_flops *= f;
+  c->bwd_input_exec_flops *= f;
+  c->fwd_bytes *= f;
+  c->bwd_input_bytes *= f;
+  c->bwd_weight_bytes *= f;
+  c->act_bytes *= f;
+  c->out_bytes *= f;
+}
+
+static void scale_params(MmCost *c, double f)
+{
+  c->params = (int64_t)((double)c->params * f);
+  c->weight_bytes *= f;
+}
+
+/* Attention core for one sequence: QK^T (2 s^2 h) + softmax + AV (2 s^2 h).
+ * Model FLOPs count the full s x s matrix (the MFU convention); executed FLOPs
+ * halve it for causal flash kernels (masked blocks skipped) and add the flash
+ * backward's recomputation of QK^T (FlashAttention-2: 5 matmuls vs 2 forward). */
+static void attention(MmCost *c, const MmBlock *b, double e)
+{
+  double s = (double)b->seq_len, h = (double)b->hidden, a = (double)b->heads;
+  double kvh = (double)b->kv_heads * (h / a);
+  gboolean flash = b->attention == MM_ATTN_FLASH;
+  double mm = 4.0 * s * s * h, sm = FLOPS_SOFTMAX * a * s * s;
+  c->fwd_flops = mm + sm;
+  c->bwd_input_flops = 2.0 * mm + 2.0 * sm;
+  double causal = flash && b->causal ? 0.5 : 1.0; /* eager kernels compute the masked half too */
+  c->fwd_exec_flops = causal * c->fwd_flops;
+  c->bwd_input_exec_flops = causal * (c->bwd_input_flops + (flash ? 0.5 * mm : 0));
+  double qkv = s * (h + 2.0 * kvh) * e, o = s * h * e;
+  c->fwd_bytes = qkv + o;
+  c->bwd_input_bytes = qkv + 2.0 * o + qkv;
+  c->act_bytes = qkv + s * a * 4.0; /* q, k, v + fp32 log-sum-exp per row */
+  if (!flash) {
+    double scores = a * s * s * e;
+    c->fwd_bytes += 4.0 * scores;
+    c->bwd_input_bytes += 6.0 * scores;
+    c->act_bytes += scores; /* softmax probabilities */
+  }
+  c->out_bytes = o;
+}
+
+static void build_transformer(Builder *bd, const MmBlock *b)
+{
+  double s = (double)b->seq_len, h = (double)b->hidden, f = (double)b->ffn;
+  double e = mm_dtype_bytes(b->dtype);
+  double kv = (double)b->kv_heads * (h / (double)b->heads);
+  gboolean gated = b->ffn_kind == MM_FFN_SWIGLU || b->ffn_kind == MM_FFN_GEGLU;
+  double act_flops = gated ? FLOPS_GATED : b->ffn_kind == MM_FFN_RELU ? FLOPS_RELU : FLOPS_GELU;
+  gboolean moe = b->experts > 0;
+  double work = moe ? (double)b->top_k * b->capacity_factor : 1.0;
+
+  for (int64_t i = 0; i < b->count; i++) {
+    MmCost c;
+    begin_unit(bd, (guint)i);
+    c = (MmCost){0};
+    norm(&c, b->norm, s, h, e);
+    push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
+    c = (MmCost){0};
+    gemm(&c, s, h, h + 2.0 * kv, e, b->bias);
+    push(bd, MM_ROLE_QKV, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE);
+    c = (MmCost){0};
+    attention(&c, b, e);
+    push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE);
+    c = (MmCost){0};
+    gemm(&c, s, h, h, e, b->bias);
+    push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE);
+    c = (MmCost){0};
+    norm(&c, b->norm, s, h, e);
+    push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
+    if (moe) {
+      c = (MmCost){0};
+      gemm(&c, s, h, (double)b->experts, e, FALSE);
+      /* dispatch and combine permutations: each token copied to top_k experts and back */
+      c.fwd_bytes += 2.0 * (double)b->top_k * s * h * e;
+      c.bwd_input_bytes += 2.0 * (double)b->top_k * s * h * e;
+      push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE);
+    }
+    /* FFN (per expert for MoE: work x top_k x capacity, params x experts) */
+    c = (MmCost){0};
+    gemm(&c, s, h, gated ? 2.0 * f : f, e, b->bias);
+    if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
+    push(bd, MM_ROLE_FFN_UP, MM_LAYER_GEMM, MM_TP_COLUMN, &c, moe);
+    c = (MmCost){0};
+    elementwise(&c, (gated ? 2.0 : 1.0) * s * f, s * f, act_flops, e, (gated ? 2.0 : 1.0) * s * f);
+    if (moe) scale_work(&c, work);
+    push(bd, MM_ROLE_FFN_ACT, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, moe);
+    c = (MmCost){0};
+    gemm(&c, s, f, h, e, b->bias);
+    if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
+    push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, moe);
+  }
+}
+
+static void build_mlp(Builder *bd, const MmBlock *b)
+{
+  double e = mm_dtype_bytes(b->dtype);
+  gboolean moe = b->experts > 0;
+  double work = moe ? (double)b->top_k * b->capacity_factor : 1.0;
+  for (int64_t i = 0; i < b->count; i++) {
+    MmCost c;
+    begin_unit(bd, (guint)i);
+    double in = (double)(i == 0 ? b->input_dim : b->width);
+    double out = (double)(i == b->count - 1 ? b->output_dim : b->width);
+    if (moe && i == 0) {
+      c = (MmCost){0};
+      gemm(&c, 1, in, (double)b->experts, e, FALSE);
+      push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE);
+    }
+    c = (MmCost){0};
+    gemm(&c, 1, in, out, e, FALSE);
+    if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
+    push(bd, MM_ROLE_MLP_FC, MM_LAYER_GEMM, MM_TP_ROW, &c, moe);
+    if (b->activation) {
+      c = (MmCost){0};
+      elementwise(&c, out, out, FLOPS_RELU, e, out);
+      if (moe) scale_work(&c, work);
+      push(bd, MM_ROLE_MLP_ACT, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, moe);
+    }
+  }
+}
+
+static void build_embedding_bag(Builder *bd, const MmBlock *b)
+{
+  double e = mm_dtype_bytes(b->dtype);
+  double t = (double)b->tables, d = (double)b->dim, p = b->pooling;
+  begin_unit(bd, 0);
+  MmCost cost = {0}, *c = &cost;
+  /* Lookup bytes as MAD-Max (Sec. IV-B): tables x pooling x dim x bytes per sample. */
+  double rows = t * p * d * e;
+  c->fwd_flops = c->fwd_exec_flops = t * p * d; /* pooling adds */
+  c->bwd_weight_flops = t * p * d;
+  c->fwd_bytes = rows + t * d * e;
+  /* Backward scatters pooled gradients into the touched rows (read + write each). */
+  c->bwd_weight_bytes = 2.0 * rows + t * d * e;
+  c->params = b->tables * b->rows * b->dim;
+  c->weight_bytes = 0; /* a lookup touches rows, not the table */
+  c->act_bytes = t * p * 4.0; /* int32 indices */
+  c->out_bytes = t * d * e;
+  push(bd, MM_ROLE_EMB_LOOKUP, MM_LAYER_LOOKUP, MM_TP_REPLICATED, c, FALSE);
+}
+
+static void build_interaction(Builder *bd, const MmBlock *b)
+{
+  double e = mm_dtype_bytes(b->dtype);
+  double F = (double)b->features, d = (double)b->dim;
+  begin_unit(bd, 0);
+  MmCost cost = {0}, *c = &cost;
+  if (b->op == MM_INTERACTION_DOT) {
+    /* Batched X X^T: F x d times d x F per sample; the strict upper triangle is kept. */
+    double pairs = F * (F - 1.0) / 2.0;
+    c->fwd_flops = c->fwd_exec_flops = 2.0 * F * F * d;
+    c->bwd_input_flops = c->bwd_input_exec_flops = 4.0 * F * F * d;
+    c->fwd_bytes = (F * d + pairs) * e;
+    c->bwd_input_bytes = (pairs + 2.0 * F * d) * e;
+    c->out_bytes = (pairs + d) * e;
+  } else {
+    c->fwd_bytes = 2.0 * F * d * e;
+    c->bwd_input_bytes = 2.0 * F * d * e;
+    c->out_bytes = F * d * e;
+  }
+  c->act_bytes = F * d * e;
+  push(bd, MM_ROLE_INTERACT, MM_LAYER_INTERACTION, MM_TP_REPLICATED, c, FALSE);
+}
+
+static void build_token_embedding(Builder *bd, const MmBlock *b)
+{
+  double e = mm_dtype_bytes(b->dtype);
+  double s = (double)b->seq_len, h = (double)b->hidden;
+  begin_unit(bd, 0);
+  MmCost cost = {0}, *c = &cost;
+  double pos = b->positions > 0 ? 1.0 : 0.0;
+  c->fwd_flops = c->fwd_exec_flops = pos * s * h;
+  c->fwd_bytes = (2.0 + pos) * s * h * e;
+  c->bwd_weight_flops = (1.0 + pos) * s * h;
+  c->bwd_weight_bytes = 2.0 * (1.0 + pos) * s * h * e;
+  c->params = (b->vocab + b->positions) * b->hidden;
+  c->act_bytes = s * 4.0;
+  c->out_bytes = s * h * e;
+  push(bd, MM_ROLE_TOKEN_LOOKUP, MM_LAYER_LOOKUP, MM_TP_ROW, c, FALSE);
+}
+
+static void build_lm_head(Builder *bd, const MmBlock *b)
+{
+  double e = mm_dtype_bytes(b->dtype);
+  double s = (double)b->seq_len, h = (double)b->hidden, v = (double)b->vocab;
+  MmCost c = {0};
+  begin_unit(bd, 0);
+  norm(&c, b->norm, s, h, e);
+  push(bd, MM_ROLE_NORM_FINAL, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
+  c = (MmCost){0};
+  gemm(&c, s, h, v, e, FALSE);
+  if (b->tied) c.params = 0; /* counted once, in the token embedding; still read per call */
+  push(bd, MM_ROLE_LOGITS, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE);
+  c = (MmCost){0};
+  elementwise(&c, s * v, s, FLOPS_SOFTMAX * v, e, s * v);
+  c.bwd_input_bytes = 2.0 * s * v * e; /* read logits, write their gradient */
+  push(bd, MM_ROLE_LOSS, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, FALSE);
+}
+
+void mm_graph_free(MmGraph *g)
+{
+  if (!g) return;
+  g_free(g->layers);
+  g_free(g->units);
+  g_free(g->block_cost);
+  g_free(g);
+}
+
+MmGraph *mm_graph_new(const MmModel *model)
+{
+  g_return_val_if_fail(model != NULL, NULL);
+  Builder bd = {g_array_new(FALSE, FALSE, sizeof(MmLayer)), g_array_new(FALSE, FALSE, sizeof(MmUnit)), 0};
+  for (guint i = 0; i < model->n_blocks; i++) {
+    const MmBlock *b = &model->blocks[i];
+    bd.block = i;
+    switch (b->kind) {
+    case MM_BLOCK_EMBEDDING_BAG: build_embedding_bag(&bd, b); break;
+    case MM_BLOCK_MLP: build_mlp(&bd, b); break;
+    case MM_BLOCK_INTERACTION: build_interaction(&bd, b); break;
+    case MM_BLOCK_TRANSFORMER: build_transformer(&bd, b); break;
+    case MM_BLOCK_TOKEN_EMBEDDING: build_token_embedding(&bd, b); break;
+    case MM_BLOCK_LM_HEAD: build_lm_head(&bd, b); break;
+    case MM_BLOCK_KIND_COUNT: g_assert_not_reached();
+    }
+  }
+  MmGraph *g = g_new0(MmGraph, 1);
+  g->model = model;
+  g->n_layers = bd.layers->len;
+  g->n_units = bd.units->len;
+  g->layers = (MmLayer *)(void *)g_array_free(bd.layers, FALSE);
+  g->units = (MmUnit *)(void *)g_array_free(bd.units, FALSE);
+  g->block_cost = g_new0(MmCost, model->n_blocks);
+  for (guint u = 0; u < g->n_units; u++) {
+    MmUnit *un = &g->units[u];
+    for (guint l = un->first_layer; l < un->first_layer + un->n_layers; l++)
+      mm_cost_add(&un->cost, &g->layers[l].cost);
+    mm_cost_add(&g->block_cost[un->block], &un->cost);
+    mm_cost_add(&g->total, &un->cost);
+  }
+  g->total_params = g->total.params;
+  for (guint l = 0; l < g->n_layers; l++) {
+    const MmLayer *ly = &g->layers[l];
+    const MmBlock *b = &model->blocks[ly->block];
+    g->active_params += (double)ly->cost.params * (ly->expert ? (double)b->top_k / (double)b->experts : 1.0);
+  }
+  g->tokens_per_sample = model->seq_len > 0 ? (double)model->seq_len : 1.0;
+  return g;
+}
+
+double mm_graph_train_flops_per_sample(const MmGraph *g)
+{
+  return g->total.fwd_flops + g->total.bwd_input_flops + g->total.bwd_weight_flops;
+}
+
+char *mm_graph_unit_name(const MmGraph *g, guint unit)
+{
+  g_return_val_if_fail(unit < g->n_units, NULL);
+  const MmUnit *u = &g->units[unit];
+  const MmBlock *b = &g->model->blocks[u->block];
+  return b->count > 1 ? g_strdup_printf("%s.%u", b->name, u->index) : g_strdup(b->name);
+}
+
+char *mm_graph_layer_name(const MmGraph *g, guint layer)
+{
+  g_return_val_if_fail(layer < g->n_layers, NULL);
+  g_autofree char *unit = mm_graph_unit_name(g, g->layers[layer].unit);
+  return g_strdup_printf("%s.%s", unit, mm_role_names[g->layers[layer].role]);
+}

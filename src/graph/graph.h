@@ -1,0 +1,109 @@
+/* graph: a model's blocks expanded into layers with exact per-sample costs (no devices here). */
+#pragma once
+
+#include "config/config.h"
+
+G_BEGIN_DECLS
+
+/* What bounds a layer's time: FLOPs (gemm, attention) or bytes (the rest). */
+typedef enum {
+  MM_LAYER_GEMM,
+  MM_LAYER_ATTENTION,
+  MM_LAYER_ELEMENTWISE,
+  MM_LAYER_LOOKUP,
+  MM_LAYER_INTERACTION,
+} MmLayerClass;
+
+/* Role of a layer inside its block; names are stable (traces, JSON). */
+typedef enum {
+  MM_ROLE_EMB_LOOKUP,   /* embedding_bag lookup + pooling */
+  MM_ROLE_MLP_FC,       /* one dense layer (all experts for MoE) */
+  MM_ROLE_MLP_ACT,
+  MM_ROLE_ROUTER,       /* MoE gate */
+  MM_ROLE_INTERACT,
+  MM_ROLE_NORM_ATTN,
+  MM_ROLE_QKV,
+  MM_ROLE_ATTN_CORE,    /* QK^T, softmax, AV */
+  MM_ROLE_ATTN_OUT,
+  MM_ROLE_NORM_FFN,
+  MM_ROLE_FFN_UP,       /* up (+ gate) projection */
+  MM_ROLE_FFN_ACT,
+  MM_ROLE_FFN_DOWN,
+  MM_ROLE_TOKEN_LOOKUP,
+  MM_ROLE_NORM_FINAL,
+  MM_ROLE_LOGITS,
+  MM_ROLE_LOSS,         /* softmax cross-entropy over the vocabulary */
+  MM_ROLE_COUNT
+} MmLayerRole;
+
+extern const char *const mm_role_names[];
+
+/* How Megatron tensor parallelism splits a layer (see docs/MODEL.md). */
+typedef enum {
+  MM_TP_REPLICATED, /* every TP rank runs it whole (norms) */
+  MM_TP_COLUMN,     /* weight split by output columns; input replicated; bwd input-grad AllReduce */
+  MM_TP_ROW,        /* weight split by input rows; output partial sums; fwd AllReduce after */
+  MM_TP_SHARDED,    /* no weights; runs on the TP-sharded tensor (attention core, activations) */
+} MmTpMode;
+
+/* Costs of one layer for ONE sample (a sequence for sequence models).
+ * FLOPs are model FLOPs (the MFU convention: full seq^2 attention, no recompute);
+ * *_exec_flops are what kernels execute (causal skipping, flash-attention recompute). */
+typedef struct {
+  double fwd_flops, bwd_input_flops, bwd_weight_flops;
+  double fwd_exec_flops, bwd_input_exec_flops;
+  double fwd_bytes, bwd_input_bytes, bwd_weight_bytes; /* activation HBM traffic */
+  double weight_bytes; /* weights read per call (independent of the batch) */
+  int64_t params;
+  double act_bytes;    /* kept from forward for backward */
+  double out_bytes;    /* output activation */
+} MmCost;
+
+typedef struct {
+  guint block;
+  guint unit;
+  MmLayerRole role;
+  MmLayerClass cls;
+  MmTpMode tp;
+  gboolean expert; /* MoE expert weights: params count all experts, work counts top_k */
+  MmCost cost;
+} MmLayer;
+
+/* A unit is one repeated layer of a block (one transformer layer, one dense
+ * layer) or a whole non-repeated block: the FSDP wrapping granularity. */
+typedef struct {
+  guint block;
+  guint index;        /* within the block (0..count-1) */
+  guint first_layer;
+  guint n_layers;
+  MmCost cost;        /* sum over its layers */
+} MmUnit;
+
+typedef struct {
+  const MmModel *model; /* (transfer none) */
+  MmLayer *layers;
+  guint n_layers;
+  MmUnit *units;
+  guint n_units;
+  MmCost *block_cost;   /* per block: sum over its units */
+  MmCost total;         /* whole model, per sample */
+  int64_t total_params;
+  double active_params;      /* MoE: expert params scaled by top_k / experts */
+  double tokens_per_sample; /* model seq_len, or 1 for non-sequence models */
+} MmGraph;
+
+/* Expands @model into layers and units. The model must outlive the graph. */
+MmGraph *mm_graph_new(const MmModel *model);
+void mm_graph_free(MmGraph *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmGraph, mm_graph_free)
+
+/* Training FLOPs per sample (fwd + bwd input + bwd weight) of the whole model. */
+double mm_graph_train_flops_per_sample(const MmGraph *g);
+
+/* "decoder.17.qkv" style name of a layer, or "decoder.17" for a unit. (transfer full) */
+char *mm_graph_layer_name(const MmGraph *g, guint layer);
+char *mm_graph_unit_name(const MmGraph *g, guint unit);
+
+void mm_cost_add(MmCost *acc, const MmCost *c);
+
+G_END_DECLS

@@ -1,0 +1,290 @@
+/* describe: per-layer costs, strategies and per-device memory as JSON and text. */
+#include <math.h>
+#include <string.h>
+
+#include "report.h"
+
+static const char *const class_names[] = {"gemm", "attention", "elementwise", "lookup", "interaction"};
+static const char *const tp_names[] = {"replicated", "column", "row", "sharded"};
+
+static cJSON *cost_json(const MmCost *c)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "params", (double)c->params);
+  cJSON_AddNumberToObject(o, "fwd_flops", c->fwd_flops);
+  cJSON_AddNumberToObject(o, "bwd_input_flops", c->bwd_input_flops);
+  cJSON_AddNumberToObject(o, "bwd_weight_flops", c->bwd_weight_flops);
+  cJSON_AddNumberToObject(o, "fwd_exec_flops", c->fwd_exec_flops);
+  cJSON_AddNumberToObject(o, "bwd_input_exec_flops", c->bwd_input_exec_flops);
+  cJSON_AddNumberToObject(o, "fwd_bytes", c->fwd_bytes);
+  cJSON_AddNumberToObject(o, "bwd_input_bytes", c->bwd_input_bytes);
+  cJSON_AddNumberToObject(o, "bwd_weight_bytes", c->bwd_weight_bytes);
+  cJSON_AddNumberToObject(o, "weight_bytes", c->weight_bytes);
+  cJSON_AddNumberToObject(o, "activation_bytes", c->act_bytes);
+  cJSON_AddNumberToObject(o, "output_bytes", c->out_bytes);
+  return o;
+}
+
+static cJSON *parts_json(const MmMemoryParts *p)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "weights", p->weights);
+  cJSON_AddNumberToObject(o, "gradients", p->gradients);
+  cJSON_AddNumberToObject(o, "optimizer", p->optimizer);
+  cJSON_AddNumberToObject(o, "activations", p->activations);
+  cJSON_AddNumberToObject(o, "comm_buffers", p->comm_buffers);
+  return o;
+}
+
+/* Per-token closed form for decoder LLMs: 6N + 12 L s h (attention scores and context);
+ * N counts active parameters (MoE: top_k of the experts). */
+static double six_n_attention(const MmGraph *g)
+{
+  double attn = 0;
+  for (guint i = 0; i < g->model->n_blocks; i++) {
+    const MmBlock *b = &g->model->blocks[i];
+    if (b->kind == MM_BLOCK_TRANSFORMER)
+      attn += 12.0 * (double)b->count * (double)b->seq_len * (double)b->hidden;
+  }
+  return 6.0 * g->active_params + attn;
+}
+
+static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
+{
+  int64_t gpn = s->hw->gpus_per_node;
+  if (bs->levels[i].degree == 1) return "none";
+  if (mm_level_intra_node(s, bs, i)) return "intra_node";
+  if (bs->stride[i] % gpn == 0) return "inter_node";
+  return "intra_and_inter_node";
+}
+
+static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
+{
+  GString *str = g_string_new("(");
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    g_string_append_printf(str, "%s(%s %" G_GINT64_FORMAT " %s)", i ? ", " : "", mm_strategy_names[l->strategy],
+                           l->degree, group_scope(s, bs, i));
+  }
+  g_string_append(str, ")");
+  return g_string_free(str, FALSE);
+}
+
+cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMemory *mem)
+{
+  const MmModel *m = g->model;
+  cJSON *root = cJSON_CreateObject();
+  cJSON *model = cJSON_AddObjectToObject(root, "model");
+  cJSON_AddStringToObject(model, "name", m->name);
+  cJSON_AddStringToObject(model, "path", m->path);
+  cJSON_AddNumberToObject(root, "total_params", (double)g->total_params);
+  cJSON_AddNumberToObject(root, "active_params", g->active_params);
+  cJSON_AddNumberToObject(root, "tokens_per_sample", g->tokens_per_sample);
+  cJSON_AddStringToObject(root, "cost_basis", "per sample (one sequence for sequence models); bytes are HBM traffic");
+  cJSON *totals = cJSON_AddObjectToObject(root, "per_sample");
+  cJSON_AddItemToObject(totals, "cost", cost_json(&g->total));
+  cJSON_AddNumberToObject(totals, "training_flops", mm_graph_train_flops_per_sample(g));
+  if (m->seq_len > 0) {
+    cJSON *pt = cJSON_AddObjectToObject(root, "per_token");
+    cJSON_AddNumberToObject(pt, "training_flops", mm_graph_train_flops_per_sample(g) / g->tokens_per_sample);
+    cJSON_AddNumberToObject(pt, "six_n_plus_attention_flops", six_n_attention(g));
+    cJSON_AddNumberToObject(pt, "forward_flops", g->total.fwd_flops / g->tokens_per_sample);
+  }
+
+  cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", b->name);
+    cJSON_AddStringToObject(o, "kind", mm_block_kind_names[b->kind]);
+    cJSON_AddNumberToObject(o, "count", (double)b->count);
+    cJSON_AddStringToObject(o, "dtype", mm_dtype_name(b->dtype));
+    cJSON_AddStringToObject(o, "compute_dtype", mm_dtype_name(b->compute_dtype));
+    cJSON_AddItemToObject(o, "cost_per_sample", cost_json(&g->block_cost[i]));
+    cJSON_AddItemToArray(blocks, o);
+  }
+
+  cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+  for (guint u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    cJSON *o = cJSON_CreateObject();
+    g_autofree char *name = mm_graph_unit_name(g, u);
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "block", m->blocks[un->block].name);
+    cJSON_AddStringToObject(o, "kind", mm_block_kind_names[m->blocks[un->block].kind]);
+    cJSON_AddItemToObject(o, "cost_per_sample", cost_json(&un->cost));
+    cJSON *subs = cJSON_AddArrayToObject(o, "ops");
+    for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+      const MmLayer *l = &g->layers[li];
+      cJSON *so = cJSON_CreateObject();
+      cJSON_AddStringToObject(so, "role", mm_role_names[l->role]);
+      cJSON_AddStringToObject(so, "class", class_names[l->cls]);
+      cJSON_AddStringToObject(so, "tp_split", tp_names[l->tp]);
+      cJSON_AddItemToObject(so, "cost_per_sample", cost_json(&l->cost));
+      cJSON_AddItemToArray(subs, so);
+    }
+    cJSON_AddItemToArray(layers, o);
+  }
+  if (!s) return root;
+
+  const MmHardware *hw = s->hw;
+  cJSON *h = cJSON_AddObjectToObject(root, "hardware");
+  cJSON_AddStringToObject(h, "name", hw->name);
+  cJSON_AddStringToObject(h, "path", hw->path);
+  cJSON_AddStringToObject(h, "device", hw->device.name);
+  cJSON_AddNumberToObject(h, "devices", (double)s->devices);
+  cJSON_AddNumberToObject(h, "gpus_per_node", (double)hw->gpus_per_node);
+  cJSON_AddNumberToObject(h, "nodes", (double)hw->nodes);
+  cJSON *c = cJSON_AddObjectToObject(root, "config");
+  cJSON_AddStringToObject(c, "name", s->cfg->name);
+  cJSON_AddStringToObject(c, "path", s->cfg->path);
+  cJSON_AddStringToObject(c, "task", mm_task_names[s->cfg->task]);
+  cJSON_AddNumberToObject(c, "global_batch_samples", (double)s->global_batch);
+  cJSON_AddNumberToObject(c, "micro_batch_samples", (double)s->micro_batch);
+  cJSON_AddNumberToObject(c, "micro_steps", (double)s->micro_steps);
+  cJSON_AddStringToObject(c, "recompute", mm_recompute_names[s->cfg->recompute]);
+  cJSON *st = cJSON_AddArrayToObject(root, "strategies");
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlockSetup *bs = &s->blocks[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "block", m->blocks[i].name);
+    cJSON_AddStringToObject(o, "config_key", bs->entry->key);
+    cJSON *lv = cJSON_AddArrayToObject(o, "levels");
+    for (guint k = 0; k < bs->n_levels; k++) {
+      cJSON *lo = cJSON_CreateObject();
+      cJSON_AddStringToObject(lo, "strategy", mm_strategy_names[bs->levels[k].strategy]);
+      cJSON_AddNumberToObject(lo, "degree", (double)bs->levels[k].degree);
+      cJSON_AddNumberToObject(lo, "stride", (double)bs->stride[k]);
+      cJSON_AddStringToObject(lo, "scope", group_scope(s, bs, k));
+      if (bs->levels[k].strategy == MM_STRAT_MP)
+        cJSON_AddStringToObject(lo, "sharding", mm_shard_names[bs->levels[k].sharding]);
+      cJSON_AddItemToArray(lv, lo);
+    }
+    cJSON_AddBoolToObject(o, "frozen", bs->frozen);
+    cJSON_AddStringToObject(o, "compute_dtype", mm_dtype_name(bs->compute_dtype));
+    cJSON_AddNumberToObject(o, "samples_per_device_per_micro_step", bs->samples_per_micro);
+    cJSON_AddItemToArray(st, o);
+  }
+  if (mem) {
+    cJSON *mo = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(mo, "per_device_bytes", mem->per_device_bytes);
+    cJSON_AddNumberToObject(mo, "capacity_bytes", mem->capacity_bytes);
+    cJSON_AddBoolToObject(mo, "fits", mem->fits);
+    cJSON_AddItemToObject(mo, "breakdown", parts_json(&mem->total));
+    cJSON_AddNumberToObject(mo, "transient_activation_bytes", mem->transient_activations);
+    cJSON *bb = cJSON_AddArrayToObject(mo, "by_block");
+    for (guint i = 0; i < mem->n_blocks; i++) {
+      cJSON *o = parts_json(&mem->blocks[i]);
+      cJSON_AddItemToObject(o, "block", cJSON_CreateString(m->blocks[i].name));
+      cJSON_AddItemToArray(bb, o);
+    }
+  }
+  return root;
+}
+
+/* ---- text -------------------------------------------------------------- */
+
+static char *bytes_or_dash(double v) { return v > 0 ? mm_fmt_bytes(v) : g_strdup("-"); }
+static char *flops_or_dash(double v) { return v > 0 ? mm_fmt_flops(v) : g_strdup("-"); }
+static char *count_or_dash(double v) { return v > 0 ? mm_fmt_count(v) : g_strdup("-"); }
+
+void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, const MmMemory *mem)
+{
+  const MmModel *m = g->model;
+  g_autofree char *params = mm_fmt_count((double)g->total_params);
+  fprintf(out, "model    %s (%s)\n", m->name, m->path);
+  fprintf(out, "params   %s (%" G_GINT64_FORMAT ")\n", params, g->total_params);
+  g_autofree char *fwd = mm_fmt_flops(g->total.fwd_flops);
+  g_autofree char *train = mm_fmt_flops(mm_graph_train_flops_per_sample(g));
+  fprintf(out, "per sample: forward %s, training (fwd + bwd) %s", fwd, train);
+  if (m->seq_len > 0) {
+    g_autofree char *tok = mm_fmt_flops(mm_graph_train_flops_per_sample(g) / g->tokens_per_sample);
+    g_autofree char *closed = mm_fmt_flops(six_n_attention(g));
+    fprintf(out, "\nper token:  training %s (closed form 6N + 12·L·s·h with N active = %s)", tok, closed);
+  }
+  fprintf(out, "\n\n");
+
+  static const char *const bh[] = {"<block", "<kind", "layers", "params", "fwd/sample", "bwd/sample",
+                                   "act/sample"};
+  g_autoptr(MmTable) bt = mm_table_new(7, bh);
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    const MmCost *c = &g->block_cost[i];
+    char *cells[7] = {g_strdup(b->name), g_strdup(mm_block_kind_names[b->kind]),
+                      g_strdup_printf("%" G_GINT64_FORMAT, b->count), count_or_dash((double)c->params),
+                      flops_or_dash(c->fwd_flops), flops_or_dash(c->bwd_input_flops + c->bwd_weight_flops),
+                      bytes_or_dash(c->act_bytes)};
+    mm_table_addv(bt, cells);
+  }
+  mm_table_print(bt, out, "");
+
+  /* One layer of each block in detail: its ops. */
+  fprintf(out, "\nper layer (one of each block's repeated layers), per sample:\n");
+  static const char *const lh[] = {"<layer", "<op", "<class", "params", "fwd", "bwd input", "bwd weight",
+                                   "HBM fwd", "act kept"};
+  g_autoptr(MmTable) lt = mm_table_new(9, lh);
+  guint last_block = G_MAXUINT;
+  for (guint u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    if (un->block == last_block) continue;
+    last_block = un->block;
+    const MmBlock *b = &m->blocks[un->block];
+    g_autofree char *uname = b->count > 1 ? g_strdup_printf("%s.[0-%" G_GINT64_FORMAT "]", b->name, b->count - 1)
+                                          : g_strdup(b->name);
+    for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+      const MmLayer *l = &g->layers[li];
+      char *cells[9] = {g_strdup(li == un->first_layer ? uname : ""), g_strdup(mm_role_names[l->role]),
+                        g_strdup(class_names[l->cls]), count_or_dash((double)l->cost.params),
+                        flops_or_dash(l->cost.fwd_flops), flops_or_dash(l->cost.bwd_input_flops),
+                        flops_or_dash(l->cost.bwd_weight_flops), bytes_or_dash(l->cost.fwd_bytes),
+                        bytes_or_dash(l->cost.act_bytes)};
+      mm_table_addv(lt, cells);
+    }
+  }
+  mm_table_print(lt, out, "  ");
+  if (!s) return;
+
+  const MmHardware *hw = s->hw;
+  fprintf(out, "\nsystem   %s (%s): %" G_GINT64_FORMAT " x %s (%" G_GINT64_FORMAT " nodes x %" G_GINT64_FORMAT ")\n",
+          hw->name, hw->path, s->devices, hw->device.name, hw->nodes, hw->gpus_per_node);
+  fprintf(out, "config   %s (%s): %s, global batch %" G_GINT64_FORMAT " samples, micro-batch %" G_GINT64_FORMAT
+          " x %" G_GINT64_FORMAT " steps, recompute %s\n",
+          s->cfg->name, s->cfg->path, mm_task_names[s->cfg->task], s->global_batch, s->micro_batch,
+          s->micro_steps, mm_recompute_names[s->cfg->recompute]);
+  static const char *const sh[] = {"<block", "<strategy (innermost first)", "samples/device/step", "<trained"};
+  g_autoptr(MmTable) stt = mm_table_new(4, sh);
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlockSetup *bs = &s->blocks[i];
+    char *cells[4] = {g_strdup(m->blocks[i].name), strategy_text(s, bs),
+                      g_strdup_printf("%.6g", bs->samples_per_micro), g_strdup(bs->frozen ? "frozen" : "yes")};
+    mm_table_addv(stt, cells);
+  }
+  mm_table_print(stt, out, "  ");
+  if (!mem) return;
+
+  fprintf(out, "\nmemory per device (busiest device):\n");
+  static const char *const mh[] = {"<block", "weights", "gradients", "optimizer", "activations"};
+  g_autoptr(MmTable) mt = mm_table_new(5, mh);
+  for (guint i = 0; i < mem->n_blocks; i++) {
+    const MmMemoryParts *p = &mem->blocks[i];
+    char *cells[5] = {g_strdup(m->blocks[i].name), bytes_or_dash(p->weights), bytes_or_dash(p->gradients),
+                      bytes_or_dash(p->optimizer), bytes_or_dash(p->activations)};
+    mm_table_addv(mt, cells);
+  }
+  if (mem->transient_activations > 0) {
+    char *tr[5] = {g_strdup(s->cfg->task == MM_TASK_INFERENCE ? "working set" : "recomputed layer"),
+                   g_strdup("-"), g_strdup("-"), g_strdup("-"), mm_fmt_bytes(mem->transient_activations)};
+    mm_table_addv(mt, tr);
+  }
+  const MmMemoryParts *t = &mem->total;
+  char *cells[5] = {g_strdup("total"), bytes_or_dash(t->weights), bytes_or_dash(t->gradients),
+                    bytes_or_dash(t->optimizer), bytes_or_dash(t->activations)};
+  mm_table_addv(mt, cells);
+  mm_table_print(mt, out, "  ");
+  g_autofree char *cb = mm_fmt_bytes(t->comm_buffers);
+  g_autofree char *tot = mm_fmt_bytes(mem->per_device_bytes);
+  g_autofree char *cap = mm_fmt_bytes(mem->capacity_bytes);
+  fprintf(out, "  communication buffers %s (FSDP gathered layers, DDP buckets, TP/All2All staging)\n", cb);
+  fprintf(out, "  total %s of %s: %s\n", tot, cap,
+          mem->fits ? "fits" : "DOES NOT FIT (out of memory)");
+}

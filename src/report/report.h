@@ -1,0 +1,56 @@
+/* report: what madmax prints and writes: text tables, JSON documents, number formatting. */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "config/config.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+
+G_BEGIN_DECLS
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
+#define MM_REPORT_ERROR (mm_report_error_quark())
+GQuark mm_report_error_quark(void);
+typedef enum { MM_REPORT_ERROR_IO } MmReportError;
+
+/* ---- describe ---------------------------------------------------------- */
+
+/* The describe document: model totals, per-unit layers with per-sample costs,
+ * and with a scenario the resolved strategies and per-device memory.
+ * @s and @mem may be NULL (model only). (transfer full) */
+cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMemory *mem);
+
+/* Human-readable version of the same. */
+void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, const MmMemory *mem);
+
+/* ---- output ------------------------------------------------------------ */
+
+/* Writes @root to @path ("-" = stdout). Files are replaced atomically, so a
+ * failure never leaves a half-written result. */
+gboolean mm_report_write_json(const cJSON *root, const char *path, GError **error);
+
+/* ---- text tables and numbers ------------------------------------------- */
+
+typedef struct MmTable MmTable;
+
+/* A left/right aligned text table; columns whose header starts with '<' are left-aligned. */
+MmTable *mm_table_new(guint ncols, const char *const *headers);
+void mm_table_add(MmTable *t, ...); /* ncols strings (transfer none) */
+void mm_table_addv(MmTable *t, char **cells); /* ncols strings (transfer full, each freed) */
+void mm_table_print(const MmTable *t, FILE *out, const char *indent);
+void mm_table_free(MmTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmTable, mm_table_free)
+
+/* "68.98 B", "1.25 T", "512" (transfer full) */
+char *mm_fmt_count(double v);
+/* "12.50 GiB" (transfer full) */
+char *mm_fmt_bytes(double v);
+/* "1.23 TFLOP" (transfer full) */
+char *mm_fmt_flops(double v);
+/* "12.3 ms" (transfer full) */
+char *mm_fmt_seconds(double v);
+
+G_END_DECLS

@@ -1,0 +1,351 @@
+/* check_config: loading and validating model, hardware and parallelism files. */
+#include <string.h>
+
+#include "config/config.h"
+#include "testutil.h"
+
+/* ---- every shipped file loads ------------------------------------------ */
+
+static void load_dir(const char *rel, int kind)
+{
+  g_autofree char *dir = mm_test_src(rel);
+  g_autoptr(GError) error = NULL;
+  GDir *d = g_dir_open(dir, 0, &error);
+  ck_assert_msg(d != NULL, "%s", error ? error->message : "?");
+  guint n = 0;
+  const char *name;
+  while ((name = g_dir_read_name(d))) {
+    if (!g_str_has_suffix(name, ".json")) continue;
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    gboolean ok = FALSE;
+    if (kind == 0) {
+      g_autoptr(MmModel) m = mm_model_load(path, &error);
+      ok = m != NULL;
+    } else if (kind == 1) {
+      g_autoptr(MmHardware) h = mm_hardware_load(path, &error);
+      ok = h != NULL;
+    } else if (kind == 2) {
+      g_autoptr(MmParallelConfig) c = mm_parallel_load(path, &error);
+      ok = c != NULL;
+    } else {
+      MmDevice dev;
+      ok = mm_device_load(path, &dev, &error);
+      mm_device_clear(&dev);
+    }
+    ck_assert_msg(ok, "%s: %s", path, error ? error->message : "?");
+    n++;
+  }
+  g_dir_close(d);
+  ck_assert_uint_ge(n, 7);
+}
+
+START_TEST(test_shipped_files_load)
+{
+  load_dir("models", 0);
+  load_dir("hardware", 1);
+  load_dir("configs", 2);
+  load_dir("hardware/devices", 3);
+}
+END_TEST
+
+START_TEST(test_shipped_names)
+{
+  static const char *const must[] = {
+    "models/dlrm-a.json", "models/dlrm-b.json", "models/dlrm-a-transformer.json", "models/dlrm-a-moe.json",
+    "models/gpt3-175b.json", "models/llama-65b.json", "models/llama2-70b.json", "models/llm-moe-1.8t.json",
+    "hardware/devices/a100-40gb.json", "hardware/devices/a100-80gb.json", "hardware/devices/h100-sxm.json",
+    "hardware/devices/mi210.json", "hardware/devices/mi250x.json", "hardware/devices/mi300x.json",
+    "hardware/devices/gaudi2.json", "hardware/zionex-a100-128.json", "hardware/dgx-a100-2048.json",
+    "hardware/dgx-h100-2048.json", "hardware/h100-superpod-256.json", "hardware/mi210-4.json",
+    "hardware/mi300x-8.json", "hardware/mi300x-1024.json", "hardware/gaudi2-128.json",
+    "configs/llm-pretrain-fsdp.json", "configs/llm-pretrain-ddp.json", "configs/llm-pretrain-tp-fsdp.json",
+    "configs/llm-pretrain-tp-ddp.json", "configs/dlrm-pretrain-fsdp-mp.json",
+    "configs/dlrm-pretrain-tp-ddp-mp.json", "configs/llm-inference-tp.json", "configs/llm-finetune.json",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(must); i++) {
+    g_autofree char *p = mm_test_src(must[i]);
+    ck_assert_msg(g_file_test(p, G_FILE_TEST_IS_REGULAR), "missing %s", must[i]);
+  }
+}
+END_TEST
+
+START_TEST(test_model_values)
+{
+  g_autofree char *p = mm_test_src("models/llama2-70b.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(p, &error);
+  ck_assert_ptr_nonnull(m);
+  ck_assert_uint_eq(m->n_blocks, 3);
+  const MmBlock *t = &m->blocks[1];
+  ck_assert_int_eq(t->kind, MM_BLOCK_TRANSFORMER);
+  ck_assert_int_eq(t->kv_heads, 8);
+  ck_assert_int_eq(t->ffn, 28672);
+  ck_assert_int_eq(t->ffn_kind, MM_FFN_SWIGLU);
+  ck_assert_int_eq(t->seq_len, 4096); /* inherited from the model */
+  ck_assert_int_eq(t->dtype, MM_DTYPE_BF16);
+  ck_assert_int_eq(t->compute_dtype, MM_DTYPE_BF16);
+  ck_assert_int_eq(m->blocks[2].tied, FALSE);
+}
+END_TEST
+
+START_TEST(test_hardware_values)
+{
+  g_autofree char *p = mm_test_src("hardware/mi300x-8.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) h = mm_hardware_load(p, &error);
+  ck_assert_ptr_nonnull(h);
+  ck_assert_int_eq(mm_hardware_devices(h), 8);
+  ck_assert_int_eq(h->intra.topology, MM_TOPO_FULL_MESH);
+  ck_assert_double_eq_tol(h->intra.bw_per_gpu_Bps, 7 * 64e9, 1);
+  ck_assert_double_eq_tol(h->device.peak_flops[MM_DTYPE_BF16], 1307.4e12, 1e6);
+  ck_assert_double_eq_tol(h->device.hbm_bytes, 192.0 * 1024 * 1024 * 1024, 1);
+  ck_assert(!h->inter.present);
+  g_autofree char *p2 = mm_test_src("hardware/zionex-a100-128.json");
+  g_autoptr(MmHardware) z = mm_hardware_load(p2, &error);
+  ck_assert_ptr_nonnull(z);
+  /* 8 NICs x 200 Gb/s shared by 8 GPUs = 25 GB/s per GPU */
+  ck_assert_double_eq_tol(z->inter.bw_per_gpu_Bps, 25e9, 1);
+  ck_assert_int_eq(mm_hardware_devices(z), 128);
+}
+END_TEST
+
+START_TEST(test_scenario_resolution)
+{
+  g_autofree char *mp = mm_test_src("models/gpt3-175b.json");
+  g_autofree char *hp = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autofree char *cp = mm_test_src("configs/llm-pretrain-tp-fsdp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmHardware) h = mm_hardware_load(hp, &error);
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  ck_assert(m && h && c);
+  g_autoptr(MmScenario) s = mm_scenario_new(m, h, c, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  const MmBlockSetup *b = &s->blocks[1];
+  ck_assert_uint_eq(b->n_levels, 2);
+  ck_assert_int_eq(b->levels[0].strategy, MM_STRAT_TP);
+  ck_assert_int_eq(b->levels[0].degree, 8);
+  ck_assert_int_eq(b->levels[1].degree, 256); /* "all" fills 2048 / 8 */
+  ck_assert_int_eq(b->stride[1], 8);
+  ck_assert(mm_level_intra_node(s, b, 0));
+  ck_assert(!mm_level_intra_node(s, b, 1));
+  ck_assert_int_eq(b->dp, 256);
+  ck_assert_int_eq(b->shard, 2048);
+  ck_assert_int_eq(s->micro_steps, 8); /* 2048 samples / 256 ranks / micro-batch 1 */
+  ck_assert_double_eq_tol(b->samples_per_micro, 1.0, 1e-12);
+}
+END_TEST
+
+/* ---- malformed inputs --------------------------------------------------- */
+
+typedef enum { K_MODEL, K_SYSTEM, K_DEVICE, K_CONFIG, K_SCENARIO } Kind;
+
+typedef struct {
+  const char *what;
+  Kind kind;
+  const char *text;
+  MmConfigError code;
+  const char *where; /* a fragment the message must contain (JSON path) */
+  const char *model; /* K_SCENARIO: shipped model (default llama2-70b) */
+} BadCase;
+
+#define M_OK_BLOCK "{\"kind\":\"transformer\",\"count\":2,\"hidden\":64,\"heads\":4,\"ffn\":256}"
+#define DEV_OK \
+  "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":100},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{" \
+  "\"gemm\":{\"value\":0.5,\"provenance\":\"estimate\"},\"hbm\":{\"value\":0.8,\"provenance\":\"estimate\"}}}"
+#define SYS_HEAD "{\"name\":\"s\",\"device\":\"@DEV@\","
+#define INTRA "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":4,\"link_bw_GBps\":25}"
+#define CFG_HEAD "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,"
+#define FSDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
+
+static const BadCase bad_cases[] = {
+  /* model files */
+  {"truncated file", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,", MM_CONFIG_ERROR_PARSE, "truncated", NULL},
+  {"empty file", K_MODEL, "", MM_CONFIG_ERROR_PARSE, "empty", NULL},
+  {"top level not an object", K_MODEL, "[1, 2]", MM_CONFIG_ERROR_TYPE, "$", NULL},
+  {"NaN literal", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":NaN,\"width\":4}]}", MM_CONFIG_ERROR_PARSE, ":1:", NULL},
+  {"missing name", K_MODEL, "{\"seq_len\":128,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_MISSING_KEY, "\"name\"", NULL},
+  {"name is a number", K_MODEL, "{\"name\":5,\"seq_len\":128,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_TYPE, "$.name", NULL},
+  {"blocks is an object", K_MODEL, "{\"name\":\"t\",\"blocks\":{}}", MM_CONFIG_ERROR_TYPE, "$.blocks", NULL},
+  {"no blocks", K_MODEL, "{\"name\":\"t\",\"blocks\":[]}", MM_CONFIG_ERROR_RANGE, "$.blocks", NULL},
+  {"unknown block kind", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"lstm\"}]}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.blocks[0].kind", NULL},
+  {"unknown key (typo)", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hiden\":64,\"heads\":4,\"ffn\":256}]}", MM_CONFIG_ERROR_UNKNOWN_KEY, "hiden", NULL},
+  {"negative size", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":-4,\"heads\":4,\"ffn\":256}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0].hidden", NULL},
+  {"zero size", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":0,\"width\":4}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0].count", NULL},
+  {"fractional integer", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":64,\"heads\":4.5,\"ffn\":256}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0].heads", NULL},
+  {"huge number overflows", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":1e30,\"dim\":4,\"pooling\":1}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0].rows", NULL},
+  {"infinite number", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":4,\"dim\":4,\"pooling\":1e999}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0].pooling", NULL},
+  {"string for a number", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":\"64\",\"heads\":4,\"ffn\":256}]}", MM_CONFIG_ERROR_TYPE, "$.blocks[0].hidden", NULL},
+  {"heads do not divide hidden", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":64,\"heads\":5,\"ffn\":256}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[0]", NULL},
+  {"kv_heads do not divide heads", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":64,\"heads\":4,\"kv_heads\":3,\"ffn\":256}]}", MM_CONFIG_ERROR_INCONSISTENT, "kv_heads", NULL},
+  {"top_k above experts", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"experts\":4,\"top_k\":5}]}", MM_CONFIG_ERROR_INCONSISTENT, "top_k", NULL},
+  {"one expert", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"experts\":1}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0]", NULL},
+  {"duplicate block names", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4},{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[1].name", NULL},
+  {"sequence length nowhere", K_MODEL, "{\"name\":\"t\",\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_MISSING_KEY, "seq_len", NULL},
+  {"unknown dtype", K_MODEL, "{\"name\":\"t\",\"dtype\":\"fp64\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.dtype", NULL},
+  {"tied head without embedding", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"lm_head\",\"vocab\":10,\"hidden\":4,\"tied\":true}]}", MM_CONFIG_ERROR_INCONSISTENT, "tied", NULL},
+  {"key twice", K_MODEL, "{\"name\":\"t\",\"name\":\"u\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_INCONSISTENT, "twice", NULL},
+  {"interaction without tables", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"interaction\",\"op\":\"dot\"}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[0]", NULL},
+  /* system and device files */
+  {"missing device file", K_SYSTEM, "{\"name\":\"s\",\"device\":\"no/such/device.json\",\"gpus_per_node\":1,\"nodes\":1}", MM_CONFIG_ERROR_IO, "$.device", NULL},
+  {"device is a number", K_SYSTEM, "{\"name\":\"s\",\"device\":3,\"gpus_per_node\":1,\"nodes\":1}", MM_CONFIG_ERROR_TYPE, "$.device", NULL},
+  {"full mesh short of links", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":8,\"nodes\":1,\"intra_node\":{\"topology\":\"full_mesh\",\"links_per_gpu\":3,\"link_bw_GBps\":64}}", MM_CONFIG_ERROR_INCONSISTENT, "$.intra_node", NULL},
+  {"NICs given twice", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":2," INTRA ",\"inter_node\":{\"topology\":\"fat_tree\",\"nics_per_node\":4,\"nics_per_gpu\":1,\"nic_bw_Gbps\":200}}", MM_CONFIG_ERROR_INCONSISTENT, "$.inter_node", NULL},
+  {"nodes without a network", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":2," INTRA "}", MM_CONFIG_ERROR_MISSING_KEY, "inter_node", NULL},
+  {"unknown topology", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":1,\"intra_node\":{\"topology\":\"star\",\"links_per_gpu\":4,\"link_bw_GBps\":25}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.intra_node.topology", NULL},
+  {"utilization above 1", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":100},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":1.5,\"provenance\":\"paper\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_RANGE, "$.utilization.gemm.value", NULL},
+  {"unknown provenance", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":100},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":0.5,\"provenance\":\"guess\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "provenance", NULL},
+  {"no positive peak", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":0},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":0.5,\"provenance\":\"paper\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_RANGE, "$.peak_tflops", NULL},
+  {"unknown peak dtype", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"fp64\":10},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":0.5,\"provenance\":\"paper\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "fp64", NULL},
+  {"device missing utilization", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":100},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000}", MM_CONFIG_ERROR_MISSING_KEY, "utilization", NULL},
+  /* parallelism + task files */
+  {"unknown task", K_CONFIG, "{\"name\":\"c\",\"task\":\"train\",\"global_batch\":8," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.task", NULL},
+  {"batch given twice", K_CONFIG, CFG_HEAD "\"global_batch_tokens\":8192," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "global_batch_tokens", NULL},
+  {"reserved strategy", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"pp\",\"degree\":4}]}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.parallelism.default[0].strategy", NULL},
+  {"unknown strategy", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"zero9\",\"degree\":4}]}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.parallelism.default[0].strategy", NULL},
+  {"unknown degree word", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"half\"}]}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "degree", NULL},
+  {"zero degree", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":0}]}}", MM_CONFIG_ERROR_RANGE, "$.parallelism.default[0].degree", NULL},
+  {"two levels fill all", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":\"all\"},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default[1].degree", NULL},
+  {"sharding on fsdp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\",\"sharding\":\"row\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "sharding", NULL},
+  {"frozen while pretraining", K_CONFIG, CFG_HEAD "\"frozen\":[\"decoder\"]," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.frozen", NULL},
+  {"finetune freezes nothing", K_CONFIG, "{\"name\":\"c\",\"task\":\"finetune\",\"global_batch\":8," FSDP_ALL "}", MM_CONFIG_ERROR_MISSING_KEY, "frozen", NULL},
+  {"empty level list", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[]}}", MM_CONFIG_ERROR_RANGE, "$.parallelism.default", NULL},
+  /* cross-file consistency (llama2-70b on 2048 A100 unless said) */
+  {"degrees do not match the system", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":64}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default", NULL},
+  {"tp does not divide heads", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":64},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "heads", "models/gpt3-175b.json"},
+  {"unknown parallelism key", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"transfomer\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.parallelism.transfomer", NULL},
+  {"mp on a transformer", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"mp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default[0].strategy", NULL},
+  {"batch does not split", K_SCENARIO, "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1000," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.global_batch", NULL},
+  {"micro-batch does not divide", K_SCENARIO, "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":6144,\"micro_batch\":2," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.micro_batch", NULL},
+  {"frozen block unknown", K_SCENARIO, "{\"name\":\"c\",\"task\":\"finetune\",\"global_batch\":2048,\"frozen\":[\"encoder\"]," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.frozen[0]", NULL},
+  {"group straddles nodes", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":3},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "degree", NULL},
+  {"dtype without a peak", K_SCENARIO, CFG_HEAD "\"precision\":{\"compute\":\"fp8\"}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.precision.compute", NULL},
+  {"block without strategy", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"transformer\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_MISSING_KEY, "$.parallelism", NULL},
+  {"tp on embedding tables", K_SCENARIO, "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":65536,\"parallelism\":{\"embedding_bag\":[{\"strategy\":\"tp\",\"degree\":\"all\"}],\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "embedding", "models/dlrm-a.json"},
+};
+
+/* Writes the case's files; returns the paths to load (model, hardware, config). */
+static void case_files(const BadCase *bc, int i, char **model, char **hw, char **cfg)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  g_autofree char *name = g_strdup_printf("case%02d.json", i);
+  g_autofree char *text = NULL;
+  *model = mm_test_src(bc->model ? bc->model : "models/llama2-70b.json");
+  *hw = mm_test_src("hardware/dgx-a100-2048.json");
+  *cfg = mm_test_src("configs/llm-pretrain-fsdp.json");
+  switch (bc->kind) {
+  case K_MODEL:
+    g_free(*model);
+    *model = mm_test_write(name, bc->text);
+    break;
+  case K_SYSTEM: {
+    GString *s = g_string_new(bc->text);
+    g_string_replace(s, "@DEV@", dev, 0);
+    text = g_string_free(s, FALSE);
+    g_free(*hw);
+    *hw = mm_test_write(name, text);
+    break;
+  }
+  case K_DEVICE: {
+    g_autofree char *devname = g_strdup_printf("dev%02d.json", i);
+    g_autofree char *devpath = mm_test_write(devname, bc->text);
+    text = g_strdup_printf("{\"name\":\"s\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":1}", devpath);
+    g_free(*hw);
+    *hw = mm_test_write(name, text);
+    break;
+  }
+  case K_CONFIG:
+  case K_SCENARIO:
+    g_free(*cfg);
+    *cfg = mm_test_write(name, bc->text);
+    break;
+  }
+}
+
+START_TEST(test_bad_input)
+{
+  const BadCase *bc = &bad_cases[_i];
+  g_autofree char *model = NULL, *hw = NULL, *cfg = NULL;
+  case_files(bc, _i, &model, &hw, &cfg);
+  const char *bad_file = bc->kind == K_MODEL ? model : bc->kind == K_SYSTEM || bc->kind == K_DEVICE ? hw : cfg;
+
+  /* library: the error code and a message naming the file and the place */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(model, &error);
+  g_autoptr(MmHardware) h = m ? mm_hardware_load(hw, &error) : NULL;
+  g_autoptr(MmParallelConfig) c = h ? mm_parallel_load(cfg, &error) : NULL;
+  g_autoptr(MmScenario) s = c ? mm_scenario_new(m, h, c, &error) : NULL;
+  ck_assert_msg(s == NULL, "case '%s' was accepted", bc->what);
+  ck_assert_msg(error != NULL, "case '%s': no error set", bc->what);
+  ck_assert_msg(error->domain == MM_CONFIG_ERROR, "case '%s': wrong domain", bc->what);
+  ck_assert_msg((MmConfigError)error->code == bc->code, "case '%s': code %d, expected %d (%s)", bc->what,
+                error->code, bc->code, error->message);
+  if (bc->kind != K_DEVICE)
+    ck_assert_msg(strstr(error->message, bad_file) != NULL, "case '%s': message does not name %s: %s",
+                  bc->what, bad_file, error->message);
+  ck_assert_msg(strstr(error->message, bc->where) != NULL, "case '%s': message lacks '%s': %s", bc->what,
+                bc->where, error->message);
+
+  /* command line: exit code 1 and one line on stderr */
+  const char *args[] = {"describe", "-m", model, "-H", hw, "-c", cfg, NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  int rc = mm_test_cli(args, &out, &err);
+  ck_assert_msg(rc == 1, "case '%s': exit %d, stderr: %s", bc->what, rc, err);
+  ck_assert_msg(g_str_has_prefix(err, "madmax: "), "case '%s': stderr: %s", bc->what, err);
+  ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "case '%s': not one line: %s", bc->what, err);
+  ck_assert_str_eq(out, "");
+}
+END_TEST
+
+START_TEST(test_error_message_format)
+{
+  g_autoptr(GError) error = NULL;
+  const char *text = "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"mlp\",\"count\":1,\"width\":4},"
+                     "{\"kind\":\"transformer\",\"count\":2,\"hidden\":-4,\"heads\":4,\"ffn\":256}]}";
+  g_autoptr(MmModel) m = mm_model_parse("models/x.json", text, strlen(text), &error);
+  ck_assert_ptr_null(m);
+  ck_assert_str_eq(error->message, "models/x.json: $.blocks[1].hidden: -4 is not a positive integer up to 16777216");
+}
+END_TEST
+
+START_TEST(test_strategy_lookup_order)
+{
+  const char *text = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,\"parallelism\":{"
+                     "\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}],"
+                     "\"mlp\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}],"
+                     "\"top\":[{\"strategy\":\"tp\",\"degree\":\"all\"}]}}";
+  g_autofree char *p = mm_test_write("order.json", text);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(p, &error);
+  ck_assert_ptr_nonnull(c);
+  MmBlock top = {.name = "top", .kind = MM_BLOCK_MLP};
+  MmBlock bot = {.name = "bottom", .kind = MM_BLOCK_MLP};
+  MmBlock emb = {.name = "tables", .kind = MM_BLOCK_EMBEDDING_BAG};
+  ck_assert_str_eq(mm_parallel_strategy_for(c, &top)->key, "top");
+  ck_assert_str_eq(mm_parallel_strategy_for(c, &bot)->key, "mlp");
+  ck_assert_str_eq(mm_parallel_strategy_for(c, &emb)->key, "default");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("load");
+  tcase_add_test(tc, test_shipped_files_load);
+  tcase_add_test(tc, test_shipped_names);
+  tcase_add_test(tc, test_model_values);
+  tcase_add_test(tc, test_hardware_values);
+  tcase_add_test(tc, test_scenario_resolution);
+  tcase_add_test(tc, test_error_message_format);
+  tcase_add_test(tc, test_strategy_lookup_order);
+  suite_add_tcase(s, tc);
+  TCase *bad = tcase_create("bad_input");
+  tcase_add_loop_test(bad, test_bad_input, 0, (int)G_N_ELEMENTS(bad_cases));
+  suite_add_tcase(s, bad);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(config_suite());
+}

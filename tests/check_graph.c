@@ -1,0 +1,235 @@
+/* check_graph: parameters, FLOPs, bytes and activations of the layer graph against closed forms. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "testutil.h"
+
+static MmModel *load_model(const char *rel)
+{
+  g_autofree char *p = mm_test_src(rel);
+  g_autoptr(GError) error = NULL;
+  MmModel *m = mm_model_load(p, &error);
+  ck_assert_msg(m != NULL, "%s", error ? error->message : "");
+  return m;
+}
+
+static MmModel *parse_model(const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  MmModel *m = mm_model_parse("inline.json", text, strlen(text), &error);
+  ck_assert_msg(m != NULL, "%s", error ? error->message : "");
+  return m;
+}
+
+static const MmLayer *find_layer(const MmGraph *g, guint unit, MmLayerRole role)
+{
+  const MmUnit *u = &g->units[unit];
+  for (guint l = u->first_layer; l < u->first_layer + u->n_layers; l++)
+    if (g->layers[l].role == role) return &g->layers[l];
+  ck_abort_msg("role %s not in unit %u", mm_role_names[role], unit);
+  return NULL;
+}
+
+START_TEST(test_gpt3_params)
+{
+  g_autoptr(MmModel) m = load_model("models/gpt3-175b.json");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  /* 12 L h^2 + 13 L h (layers) + (V + s) h (embeddings, head tied) + 2h (final norm) */
+  double L = 96, h = 12288, V = 50257, s = 2048;
+  double expect = 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h;
+  ck_assert_double_eq_tol((double)g->total_params, expect, 0.5);
+  ck_assert_double_eq_tol((double)g->total_params / 174.6e9, 1.0, 0.01);
+}
+END_TEST
+
+START_TEST(test_llama2_params)
+{
+  g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  ck_assert_double_eq_tol((double)g->total_params / 69.0e9, 1.0, 0.01);
+  /* GQA: the QKV projection is h x (h + 2 kv dh) with dh = h / heads */
+  const MmLayer *qkv = find_layer(g, 1, MM_ROLE_QKV);
+  ck_assert_int_eq(qkv->cost.params, 8192LL * (8192 + 2 * 8 * 128));
+  /* SwiGLU: three matrices of h x ffn */
+  const MmLayer *up = find_layer(g, 1, MM_ROLE_FFN_UP);
+  const MmLayer *down = find_layer(g, 1, MM_ROLE_FFN_DOWN);
+  ck_assert_int_eq(up->cost.params + down->cost.params, 3LL * 8192 * 28672);
+  ck_assert_uint_eq(g->n_units, 82);
+}
+END_TEST
+
+/* Training FLOPs per token against the usual closed form 6N + 12 L s h. */
+static void check_six_n(const char *rel, double L, double s, double h)
+{
+  g_autoptr(MmModel) m = load_model(rel);
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  double per_token = mm_graph_train_flops_per_sample(g) / g->tokens_per_sample;
+  double closed = 6.0 * (double)g->total_params + 12.0 * L * s * h;
+  ck_assert_msg(fabs(per_token / closed - 1.0) < 0.02, "%s: %.4g vs closed form %.4g (%.2f%%)", rel, per_token,
+                closed, 100.0 * (per_token / closed - 1.0));
+}
+
+START_TEST(test_six_n_plus_attention)
+{
+  check_six_n("models/gpt3-175b.json", 96, 2048, 12288);
+  check_six_n("models/llama2-70b.json", 80, 4096, 8192);
+  check_six_n("models/llama-65b.json", 80, 2048, 8192);
+}
+END_TEST
+
+START_TEST(test_attention_seq_squared)
+{
+#define TMPL "{\"name\":\"t\",\"seq_len\":%d,\"blocks\":[{\"kind\":\"transformer\",\"count\":1," \
+             "\"hidden\":256,\"heads\":8,\"ffn\":1024}]}"
+  g_autofree char *t1 = g_strdup_printf(TMPL, 512);
+  g_autofree char *t2 = g_strdup_printf(TMPL, 1024);
+#undef TMPL
+  g_autoptr(MmModel) m1 = parse_model(t1);
+  g_autoptr(MmModel) m2 = parse_model(t2);
+  g_autoptr(MmGraph) g1 = mm_graph_new(m1);
+  g_autoptr(MmGraph) g2 = mm_graph_new(m2);
+  const MmLayer *a1 = find_layer(g1, 0, MM_ROLE_ATTN_CORE);
+  const MmLayer *a2 = find_layer(g2, 0, MM_ROLE_ATTN_CORE);
+  double s = 512, h = 256, heads = 8;
+  /* QK^T and AV: 2 s^2 h each, softmax 5 flops per score */
+  ck_assert_double_eq_tol(a1->cost.fwd_flops, 4 * s * s * h + 5 * heads * s * s, 1);
+  ck_assert_double_eq_tol(a2->cost.fwd_flops / a1->cost.fwd_flops, 4.0, 1e-12);
+  /* backward of the core has no weights and costs twice the forward */
+  ck_assert_double_eq_tol(a1->cost.bwd_input_flops, 2 * a1->cost.fwd_flops, 1);
+  ck_assert_double_eq(a1->cost.bwd_weight_flops, 0);
+  /* causal flash kernels execute half the forward */
+  ck_assert_double_eq_tol(a1->cost.fwd_exec_flops, 0.5 * a1->cost.fwd_flops, 1);
+  /* projections are linear in s */
+  const MmLayer *q1 = find_layer(g1, 0, MM_ROLE_QKV);
+  const MmLayer *q2 = find_layer(g2, 0, MM_ROLE_QKV);
+  ck_assert_double_eq_tol(q2->cost.fwd_flops / q1->cost.fwd_flops, 2.0, 1e-12);
+  ck_assert_double_eq_tol(q1->cost.fwd_flops, 2 * s * h * 3 * h, 1);
+}
+END_TEST
+
+START_TEST(test_eager_attention_keeps_scores)
+{
+#define BASE "{\"name\":\"t\",\"seq_len\":1024,\"blocks\":[{\"kind\":\"transformer\",\"count\":1," \
+             "\"hidden\":256,\"heads\":8,\"ffn\":1024,\"attention\":\"%s\"}]}"
+  g_autofree char *tf = g_strdup_printf(BASE, "flash");
+  g_autofree char *te = g_strdup_printf(BASE, "eager");
+#undef BASE
+  g_autoptr(MmModel) mf = parse_model(tf);
+  g_autoptr(MmModel) me = parse_model(te);
+  g_autoptr(MmGraph) gf = mm_graph_new(mf);
+  g_autoptr(MmGraph) ge = mm_graph_new(me);
+  double diff = find_layer(ge, 0, MM_ROLE_ATTN_CORE)->cost.act_bytes - find_layer(gf, 0, MM_ROLE_ATTN_CORE)->cost.act_bytes;
+  ck_assert_double_eq_tol(diff, 8.0 * 1024 * 1024 * 2, 0.5); /* heads x s^2 x 2 bytes */
+}
+END_TEST
+
+START_TEST(test_moe_counts)
+{
+  const char *dense = "{\"name\":\"d\",\"seq_len\":128,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,"
+                      "\"hidden\":256,\"heads\":8,\"ffn\":1024}]}";
+  const char *moe = "{\"name\":\"m\",\"seq_len\":128,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,"
+                    "\"hidden\":256,\"heads\":8,\"ffn\":1024,\"experts\":8,\"top_k\":2}]}";
+  g_autoptr(MmModel) md = parse_model(dense);
+  g_autoptr(MmModel) mm = parse_model(moe);
+  g_autoptr(MmGraph) gd = mm_graph_new(md);
+  g_autoptr(MmGraph) gm = mm_graph_new(mm);
+  const MmLayer *ud = find_layer(gd, 0, MM_ROLE_FFN_UP), *um = find_layer(gm, 0, MM_ROLE_FFN_UP);
+  /* all experts for parameters, top_k experts for FLOPs */
+  ck_assert_int_eq(um->cost.params, 8 * ud->cost.params);
+  ck_assert_double_eq_tol(um->cost.fwd_flops, 2 * ud->cost.fwd_flops, 1);
+  ck_assert(um->expert && !ud->expert);
+  /* the router: h x experts */
+  ck_assert_int_eq(find_layer(gm, 0, MM_ROLE_ROUTER)->cost.params, 256 * 8);
+  /* active params: dense part + 2 of 8 experts */
+  double expert = 2.0 * (double)(um->cost.params + find_layer(gm, 0, MM_ROLE_FFN_DOWN)->cost.params);
+  ck_assert_double_eq_tol(gm->active_params, (double)gm->total_params - expert * 6.0 / 8.0, 1);
+}
+END_TEST
+
+START_TEST(test_dlrm_a)
+{
+  g_autoptr(MmModel) m = load_model("models/dlrm-a.json");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  /* 4096 x 2.08M x 94 tables + 20 x 3994^2 MLP weights = 801.17 B (MAD-Max artifact) */
+  ck_assert_int_eq(g->total_params, 4096LL * 2080000 * 94 + 20LL * 3994 * 3994);
+  /* MLP forward: 2 x 20 x 3994^2 = 638.08 MFLOP per sample (MAD-Max Table II) */
+  double mlp = 0;
+  for (guint l = 0; l < g->n_layers; l++)
+    if (g->layers[l].role == MM_ROLE_MLP_FC) mlp += g->layers[l].cost.fwd_flops;
+  ck_assert_double_eq_tol(mlp, 638.08e6, 0.01e6);
+  /* lookup bytes per sample: 4096 tables x 15 lookups x 94 x 2 bytes = 11.55 MB */
+  const MmLayer *lk = find_layer(g, 0, MM_ROLE_EMB_LOOKUP);
+  ck_assert_double_eq_tol(lk->cost.fwd_bytes - lk->cost.out_bytes, 4096.0 * 15 * 94 * 2, 1);
+  ck_assert_double_eq_tol(lk->cost.out_bytes, 4096.0 * 94 * 2, 1);
+}
+END_TEST
+
+START_TEST(test_interaction_dot)
+{
+  const char *text = "{\"name\":\"t\",\"dtype\":\"fp32\",\"blocks\":["
+                     "{\"kind\":\"embedding_bag\",\"tables\":26,\"rows\":1000,\"dim\":64,\"pooling\":1},"
+                     "{\"kind\":\"mlp\",\"count\":3,\"width\":64,\"input_dim\":13},"
+                     "{\"kind\":\"interaction\",\"op\":\"dot\"},"
+                     "{\"kind\":\"mlp\",\"count\":2,\"width\":512,\"input_dim\":415,\"output_dim\":1}]}";
+  g_autoptr(MmModel) m = parse_model(text);
+  ck_assert_int_eq(m->blocks[2].features, 27); /* 26 tables + the dense vector */
+  ck_assert_int_eq(m->blocks[2].dim, 64);
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  const MmLayer *ix = find_layer(g, 4, MM_ROLE_INTERACT);
+  ck_assert_double_eq_tol(ix->cost.fwd_flops, 2.0 * 27 * 27 * 64, 0.5);
+  /* first layer 13 -> 64, last 512 -> 1 */
+  ck_assert_int_eq(find_layer(g, 1, MM_ROLE_MLP_FC)->cost.params, 13 * 64);
+  ck_assert_int_eq(find_layer(g, 6, MM_ROLE_MLP_FC)->cost.params, 512 * 1);
+}
+END_TEST
+
+START_TEST(test_frozen_parts_are_separate)
+{
+  g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  for (guint l = 0; l < g->n_layers; l++) {
+    const MmLayer *ly = &g->layers[l];
+    if (ly->cls != MM_LAYER_GEMM) continue;
+    /* a GEMM's weight-gradient equals its forward; a frozen layer drops exactly this part */
+    ck_assert_double_eq_tol(ly->cost.bwd_weight_flops, ly->cost.fwd_flops, 1e-6 * ly->cost.fwd_flops);
+    ck_assert_double_eq_tol(ly->cost.bwd_input_flops, ly->cost.fwd_flops, 1e-6 * ly->cost.fwd_flops);
+  }
+}
+END_TEST
+
+START_TEST(test_names)
+{
+  g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autofree char *u = mm_graph_unit_name(g, 18);
+  g_autofree char *l = mm_graph_layer_name(g, g->units[18].first_layer + 1);
+  ck_assert_str_eq(u, "decoder.17");
+  ck_assert_str_eq(l, "decoder.17.qkv");
+  g_autofree char *e = mm_graph_unit_name(g, 0);
+  ck_assert_str_eq(e, "embed");
+}
+END_TEST
+
+static Suite *graph_suite(void)
+{
+  Suite *s = suite_create("graph");
+  TCase *tc = tcase_create("costs");
+  tcase_add_test(tc, test_gpt3_params);
+  tcase_add_test(tc, test_llama2_params);
+  tcase_add_test(tc, test_six_n_plus_attention);
+  tcase_add_test(tc, test_attention_seq_squared);
+  tcase_add_test(tc, test_eager_attention_keeps_scores);
+  tcase_add_test(tc, test_moe_counts);
+  tcase_add_test(tc, test_dlrm_a);
+  tcase_add_test(tc, test_interaction_dot);
+  tcase_add_test(tc, test_frozen_parts_are_separate);
+  tcase_add_test(tc, test_names);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(graph_suite());
+}

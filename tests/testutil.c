@@ -1,0 +1,83 @@
+/* testutil: helpers shared by the check test programs. */
+#include "testutil.h"
+
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+static char *tmpdir;
+
+/* Removes the temporary directory (flat: tests write files only) at exit. */
+static void remove_tmpdir(void)
+{
+  if (!tmpdir) return;
+  GDir *d = g_dir_open(tmpdir, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name(d))) {
+      g_autofree char *p = g_build_filename(tmpdir, name, NULL);
+      g_remove(p);
+    }
+    g_dir_close(d);
+  }
+  g_rmdir(tmpdir);
+  g_clear_pointer(&tmpdir, g_free);
+}
+
+char *mm_test_src(const char *rel)
+{
+  const char *root = g_getenv("MM_SOURCE_DIR");
+  ck_assert_msg(root != NULL, "MM_SOURCE_DIR is not set (run the tests through ctest)");
+  return g_build_filename(root, rel, NULL);
+}
+
+const char *mm_test_tmpdir(void)
+{
+  if (!tmpdir) {
+    g_autoptr(GError) error = NULL;
+    tmpdir = g_dir_make_tmp("madmax-test-XXXXXX", &error);
+    ck_assert_msg(tmpdir != NULL, "mkdtemp: %s", error ? error->message : "?");
+    atexit(remove_tmpdir);
+  }
+  return tmpdir;
+}
+
+char *mm_test_write(const char *name, const char *text)
+{
+  char *path = g_build_filename(mm_test_tmpdir(), name, NULL);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(g_file_set_contents(path, text, -1, &error), "write %s: %s", path,
+                error ? error->message : "?");
+  return path;
+}
+
+int mm_test_cli(const char *const *args, char **out, char **err)
+{
+  const char *bin = g_getenv("MM_BINARY");
+  ck_assert_msg(bin != NULL, "MM_BINARY is not set (run the tests through ctest)");
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)bin);
+  for (guint i = 0; args[i]; i++) g_ptr_array_add(argv, (char *)args[i]);
+  g_ptr_array_add(argv, NULL);
+  g_autofree char *cwd = mm_test_src(".");
+  g_autoptr(GError) error = NULL;
+  int status = 0;
+  char *o = NULL, *e = NULL;
+  gboolean ok = g_spawn_sync(cwd, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &o, &e,
+                             &status, &error);
+  g_ptr_array_free(argv, TRUE);
+  ck_assert_msg(ok, "spawn %s: %s", bin, error ? error->message : "?");
+  if (out) *out = o; else g_free(o);
+  if (err) *err = e; else g_free(e);
+  ck_assert_msg(WIFEXITED(status), "madmax did not exit normally (signal?)");
+  return WEXITSTATUS(status);
+}
+
+int mm_test_main(Suite *s)
+{
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
