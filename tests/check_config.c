@@ -185,6 +185,7 @@ static const BadCase bad_cases[] = {
   {"unknown dtype", K_MODEL, "{\"name\":\"t\",\"dtype\":\"fp64\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.dtype", NULL},
   {"tied head without embedding", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"lm_head\",\"vocab\":10,\"hidden\":4,\"tied\":true}]}", MM_CONFIG_ERROR_INCONSISTENT, "tied", NULL},
   {"key twice", K_MODEL, "{\"name\":\"t\",\"name\":\"u\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_INCONSISTENT, "twice", NULL},
+  {"input is not an earlier block", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4,\"inputs\":[\"b\"]},{\"kind\":\"mlp\",\"name\":\"b\",\"count\":1,\"width\":4}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[0].inputs[0]", NULL},
   {"interaction without tables", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"interaction\",\"op\":\"dot\"}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[0]", NULL},
   /* system and device files */
   {"missing device file", K_SYSTEM, "{\"name\":\"s\",\"device\":\"no/such/device.json\",\"gpus_per_node\":1,\"nodes\":1}", MM_CONFIG_ERROR_IO, "$.device", NULL},

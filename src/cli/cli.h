@@ -3,12 +3,30 @@
 
 #include <glib.h>
 
+#include "config/config.h"
+
 /* Exit codes of the command-line contract (DESIGN.md). */
 enum { MM_EXIT_OK = 0, MM_EXIT_INPUT = 1, MM_EXIT_INTERNAL = 2 };
 
 /* Each subcommand gets argv with argv[0] = "madmax SUBCOMMAND". */
 int mm_cmd_describe(int argc, char **argv);
 int mm_cmd_schema(int argc, char **argv);
+
+int mm_cmd_run(int argc, char **argv);
+
+/* The loaded inputs of a command (each may be NULL when not asked for). */
+typedef struct {
+  MmModel *model;
+  MmHardware *hardware;
+  MmParallelConfig *config;
+  MmScenario *scenario;
+} MmInputs;
+
+/* Loads the model, and with @hardware the system (resized to @nodes when > 0), the
+ * config and their scenario. On failure @in holds what loaded; clear it. */
+gboolean mm_inputs_load(MmInputs *in, const char *model, const char *hardware, const char *config, int64_t nodes,
+                        GError **error);
+void mm_inputs_clear(MmInputs *in);
 
 /* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
 gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

@@ -10,11 +10,13 @@
 int mm_cmd_describe(int argc, char **argv)
 {
   g_autofree char *model_path = NULL, *hw_path = NULL, *cfg_path = NULL, *json_path = NULL;
+  gint64 nodes = 0;
   GOptionEntry entries[] = {
     {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (models/*.json)", "M"},
     {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file (hardware/*.json)", "H"},
     {"config", 'c', 0, G_OPTION_ARG_FILENAME, &cfg_path, "Task + parallelism file (configs/*.json)", "C"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Also write the JSON document to OUT ('-' = stdout, replaces the text)", "OUT"},
+    {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Use N nodes of the system's design instead of its node count", "N"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- per-layer costs, strategies and per-device memory");
@@ -45,23 +47,25 @@ int mm_cmd_describe(int argc, char **argv)
   }
 
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmModel) model = mm_model_load(model_path, &error);
-  if (!model) return mm_cli_fail(error);
-  g_autoptr(MmHardware) hw = NULL;
-  g_autoptr(MmParallelConfig) cfg = NULL;
-  g_autoptr(MmScenario) scenario = NULL;
-  if (hw_path) {
-    if (!(hw = mm_hardware_load(hw_path, &error))) return mm_cli_fail(error);
-    if (!(cfg = mm_parallel_load(cfg_path, &error))) return mm_cli_fail(error);
-    if (!(scenario = mm_scenario_new(model, hw, cfg, &error))) return mm_cli_fail(error);
+  MmInputs in;
+  if (!mm_inputs_load(&in, model_path, hw_path, cfg_path, nodes, &error)) {
+    mm_inputs_clear(&in);
+    return mm_cli_fail(error);
   }
-  g_autoptr(MmGraph) graph = mm_graph_new(model);
+  MmScenario *scenario = in.scenario;
+  g_autoptr(MmGraph) graph = mm_graph_new(in.model);
   g_autoptr(MmMemory) mem = scenario ? mm_memory_new(scenario, graph) : NULL;
 
   if (json_path) {
     g_autoptr(cJSON) doc = mm_report_describe_json(graph, scenario, mem);
-    if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+    if (!mm_report_write_json(doc, json_path, &error)) {
+      mm_inputs_clear(&in);
+      return mm_cli_fail(error);
+    }
   }
   if (!json_path || g_strcmp0(json_path, "-") != 0) mm_report_describe_text(stdout, graph, scenario, mem);
+  g_clear_pointer(&mem, mm_memory_free);
+  g_clear_pointer(&graph, mm_graph_free);
+  mm_inputs_clear(&in);
   return MM_EXIT_OK;
 }

@@ -14,6 +14,7 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
+  {"run", mm_cmd_run, "simulate one iteration: time, throughput, MFU, exposed communication, memory"},
   {"describe", mm_cmd_describe, "per-layer costs and, with hardware + config, per-device memory"},
   {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},
 };
@@ -29,8 +30,8 @@ static void usage(FILE *out)
   fprintf(out,
           "\ninputs: models/*.json (layer blocks), hardware/*.json (systems; devices in hardware/devices/),\n"
           "        configs/*.json (task + parallelism). docs/SCHEMA.md lists every key.\n"
-          "example: madmax describe --model models/llama2-70b.json \\\n"
-          "           --hardware hardware/dgx-a100-2048.json --config configs/llm-pretrain-fsdp.json\n"
+          "example: madmax run --model models/llama2-70b.json \\\n"
+          "           --hardware hardware/dgx-a100-2048.json --config configs/llm-pretrain-tp-fsdp.json\n"
           "exit codes: 0 ok, 1 bad input, 2 internal error\n");
 }
 

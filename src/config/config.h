@@ -91,6 +91,10 @@ typedef struct {
   gboolean causal;
   gboolean tied; /* lm_head shares the token embedding's matrix */
 
+  /* blocks whose outputs this block reads (indices of earlier blocks); default: the previous one */
+  guint *inputs;
+  guint n_inputs;
+
   /* mixture of experts on mlp / transformer FFN (experts == 0: dense) */
   int64_t experts, top_k;
   double capacity_factor;
@@ -258,6 +262,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
 MmHardware *mm_hardware_load(const char *path, GError **error);
 void mm_hardware_free(MmHardware *h);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmHardware, mm_hardware_free)
+
+/* Uses @nodes nodes of the system's design instead of the file's count (a slice of a
+ * cluster, or a larger one); fails when more than one node has no inter-node network. */
+gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error);
 
 /* Loads a device file alone (one of hardware/devices). */
 gboolean mm_device_load(const char *path, MmDevice *out, GError **error);

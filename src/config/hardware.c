@@ -289,6 +289,24 @@ static MmHardware *hardware_from_json(const char *path, const cJSON *root, GErro
   return g_steal_pointer(&h);
 }
 
+gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error)
+{
+  if (nodes < 1 || nodes > (1 << 20) || nodes * h->gpus_per_node > (1 << 24)) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_RANGE,
+                "--nodes %" G_GINT64_FORMAT ": expected 1 to %d nodes of %" G_GINT64_FORMAT " GPUs", nodes,
+                (1 << 24) / (int)h->gpus_per_node, h->gpus_per_node);
+    return FALSE;
+  }
+  if (nodes > 1 && !h->inter.present) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_INCONSISTENT,
+                "%s: $: --nodes %" G_GINT64_FORMAT " needs an \"inter_node\" network, which this system lacks",
+                h->path, nodes);
+    return FALSE;
+  }
+  h->nodes = nodes;
+  return TRUE;
+}
+
 MmHardware *mm_hardware_load(const char *path, GError **error)
 {
   g_autoptr(cJSON) root = mm_json_load_file(path, error);

@@ -35,6 +35,8 @@ static const MmField model_fields[] = {
 
 #define COMMON_FIELDS                                                                           \
   {"kind", MM_F_ENUM, TRUE, 0, 0, 0, mm_block_kind_names, BLK(kind), NULL, "block kind"},        \
+  {"inputs", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,                              \
+   "names of earlier blocks whose outputs this block reads (default: the previous block; [] = only the batch input)"}, \
   {"name", MM_F_STR, FALSE, 0, 0, 0, NULL, BLK(name), NULL,                                     \
    "unique name (default: the kind, suffixed with an index when repeated); configs may key strategies by it"}, \
   {"dtype", MM_F_ENUM, FALSE, 0, 0, NAN, mm_dtype_names, BLK(dtype), NULL,                      \
@@ -139,7 +141,10 @@ static const MmField *const kind_fields[MM_BLOCK_KIND_COUNT] = {
 void mm_model_free(MmModel *m)
 {
   if (!m) return;
-  for (guint i = 0; i < m->n_blocks; i++) g_free(m->blocks[i].name);
+  for (guint i = 0; i < m->n_blocks; i++) {
+    g_free(m->blocks[i].name);
+    g_free(m->blocks[i].inputs);
+  }
   g_free(m->blocks);
   g_free(m->path);
   g_free(m->name);
@@ -270,6 +275,50 @@ static gboolean check_model(const MmJsonCtx *ctx, MmModel *m, GError **error)
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+/* Resolves "inputs" (names of earlier blocks) into indices. */
+static gboolean resolve_inputs(const MmJsonCtx *ctx, MmModel *m, const cJSON *blocks, GError **error)
+{
+  guint i = 0;
+  for (const cJSON *it = blocks->child; it; it = it->next, i++) {
+    MmBlock *b = &m->blocks[i];
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(it, "inputs");
+    if (!in) {
+      b->n_inputs = i > 0 ? 1 : 0;
+      b->inputs = g_new0(guint, 1);
+      b->inputs[0] = i > 0 ? i - 1 : 0;
+      continue;
+    }
+    b->inputs = g_new0(guint, (gsize)cJSON_GetArraySize(in) + 1);
+    int k = 0;
+    for (const cJSON *n = in->child; n; n = n->next, k++) {
+      g_autofree char *jp = g_strdup_printf("$.blocks[%u].inputs[%d]", i, k);
+      if (!mm_json_expect(ctx, n, jp, cJSON_String, "the name of an earlier block", error)) return FALSE;
+      guint j;
+      for (j = 0; j < i; j++)
+        if (strcmp(m->blocks[j].name, n->valuestring) == 0) break;
+      if (j == i) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                      "\"%s\" is not the name of an earlier block (inputs must precede their readers)",
+                      n->valuestring);
+        return FALSE;
+      }
+      for (guint q = 0; q < b->n_inputs; q++) {
+        if (b->inputs[q] == j) {
+          mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp, "\"%s\" is listed twice", n->valuestring);
+          return FALSE;
+        }
+      }
+      b->inputs[b->n_inputs++] = j;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean check_tied(const MmJsonCtx *ctx, const MmModel *m, GError **error)
+{
   for (guint i = 0; i < m->n_blocks; i++) {
     const MmBlock *b = &m->blocks[i];
     if (b->kind != MM_BLOCK_LM_HEAD || !b->tied) continue;
@@ -328,6 +377,8 @@ static MmModel *model_from_json(const char *path, const cJSON *root, GError **er
     if (!finish_block(&ctx, m, (guint)i, jp, present, error)) return NULL;
   }
   if (!check_model(&ctx, m, error)) return NULL;
+  if (!resolve_inputs(&ctx, m, blocks, error)) return NULL;
+  if (!check_tied(&ctx, m, error)) return NULL;
   return g_steal_pointer(&m);
 }
 

@@ -41,8 +41,7 @@ static double act_fraction(const MmScenario *s, guint block, const MmLayer *l)
   return 1.0;
 }
 
-/* Optimizer bytes per trained parameter (see docs/SCHEMA.md, optimizer). */
-static double optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
+double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
 {
   double st = mm_dtype_bytes(o->state_dtype);
   double bytes = 0;
@@ -106,7 +105,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
           grads = MIN(grads, pooled);
         }
         p->gradients += grads;
-        p->optimizer += params * optimizer_bytes(bs->optimizer, b);
+        p->optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b);
       }
       double af = act_fraction(s, bi, l);
       double act = samples * l->cost.act_bytes * af;

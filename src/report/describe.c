@@ -25,6 +25,25 @@ static cJSON *cost_json(const MmCost *c)
   return o;
 }
 
+static cJSON *parts_json(const MmMemoryParts *p);
+
+cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m)
+{
+  cJSON *mo = cJSON_CreateObject();
+  cJSON_AddNumberToObject(mo, "per_device_bytes", mem->per_device_bytes);
+  cJSON_AddNumberToObject(mo, "capacity_bytes", mem->capacity_bytes);
+  cJSON_AddBoolToObject(mo, "fits", mem->fits);
+  cJSON_AddItemToObject(mo, "breakdown", parts_json(&mem->total));
+  cJSON_AddNumberToObject(mo, "transient_activation_bytes", mem->transient_activations);
+  cJSON *bb = cJSON_AddArrayToObject(mo, "by_block");
+  for (guint i = 0; i < mem->n_blocks; i++) {
+    cJSON *o = parts_json(&mem->blocks[i]);
+    cJSON_AddItemToObject(o, "block", cJSON_CreateString(m->blocks[i].name));
+    cJSON_AddItemToArray(bb, o);
+  }
+  return mo;
+}
+
 static cJSON *parts_json(const MmMemoryParts *p)
 {
   cJSON *o = cJSON_CreateObject();
@@ -74,9 +93,13 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMe
 {
   const MmModel *m = g->model;
   cJSON *root = cJSON_CreateObject();
-  cJSON *model = cJSON_AddObjectToObject(root, "model");
-  cJSON_AddStringToObject(model, "name", m->name);
-  cJSON_AddStringToObject(model, "path", m->path);
+  if (s) {
+    mm_report_inputs_json(s, root);
+  } else {
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(model, "name", m->name);
+    cJSON_AddStringToObject(model, "path", m->path);
+  }
   cJSON_AddNumberToObject(root, "total_params", (double)g->total_params);
   cJSON_AddNumberToObject(root, "active_params", g->active_params);
   cJSON_AddNumberToObject(root, "tokens_per_sample", g->tokens_per_sample);
@@ -127,22 +150,6 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMe
   }
   if (!s) return root;
 
-  const MmHardware *hw = s->hw;
-  cJSON *h = cJSON_AddObjectToObject(root, "hardware");
-  cJSON_AddStringToObject(h, "name", hw->name);
-  cJSON_AddStringToObject(h, "path", hw->path);
-  cJSON_AddStringToObject(h, "device", hw->device.name);
-  cJSON_AddNumberToObject(h, "devices", (double)s->devices);
-  cJSON_AddNumberToObject(h, "gpus_per_node", (double)hw->gpus_per_node);
-  cJSON_AddNumberToObject(h, "nodes", (double)hw->nodes);
-  cJSON *c = cJSON_AddObjectToObject(root, "config");
-  cJSON_AddStringToObject(c, "name", s->cfg->name);
-  cJSON_AddStringToObject(c, "path", s->cfg->path);
-  cJSON_AddStringToObject(c, "task", mm_task_names[s->cfg->task]);
-  cJSON_AddNumberToObject(c, "global_batch_samples", (double)s->global_batch);
-  cJSON_AddNumberToObject(c, "micro_batch_samples", (double)s->micro_batch);
-  cJSON_AddNumberToObject(c, "micro_steps", (double)s->micro_steps);
-  cJSON_AddStringToObject(c, "recompute", mm_recompute_names[s->cfg->recompute]);
   cJSON *st = cJSON_AddArrayToObject(root, "strategies");
   for (guint i = 0; i < m->n_blocks; i++) {
     const MmBlockSetup *bs = &s->blocks[i];
@@ -165,20 +172,7 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMe
     cJSON_AddNumberToObject(o, "samples_per_device_per_micro_step", bs->samples_per_micro);
     cJSON_AddItemToArray(st, o);
   }
-  if (mem) {
-    cJSON *mo = cJSON_AddObjectToObject(root, "memory");
-    cJSON_AddNumberToObject(mo, "per_device_bytes", mem->per_device_bytes);
-    cJSON_AddNumberToObject(mo, "capacity_bytes", mem->capacity_bytes);
-    cJSON_AddBoolToObject(mo, "fits", mem->fits);
-    cJSON_AddItemToObject(mo, "breakdown", parts_json(&mem->total));
-    cJSON_AddNumberToObject(mo, "transient_activation_bytes", mem->transient_activations);
-    cJSON *bb = cJSON_AddArrayToObject(mo, "by_block");
-    for (guint i = 0; i < mem->n_blocks; i++) {
-      cJSON *o = parts_json(&mem->blocks[i]);
-      cJSON_AddItemToObject(o, "block", cJSON_CreateString(m->blocks[i].name));
-      cJSON_AddItemToArray(bb, o);
-    }
-  }
+  if (mem) cJSON_AddItemToObject(root, "memory", mm_report_memory_json(mem, m));
   return root;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "engine/engine.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
 
@@ -25,6 +26,45 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMe
 
 /* Human-readable version of the same. */
 void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, const MmMemory *mem);
+
+/* The memory object of run and describe documents. (transfer full) */
+cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m);
+
+/* Adds "model", "hardware" and "config" (names, paths, sizes) to @root; returns @root. */
+cJSON *mm_report_inputs_json(const MmScenario *s, cJSON *root);
+
+/* ---- run --------------------------------------------------------------- */
+
+/* What `madmax run` reports, for the slowest device class (see docs/MODEL.md). */
+typedef struct {
+  double iteration_time_s;
+  double samples_per_s, tokens_per_s;
+  double mfu, model_flops;
+  double compute_s;   /* serialized compute (GEMMs, attention, elementwise, optimizer) */
+  double embedding_s; /* serialized embedding lookups */
+  double comm_s;      /* serialized collectives */
+  double comm_by_kind_s[MM_COLL_COUNT];
+  double comm_by_reason_s[8];
+  double compute_by_phase_s[MM_PHASE_COUNT];
+  double comm_active_s;    /* wall time with any collective running */
+  double compute_active_s; /* wall time with the compute stream busy */
+  double exposed_comm_s;   /* comm_active minus its overlap with compute */
+  double hidden_comm_s;
+  double exposed_comm_fraction; /* exposed / comm_active, in [0, 1] */
+  double stream_busy_s[MM_STREAM_COUNT];
+  uint32_t stream_ops[MM_STREAM_COUNT];
+  uint32_t critical_class;
+  uint32_t ops;
+  uint64_t events;
+} MmRunMetrics;
+
+void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *out);
+cJSON *mm_report_run_json(const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem);
+void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem);
+
+/* Chrome trace-event JSON (Perfetto, chrome://tracing): a process per device class,
+ * a thread per stream, an event per op. Written atomically. */
+gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *path, GError **error);
 
 /* ---- output ------------------------------------------------------------ */
 

@@ -1,0 +1,71 @@
+/* engine: discrete-event simulation of op streams with dependencies and collectives (no layers here). */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define MM_ENGINE_ERROR (mm_engine_error_quark())
+GQuark mm_engine_error_quark(void);
+typedef enum { MM_ENGINE_ERROR_DEADLOCK, MM_ENGINE_ERROR_INVALID } MmEngineError;
+
+/* Simulated time: integer picoseconds (18 million seconds fit). */
+typedef uint64_t MmTime;
+#define MM_PS_PER_S 1e12
+static inline MmTime mm_time_from_s(double s) { return (MmTime)(s * MM_PS_PER_S + 0.5); }
+static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
+
+#define MM_NO_COLL UINT32_MAX
+
+/* One op of a program. It starts when it is at the head of its stream (streams
+ * are FIFO queues in program order), its stream is idle and every dependency
+ * has finished. A collective (coll != MM_NO_COLL) additionally waits until every
+ * member of its group has reached it; members are the devices whose index
+ * differs from this device's only in the level digit (stride, degree), and all
+ * members start together and finish together. */
+typedef struct {
+  uint32_t stream;
+  uint32_t dep_first; /* into the program's deps */
+  uint32_t n_deps;    /* dependencies: indices of earlier ops of the same program */
+  uint32_t coll;      /* collective id shared by matching ops of all programs, or MM_NO_COLL */
+  uint32_t degree;    /* collective group shape */
+  uint32_t stride;
+} MmEngineOp;
+
+typedef struct {
+  const MmEngineOp *ops;
+  uint32_t n_ops;
+  const uint32_t *deps;
+  uint32_t n_streams;
+} MmEngineProgram;
+
+/* A device class: devices that behave identically, simulated once. */
+typedef struct {
+  uint32_t program;
+  const MmTime *dur; /* per op of its program (collectives: the slowest member sets it) */
+  uint32_t rep_device; /* a member device: locates its collective groups */
+} MmEngineClass;
+
+typedef struct MmEngine MmEngine;
+
+/* Builds the engine's flat state for @programs and @classes (borrowed: they must
+ * outlive the engine). Fails when a program is malformed (a dependency on a
+ * later op, a stream out of range) or collectives do not match across classes. */
+MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, const MmEngineClass *classes,
+                        uint32_t n_classes, GError **error);
+void mm_engine_free(MmEngine *e);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmEngine, mm_engine_free)
+
+/* Runs the simulation from time 0 (may be called again). Fails on deadlock. */
+gboolean mm_engine_run(MmEngine *e, GError **error);
+
+/* Results of the last run. */
+MmTime mm_engine_makespan(const MmEngine *e);
+MmTime mm_engine_class_end(const MmEngine *e, uint32_t cls);
+MmTime mm_engine_op_start(const MmEngine *e, uint32_t cls, uint32_t op);
+MmTime mm_engine_op_end(const MmEngine *e, uint32_t cls, uint32_t op);
+/* Events processed in the last run (one per op completion). */
+uint64_t mm_engine_events(const MmEngine *e);
+
+G_END_DECLS

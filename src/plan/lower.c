@@ -1,0 +1,715 @@
+/* lower: one iteration of a scenario -> a program of compute and collective ops on three streams. */
+#include <math.h>
+#include <string.h>
+
+#include "plan.h"
+
+const char *const mm_stream_names[] = {"compute", "comm_intra", "comm_inter", NULL};
+const char *const mm_phase_names[] = {"fwd", "bwd", "recompute", "optimizer", NULL};
+const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", NULL};
+
+#define NONE UINT32_MAX
+#define MAX_DEPS 24
+
+typedef struct {
+  uint32_t v[MAX_DEPS];
+  uint32_t n;
+} Deps;
+
+static void deps_add(Deps *d, uint32_t op)
+{
+  if (op == NONE) return;
+  for (uint32_t i = 0; i < d->n; i++)
+    if (d->v[i] == op) return;
+  g_assert(d->n < MAX_DEPS);
+  d->v[d->n++] = op;
+}
+
+static Deps deps_one(uint32_t op)
+{
+  Deps d = {.n = 0};
+  deps_add(&d, op);
+  return d;
+}
+
+typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W } Part;
+
+/* A compute segment: consecutive layer parts that no collective separates. */
+typedef struct {
+  double time_s, flops, model_flops, bytes;
+  uint32_t kernels, first, last;
+  MmOpWhat what;
+} Seg;
+
+/* One unit's turn in the FSDP gather sequence. */
+typedef struct {
+  uint32_t unit;
+  uint32_t micro;
+  gboolean bwd;
+} GatherItem;
+
+typedef struct {
+  const MmScenario *s;
+  const MmGraph *g;
+  const MmModel *m;
+  const MmHardware *hw;
+  GArray *ops;  /* MmEngineOp */
+  GArray *info; /* MmOpInfo */
+  GArray *deps; /* uint32_t */
+  uint32_t last_on[MM_STREAM_COUNT];
+  guint first_trained;
+  gboolean training;
+
+  GatherItem *gq;
+  uint32_t n_gq, gq_emitted, gq_pos;
+  uint32_t *gq_op; /* gather op of each item */
+} Lower;
+
+/* ---- emitting ---------------------------------------------------------- */
+
+static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, gboolean coll,
+                     int64_t degree, int64_t stride)
+{
+  uint32_t idx = L->ops->len;
+  MmEngineOp op = {
+    .stream = stream, .dep_first = L->deps->len, .n_deps = d ? d->n : 0,
+    .coll = coll ? idx : MM_NO_COLL, .degree = (uint32_t)degree, .stride = (uint32_t)stride,
+  };
+  for (uint32_t i = 0; d && i < d->n; i++) {
+    g_assert(d->v[i] < idx);
+    g_array_append_val(L->deps, d->v[i]);
+  }
+  g_array_append_val(L->ops, op);
+  g_array_append_val(L->info, *info);
+  L->last_on[stream] = idx;
+  return idx;
+}
+
+double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, double bytes)
+{
+  const MmDevice *d = &hw->device;
+  double tc = flops > 0 ? flops / (d->peak_flops[dtype] * d->util_gemm.value) : 0;
+  double tm = bytes > 0 ? bytes / (d->hbm_bw_Bps * d->util_hbm.value) : 0;
+  return MAX(tc, tm);
+}
+
+/* Fraction of a layer's per-sample work one device does, and of its weights it reads. */
+static void work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights)
+{
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  if (L->m->blocks[l->block].kind == MM_BLOCK_EMBEDDING_BAG) {
+    *work = mm_plan_param_fraction(L->s, l->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+    *weights = *work;
+    return;
+  }
+  double tp = (double)bs->degree[MM_STRAT_TP];
+  *work = l->tp == MM_TP_REPLICATED ? 1.0 : 1.0 / tp;
+  *weights = *work;
+}
+
+static void seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
+{
+  const MmLayer *l = &L->g->layers[li];
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  const MmCost *c = &l->cost;
+  const double n = bs->samples_per_micro;
+  double wf, pf;
+  work_fractions(L, l, &wf, &pf);
+  double flops = 0, mflops = 0, bytes = 0;
+  switch (part) {
+  case PART_FWD:
+    flops = n * c->fwd_exec_flops * wf;
+    mflops = n * c->fwd_flops * wf;
+    bytes = n * c->fwd_bytes * wf + c->weight_bytes * pf;
+    break;
+  case PART_BWD_IN:
+    flops = n * c->bwd_input_exec_flops * wf;
+    mflops = n * c->bwd_input_flops * wf;
+    bytes = n * c->bwd_input_bytes * wf + (flops > 0 ? c->weight_bytes * pf : 0);
+    break;
+  case PART_BWD_W: {
+    double ge = mm_dtype_bytes(bs->grad_dtype) / mm_dtype_bytes(L->m->blocks[l->block].dtype);
+    flops = n * c->bwd_weight_flops * wf;
+    mflops = flops;
+    bytes = n * c->bwd_weight_bytes * wf + c->weight_bytes * pf * ge; /* weight gradients written */
+    break;
+  }
+  }
+  if (flops <= 0 && bytes <= 0) return;
+  if (seg->kernels == 0) seg->first = li;
+  seg->last = li;
+  seg->kernels++;
+  seg->flops += flops;
+  seg->model_flops += mflops;
+  seg->bytes += bytes;
+  seg->time_s += mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->hw->device.launch_overhead_s;
+  if (l->cls == MM_LAYER_LOOKUP) seg->what = MM_OP_LOOKUP;
+}
+
+/* A chain of ops: the deps the next op waits for, and the latest op emitted. */
+typedef struct {
+  Deps d;
+  uint32_t last;
+  uint32_t unit, micro;
+  MmPhase phase;
+} Chain;
+
+static void flush(Lower *L, Chain *ch, Seg *seg)
+{
+  if (seg->kernels == 0) return;
+  MmOpInfo info = {
+    .what = (uint8_t)seg->what, .phase = (uint8_t)ch->phase, .unit = ch->unit, .micro = ch->micro, .first_layer = seg->first,
+    .last_layer = seg->last, .kernels = seg->kernels, .flops = seg->flops, .model_flops = seg->model_flops,
+    .bytes = seg->bytes, .time_s = seg->time_s,
+  };
+  ch->last = emit(L, MM_STREAM_COMPUTE, &ch->d, &info, FALSE, 0, 0);
+  ch->d = deps_one(ch->last);
+  *seg = (Seg){.what = MM_OP_COMPUTE};
+}
+
+/* Emits @kind over every level of strategy @strat of block @bi, innermost first
+ * (AllGather outermost first, with the buffer growing), chained on @d. */
+static uint32_t emit_coll(Lower *L, guint bi, MmStrategy strat, MmCollKind kind, MmReason reason, double bytes,
+                          const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  const MmBlockSetup *bs = &L->s->blocks[bi];
+  if (bytes <= 0 || bs->degree[strat] <= 1) return NONE;
+  int idx[MM_MAX_LEVELS], n = 0;
+  for (guint i = 0; i < bs->n_levels; i++)
+    if (bs->levels[i].strategy == strat && bs->levels[i].degree > 1) idx[n++] = (int)i;
+  /* AllGather: outer levels first on small shards; ReduceScatter: inner first. */
+  double size = bytes;
+  if (kind == MM_COLL_ALL_GATHER)
+    for (int k = 0; k < n; k++) size /= (double)bs->levels[idx[k]].degree;
+  Deps cur = d ? *d : (Deps){.n = 0};
+  uint32_t op = NONE;
+  for (int k = 0; k < n; k++) {
+    int li = kind == MM_COLL_ALL_GATHER ? idx[n - 1 - k] : idx[k];
+    const MmLevel *lv = &bs->levels[li];
+    if (kind == MM_COLL_ALL_GATHER) size *= (double)lv->degree;
+    MmCollective c = {kind, size, lv->degree, bs->stride[li]};
+    MmCommCost cost;
+    mm_comm_cost(L->hw, &c, &cost);
+    MmOpInfo info = {
+      .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason, .unit = unit, .micro = micro,
+      .first_layer = NONE, .last_layer = NONE, .bytes = size, .time_s = cost.time_s,
+    };
+    MmStreamId st = cost.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+    op = emit(L, st, &cur, &info, TRUE, lv->degree, bs->stride[li]);
+    cur = deps_one(op);
+    if (kind == MM_COLL_REDUCE_SCATTER) size /= (double)lv->degree;
+  }
+  return op;
+}
+
+static void chain_coll(Lower *L, Chain *ch, Seg *seg, guint bi, MmStrategy strat, MmCollKind kind, MmReason reason,
+                       double bytes)
+{
+  flush(L, ch, seg);
+  uint32_t op = emit_coll(L, bi, strat, kind, reason, bytes, &ch->d, ch->unit, ch->micro, ch->phase);
+  if (op != NONE) {
+    ch->last = op;
+    ch->d = deps_one(op);
+  }
+}
+
+/* ---- per-unit lowering ------------------------------------------------- */
+
+/* MoE under TP: experts are spread over the TP group (expert parallelism inside it, as
+ * MAD-Max models it); tokens are dispatched to their experts before the first expert
+ * layer and combined after the last, by All2All. A transformer MoE layer does this per
+ * layer; an MLP MoE (DLRM) once around the whole expert stack. */
+static gboolean moe_split(const Lower *L, const MmLayer *l)
+{
+  return l->expert && L->s->blocks[l->block].degree[MM_STRAT_TP] > 1;
+}
+
+static gboolean moe_dispatch_before(const Lower *L, const MmLayer *l)
+{
+  if (!moe_split(L, l)) return FALSE;
+  if (l->role == MM_ROLE_FFN_UP) return TRUE;
+  return l->role == MM_ROLE_MLP_FC && L->g->units[l->unit].index == 0;
+}
+
+static gboolean moe_combine_after(const Lower *L, uint32_t li)
+{
+  const MmLayer *l = &L->g->layers[li];
+  if (!moe_split(L, l)) return FALSE;
+  if (l->role == MM_ROLE_FFN_DOWN) return TRUE;
+  const MmUnit *un = &L->g->units[l->unit];
+  const MmBlock *b = &L->m->blocks[l->block];
+  return b->kind == MM_BLOCK_MLP && un->index == b->count - 1 && li == un->first_layer + un->n_layers - 1;
+}
+
+/* Bytes of the MoE dispatch/combine one rank sends: its share of the routed tokens. */
+static double moe_bytes(const Lower *L, const MmLayer *l)
+{
+  const MmBlock *b = &L->m->blocks[l->block];
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  double tokens = b->kind == MM_BLOCK_TRANSFORMER ? (double)b->seq_len : 1.0;
+  double width = b->kind == MM_BLOCK_TRANSFORMER ? (double)b->hidden : (double)b->width;
+  return bs->samples_per_micro * tokens * width * mm_dtype_bytes(b->dtype) * (double)b->top_k *
+         b->capacity_factor / (double)bs->degree[MM_STRAT_TP];
+}
+
+/* Forward (or recompute) of one unit. Returns the op that produces its output. */
+static uint32_t lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  const gboolean tp = bs->degree[MM_STRAT_TP] > 1;
+  const double n = bs->samples_per_micro;
+  Chain ch = {.d = *in, .last = NONE, .unit = u, .micro = micro, .phase = phase};
+  Seg seg = {.what = MM_OP_COMPUTE};
+  for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+    const MmLayer *l = &L->g->layers[li];
+    if (moe_dispatch_before(L, l))
+      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+    seg_add(L, &seg, li, PART_FWD);
+    if (tp && l->tp == MM_TP_ROW && !l->expert)
+      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.out_bytes);
+    if (moe_combine_after(L, li))
+      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+  }
+  flush(L, &ch, &seg);
+  return ch.last;
+}
+
+/* Sharded embedding tables exchange pooled outputs: All2All (table-, column-wise) or
+ * ReduceScatter of partial sums (row-wise); backward the reverse. */
+static uint32_t emit_mp_exchange(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *d)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  const MmLayer *l = &L->g->layers[un->first_layer];
+  MmShardKind sk = MM_SHARD_TABLE;
+  for (guint i = 0; i < bs->n_levels; i++)
+    if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
+  double wf, pf;
+  work_fractions(L, l, &wf, &pf);
+  double full = bs->samples_per_micro * l->cost.out_bytes;
+  MmCollKind kind = MM_COLL_ALL_TO_ALL;
+  double bytes = full * wf;
+  if (sk == MM_SHARD_ROW) {
+    kind = phase == MM_PHASE_FWD ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_GATHER;
+    bytes = full;
+  }
+  return emit_coll(L, un->block, MM_STRAT_MP, kind, MM_REASON_MP, bytes, d, u, micro, phase);
+}
+
+/* Backward of one unit. Returns the op producing its input gradient; *weights_done
+ * receives its last compute op (all its weight gradients exist once it ends: the
+ * compute stream is FIFO). */
+static uint32_t lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
+                          uint32_t *weights_done)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  const gboolean tp = bs->degree[MM_STRAT_TP] > 1;
+  const gboolean trained = !bs->frozen;
+  const double n = bs->samples_per_micro;
+  const uint32_t before = L->ops->len;
+  Deps d = *in;
+  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL) deps_add(&d, lower_fwd(L, u, micro, MM_PHASE_RECOMPUTE, in));
+  Chain ch = {.d = d, .last = NONE, .unit = u, .micro = micro, .phase = MM_PHASE_BWD};
+  Seg seg = {.what = MM_OP_COMPUTE};
+  for (uint32_t li = un->first_layer + un->n_layers; li-- > un->first_layer;) {
+    const MmLayer *l = &L->g->layers[li];
+    const gboolean input_grad = li != un->first_layer || need_input_grad;
+    if (moe_combine_after(L, li))
+      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+    if (input_grad) seg_add(L, &seg, li, PART_BWD_IN);
+    if (tp && l->tp == MM_TP_COLUMN && !l->expert && input_grad) {
+      /* the input-gradient AllReduce; this layer's weight gradient runs beside it */
+      flush(L, &ch, &seg);
+      uint32_t ar = emit_coll(L, un->block, MM_STRAT_TP, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.act_bytes,
+                              &ch.d, u, micro, MM_PHASE_BWD);
+      if (trained) {
+        seg_add(L, &seg, li, PART_BWD_W);
+        flush(L, &ch, &seg);
+      }
+      if (ar != NONE) {
+        ch.last = ar;
+        ch.d = deps_one(ar);
+      }
+    } else if (trained) {
+      seg_add(L, &seg, li, PART_BWD_W);
+    }
+    if (moe_dispatch_before(L, l))
+      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+  }
+  flush(L, &ch, &seg);
+  uint32_t lc = L->last_on[MM_STREAM_COMPUTE];
+  *weights_done = lc != NONE && lc >= before ? lc : NONE;
+  return ch.last;
+}
+
+/* ---- FSDP gather sequence ---------------------------------------------- */
+
+/* Parameters of a unit on one device after TP (or MP) sharding, before FSDP. */
+static double unit_params_unsharded(const Lower *L, uint32_t u)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  double p = 0;
+  for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+    const MmLayer *l = &L->g->layers[li];
+    p += (double)l->cost.params * mm_plan_param_fraction(L->s, un->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+  }
+  return p;
+}
+
+static gboolean fsdp_unit(const Lower *L, uint32_t u)
+{
+  const MmUnit *un = &L->g->units[u];
+  return L->s->blocks[un->block].degree[MM_STRAT_FSDP] > 1 && L->g->units[u].cost.params > 0;
+}
+
+static void gq_add(GArray *a, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  GatherItem it = {u, micro, bwd};
+  g_array_append_val(a, it);
+}
+
+/* The order in which FSDP units compute, forward then backward of each micro-step:
+ * the order their AllGathers are issued, `fsdp_prefetch` ahead of the compute. */
+static void build_gather_queue(Lower *L)
+{
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(GatherItem));
+  const MmModel *m = L->m;
+  for (uint32_t mi = 0; mi < (uint32_t)L->s->micro_steps; mi++) {
+    for (uint32_t u = 0; u < L->g->n_units; u++)
+      if (fsdp_unit(L, u)) gq_add(a, u, mi, FALSE);
+    if (!L->training) continue;
+    for (guint b = m->n_blocks; b-- > L->first_trained;)
+      for (uint32_t u = L->g->n_units; u-- > 0;)
+        if (L->g->units[u].block == b && fsdp_unit(L, u)) gq_add(a, u, mi, TRUE);
+  }
+  L->n_gq = a->len;
+  L->gq = (GatherItem *)(void *)g_array_free(a, FALSE);
+  L->gq_op = g_new(uint32_t, L->n_gq + 1);
+}
+
+static void emit_gather(Lower *L, const Deps *d)
+{
+  uint32_t i = L->gq_emitted++;
+  const GatherItem *it = &L->gq[i];
+  const MmUnit *un = &L->g->units[it->unit];
+  double bytes = unit_params_unsharded(L, it->unit) * mm_dtype_bytes(L->m->blocks[un->block].dtype);
+  L->gq_op[i] = emit_coll(L, un->block, MM_STRAT_FSDP, MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,
+                          it->micro, it->bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
+}
+
+/* The gather of the unit about to compute (issued earlier). */
+static uint32_t gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  g_assert(L->gq_pos < L->gq_emitted);
+  const GatherItem *it = &L->gq[L->gq_pos];
+  g_assert(it->unit == u && it->micro == micro && it->bwd == bwd);
+  return L->gq_op[L->gq_pos];
+}
+
+/* After a unit computed: its buffer is free, so the gather `prefetch + 1` units ahead may go. */
+static void gather_advance(Lower *L, uint32_t compute_done)
+{
+  L->gq_pos++;
+  uint32_t want = L->gq_pos + (uint32_t)L->s->cfg->fsdp_prefetch + 1;
+  while (L->gq_emitted < MIN(want, L->n_gq)) {
+    Deps d = deps_one(compute_done);
+    emit_gather(L, &d);
+  }
+}
+
+/* ---- the iteration ----------------------------------------------------- */
+
+static gboolean block_reads(const MmBlock *c, guint b)
+{
+  for (guint i = 0; i < c->n_inputs; i++)
+    if (c->inputs[i] == b) return TRUE;
+  return FALSE;
+}
+
+static gboolean mp_block(const Lower *L, guint b)
+{
+  return L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && L->s->blocks[b].degree[MM_STRAT_MP] > 1;
+}
+
+/* Last unit of block @b. */
+static uint32_t block_last_unit(const Lower *L, guint b)
+{
+  uint32_t last = NONE;
+  for (uint32_t u = 0; u < L->g->n_units; u++)
+    if (L->g->units[u].block == b) last = u;
+  return last;
+}
+
+typedef struct {
+  uint32_t *fwd_out, *bwd_out, *mp_bwd;
+  gboolean *bwd_done;
+  double *bucket_bytes;
+  uint32_t *bucket_dep;
+} IterState;
+
+/* Emits the backward exchange of MP tables once every trained consumer has its input gradient. */
+static void hoist_mp_backward(Lower *L, IterState *st, uint32_t micro)
+{
+  const MmModel *m = L->m;
+  for (guint e = L->first_trained; e < m->n_blocks; e++) {
+    if (!mp_block(L, e) || st->mp_bwd[e] != NONE) continue;
+    Deps d = {.n = 0};
+    gboolean ready = TRUE, any = FALSE;
+    for (guint c = e + 1; c < m->n_blocks; c++) {
+      if (!block_reads(&m->blocks[c], e)) continue;
+      any = TRUE;
+      if (!st->bwd_done[c]) ready = FALSE;
+      else deps_add(&d, st->bwd_out[c]);
+    }
+    if (!ready) continue;
+    if (!any) deps_add(&d, st->fwd_out[e]);
+    st->mp_bwd[e] = emit_mp_exchange(L, block_last_unit(L, e), micro, MM_PHASE_BWD, &d);
+  }
+}
+
+static void flush_bucket(Lower *L, IterState *st, guint b, uint32_t micro)
+{
+  if (st->bucket_bytes[b] <= 0) return;
+  Deps d = deps_one(st->bucket_dep[b]);
+  emit_coll(L, b, MM_STRAT_DDP, MM_COLL_ALL_REDUCE, MM_REASON_DDP, st->bucket_bytes[b], &d, NONE, micro,
+            MM_PHASE_BWD);
+  st->bucket_bytes[b] = 0;
+}
+
+/* Gradient synchronization of one unit after its backward. */
+static void sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_t weights_done)
+{
+  const MmUnit *un = &L->g->units[u];
+  const guint b = un->block;
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  if (bs->frozen || weights_done == NONE || un->cost.params == 0) return;
+  const gboolean last_micro = micro + 1 == (uint32_t)L->s->micro_steps;
+  double grads = unit_params_unsharded(L, u) * mm_dtype_bytes(bs->grad_dtype);
+  if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_FSDP] <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
+    return; /* sharded tables update in place */
+  Deps d = deps_one(weights_done);
+  if (bs->degree[MM_STRAT_FSDP] > 1) {
+    /* FSDP reduce-scatters every micro-step; HSDP then all-reduces the shard across replicas */
+    uint32_t rs = emit_coll(L, b, MM_STRAT_FSDP, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads, &d, u, micro,
+                            MM_PHASE_BWD);
+    if (last_micro && bs->degree[MM_STRAT_DDP] > 1) {
+      Deps r = deps_one(rs);
+      emit_coll(L, b, MM_STRAT_DDP, MM_COLL_ALL_REDUCE, MM_REASON_DDP, grads / (double)bs->degree[MM_STRAT_FSDP], &r,
+                u, micro, MM_PHASE_BWD);
+    }
+  } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1) {
+    /* DDP accumulates locally (no_sync) and all-reduces buckets during the last backward */
+    st->bucket_bytes[b] += grads;
+    st->bucket_dep[b] = weights_done;
+    if (st->bucket_bytes[b] >= L->s->cfg->ddp_bucket_bytes) flush_bucket(L, st, b, micro);
+  }
+}
+
+static void lower_iteration(Lower *L)
+{
+  const MmModel *m = L->m;
+  const guint nb = m->n_blocks;
+  IterState st;
+  st.fwd_out = g_new(uint32_t, nb);
+  st.bwd_out = g_new(uint32_t, nb);
+  st.mp_bwd = g_new(uint32_t, nb);
+  st.bwd_done = g_new0(gboolean, nb);
+  st.bucket_bytes = g_new0(double, nb);
+  st.bucket_dep = g_new(uint32_t, nb);
+
+  for (uint32_t i = 0; i < MIN((uint32_t)L->s->cfg->fsdp_prefetch + 1, L->n_gq); i++) emit_gather(L, NULL);
+
+  for (uint32_t mi = 0; mi < (uint32_t)L->s->micro_steps; mi++) {
+    /* forward, blocks in order */
+    for (guint b = 0; b < nb; b++) {
+      const MmBlock *bk = &m->blocks[b];
+      Deps in = {.n = 0};
+      for (guint i = 0; i < bk->n_inputs; i++) deps_add(&in, st.fwd_out[bk->inputs[i]]);
+      uint32_t out = NONE;
+      for (uint32_t u = 0; u < L->g->n_units; u++) {
+        if (L->g->units[u].block != b) continue;
+        Deps d = out == NONE ? in : deps_one(out);
+        if (fsdp_unit(L, u)) deps_add(&d, gather_for(L, u, mi, FALSE));
+        out = lower_fwd(L, u, mi, MM_PHASE_FWD, &d);
+        if (fsdp_unit(L, u)) gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+      }
+      if (mp_block(L, b)) {
+        Deps d = deps_one(out);
+        out = emit_mp_exchange(L, block_last_unit(L, b), mi, MM_PHASE_FWD, &d);
+      }
+      st.fwd_out[b] = out;
+    }
+    if (!L->training) continue;
+
+    /* backward, blocks in reverse */
+    for (guint b = 0; b < nb; b++) {
+      st.bwd_done[b] = FALSE;
+      st.mp_bwd[b] = NONE;
+      st.bwd_out[b] = NONE;
+    }
+    const gboolean last_micro = mi + 1 == (uint32_t)L->s->micro_steps;
+    for (guint b = nb; b-- > L->first_trained;) {
+      const MmBlock *bk = &m->blocks[b];
+      Deps grad = {.n = 0};
+      gboolean consumed = FALSE;
+      for (guint c = b + 1; c < nb; c++) {
+        if (!block_reads(&m->blocks[c], b)) continue;
+        consumed = TRUE;
+        deps_add(&grad, st.bwd_out[c]);
+      }
+      if (!consumed) deps_add(&grad, st.fwd_out[b]); /* the loss */
+      if (mp_block(L, b)) {
+        hoist_mp_backward(L, &st, mi);
+        grad = deps_one(st.mp_bwd[b]);
+      }
+      gboolean need_in = FALSE;
+      for (guint i = 0; i < bk->n_inputs; i++) need_in |= bk->inputs[i] >= L->first_trained;
+      uint32_t first_unit = NONE;
+      for (uint32_t u = 0; u < L->g->n_units; u++)
+        if (L->g->units[u].block == b && first_unit == NONE) first_unit = u;
+      uint32_t out = NONE;
+      for (uint32_t u = L->g->n_units; u-- > 0;) {
+        if (L->g->units[u].block != b) continue;
+        Deps d = out == NONE ? grad : deps_one(out);
+        if (fsdp_unit(L, u)) deps_add(&d, gather_for(L, u, mi, TRUE));
+        uint32_t wd = NONE;
+        out = lower_bwd(L, u, mi, &d, u == first_unit ? need_in : TRUE, &wd);
+        if (fsdp_unit(L, u)) gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+        sync_grads(L, &st, u, mi, wd);
+      }
+      if (last_micro) flush_bucket(L, &st, b, mi);
+      st.bwd_out[b] = out;
+      st.bwd_done[b] = TRUE;
+      hoist_mp_backward(L, &st, mi);
+    }
+  }
+  g_assert(L->gq_pos == L->n_gq);
+
+  if (L->training) {
+    /* one optimizer step after every gradient has arrived */
+    double bytes = 0;
+    MmDtype dtype = MM_DTYPE_FP32;
+    uint32_t kernels = 0;
+    for (guint b = 0; b < nb; b++) {
+      const MmBlock *bk = &m->blocks[b];
+      const MmBlockSetup *bs = &L->s->blocks[b];
+      if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG) continue; /* tables update inside their backward */
+      double params = 0;
+      for (uint32_t li = 0; li < L->g->n_layers; li++)
+        if (L->g->layers[li].block == b)
+          params += (double)L->g->layers[li].cost.params * mm_plan_param_fraction(L->s, b, &L->g->layers[li]);
+      double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
+      bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
+      kernels++;
+    }
+    if (kernels > 0) {
+      Deps d = {.n = 0};
+      for (int st_i = 0; st_i < MM_STREAM_COUNT; st_i++) deps_add(&d, L->last_on[st_i]);
+      MmOpInfo info = {
+        .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
+        .last_layer = NONE, .kernels = kernels, .bytes = bytes,
+        .time_s = mm_plan_compute_time(L->hw, dtype, 0, bytes) + kernels * L->hw->device.launch_overhead_s,
+      };
+      emit(L, MM_STREAM_COMPUTE, &d, &info, FALSE, 0, 0);
+    }
+  }
+  g_free(st.fwd_out);
+  g_free(st.bwd_out);
+  g_free(st.mp_bwd);
+  g_free(st.bwd_done);
+  g_free(st.bucket_bytes);
+  g_free(st.bucket_dep);
+}
+
+void mm_plan_free(MmPlan *p)
+{
+  if (!p) return;
+  g_free(p->ops);
+  g_free(p->info);
+  g_free(p->deps);
+  g_free(p->dur);
+  g_free(p->classes);
+  g_free(p->class_count);
+  g_free(p);
+}
+
+MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *opt, GError **error)
+{
+  g_return_val_if_fail(s && g && g->model == s->model, NULL);
+  (void)error;
+  Lower L = {
+    .s = s, .g = g, .m = s->model, .hw = s->hw,
+    .ops = g_array_sized_new(FALSE, FALSE, sizeof(MmEngineOp), 4 * g->n_units + 16),
+    .info = g_array_sized_new(FALSE, FALSE, sizeof(MmOpInfo), 4 * g->n_units + 16),
+    .deps = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 8 * g->n_units + 16),
+    .training = s->cfg->task != MM_TASK_INFERENCE,
+  };
+  for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
+  L.first_trained = s->model->n_blocks;
+  for (guint b = 0; b < s->model->n_blocks; b++)
+    if (!s->blocks[b].frozen) {
+      L.first_trained = b;
+      break;
+    }
+  build_gather_queue(&L);
+  lower_iteration(&L);
+  g_free(L.gq);
+  g_free(L.gq_op);
+
+  MmPlan *p = g_new0(MmPlan, 1);
+  p->scenario = s;
+  p->graph = g;
+  p->n_ops = L.ops->len;
+  p->ops = (MmEngineOp *)(void *)g_array_free(L.ops, FALSE);
+  p->info = (MmOpInfo *)(void *)g_array_free(L.info, FALSE);
+  p->deps = (uint32_t *)(void *)g_array_free(L.deps, FALSE);
+  p->dur = g_new(MmTime, p->n_ops + 1);
+  for (uint32_t i = 0; i < p->n_ops; i++) p->dur[i] = mm_time_from_s(p->info[i].time_s);
+  p->program = (MmEngineProgram){p->ops, p->n_ops, p->deps, MM_STREAM_COUNT};
+
+  gboolean per_device = opt && opt->per_device;
+  p->n_classes = per_device ? (uint32_t)s->devices : 1;
+  p->classes = g_new(MmEngineClass, p->n_classes);
+  p->class_count = g_new(int64_t, p->n_classes);
+  for (uint32_t c = 0; c < p->n_classes; c++) {
+    p->classes[c] = (MmEngineClass){0, p->dur, c};
+    p->class_count[c] = per_device ? 1 : s->devices;
+  }
+
+  /* MFU numerator: model FLOPs of the global batch (frozen blocks drop weight gradients;
+   * blocks before the first trained one run no backward). */
+  double per_sample = 0;
+  for (guint b = 0; b < s->model->n_blocks; b++) {
+    const MmCost *c = &g->block_cost[b];
+    per_sample += c->fwd_flops;
+    if (L.training && b >= L.first_trained) per_sample += c->bwd_input_flops;
+    if (L.training && !s->blocks[b].frozen) per_sample += c->bwd_weight_flops;
+  }
+  p->model_flops_per_iteration = per_sample * (double)s->global_batch;
+  p->mfu_dtype = s->blocks[s->ref_block].compute_dtype;
+  p->peak_flops_per_device = s->hw->device.peak_flops[p->mfu_dtype];
+  return p;
+}
+
+char *mm_plan_op_name(const MmPlan *p, uint32_t op)
+{
+  g_return_val_if_fail(op < p->n_ops, NULL);
+  const MmOpInfo *in = &p->info[op];
+  g_autofree char *unit = in->unit == MM_NO_UNIT ? NULL : mm_graph_unit_name(p->graph, in->unit);
+  g_autofree char *micro = p->scenario->micro_steps > 1 ? g_strdup_printf(" mb%u", in->micro) : g_strdup("");
+  if (in->what == MM_OP_OPTIMIZER) return g_strdup("optimizer step");
+  if (in->what == MM_OP_COLLECTIVE)
+    return g_strdup_printf("%s %s%s%s %s%s", mm_coll_names[in->coll], mm_reason_names[in->reason], unit ? " " : "",
+                           unit ? unit : "", mm_phase_names[in->phase], micro);
+  const MmUnit *un = &p->graph->units[in->unit];
+  uint32_t lo = MIN(in->first_layer, in->last_layer), hi = MAX(in->first_layer, in->last_layer);
+  if (lo == un->first_layer && hi == un->first_layer + un->n_layers - 1)
+    return g_strdup_printf("%s %s%s", unit, mm_phase_names[in->phase], micro);
+  const MmLayer *a = &p->graph->layers[lo], *b = &p->graph->layers[hi];
+  if (lo == hi) return g_strdup_printf("%s.%s %s%s", unit, mm_role_names[a->role], mm_phase_names[in->phase], micro);
+  return g_strdup_printf("%s.%s..%s %s%s", unit, mm_role_names[a->role], mm_role_names[b->role],
+                         mm_phase_names[in->phase], micro);
+}

@@ -1,0 +1,299 @@
+/* run: iteration metrics from a simulated plan (throughput, MFU, serialized and exposed time), JSON, text, trace. */
+#include <math.h>
+#include <string.h>
+
+#include "report.h"
+
+/* Merges the intervals of the comm streams (each already in start order) into a
+ * disjoint union; returns its length. */
+typedef struct {
+  MmTime a, b;
+} Span;
+
+static guint union_spans(Span *in, guint n, Span *out)
+{
+  guint k = 0;
+  for (guint i = 0; i < n; i++) {
+    if (in[i].b <= in[i].a) continue;
+    if (k > 0 && in[i].a <= out[k - 1].b) {
+      out[k - 1].b = MAX(out[k - 1].b, in[i].b);
+    } else {
+      out[k++] = in[i];
+    }
+  }
+  return k;
+}
+
+static int span_cmp(const void *x, const void *y)
+{
+  const Span *a = x, *b = y;
+  if (a->a != b->a) return a->a < b->a ? -1 : 1;
+  return a->b < b->b ? -1 : a->b > b->b;
+}
+
+void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
+{
+  memset(r, 0, sizeof *r);
+  const MmScenario *s = p->scenario;
+  MmTime worst = 0;
+  for (uint32_t c = 0; c < p->n_classes; c++) {
+    MmTime t = mm_engine_class_end(e, c);
+    if (t > worst || c == 0) worst = t, r->critical_class = c;
+  }
+  r->iteration_time_s = mm_time_to_s(mm_engine_makespan(e));
+  r->events = mm_engine_events(e);
+  r->ops = p->n_ops;
+  const uint32_t c = r->critical_class;
+
+  g_autofree Span *comp = g_new(Span, p->n_ops + 1);
+  g_autofree Span *comm = g_new(Span, p->n_ops + 1);
+  guint nc = 0, nm = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmOpInfo *in = &p->info[i];
+    MmTime a = mm_engine_op_start(e, c, i), b = mm_engine_op_end(e, c, i);
+    double d = mm_time_to_s(b - a);
+    r->stream_busy_s[p->ops[i].stream] += d;
+    r->stream_ops[p->ops[i].stream]++;
+    switch (in->what) {
+    case MM_OP_COMPUTE:
+    case MM_OP_OPTIMIZER:
+      r->compute_s += d;
+      r->compute_by_phase_s[in->phase] += d;
+      comp[nc++] = (Span){a, b};
+      break;
+    case MM_OP_LOOKUP:
+      r->embedding_s += d;
+      r->compute_by_phase_s[in->phase] += d;
+      comp[nc++] = (Span){a, b};
+      break;
+    case MM_OP_COLLECTIVE:
+      r->comm_s += d;
+      r->comm_by_kind_s[in->coll] += d;
+      r->comm_by_reason_s[in->reason] += d;
+      comm[nm++] = (Span){a, b};
+      break;
+    }
+  }
+  /* compute ops share one FIFO stream: already disjoint and ordered */
+  qsort(comm, nm, sizeof(Span), span_cmp);
+  nm = union_spans(comm, nm, comm);
+  double active = 0, overlap = 0, comp_active = 0;
+  for (guint i = 0; i < nc; i++) comp_active += mm_time_to_s(comp[i].b - comp[i].a);
+  guint j = 0;
+  for (guint i = 0; i < nm; i++) {
+    active += mm_time_to_s(comm[i].b - comm[i].a);
+    while (j < nc && comp[j].b <= comm[i].a) j++;
+    for (guint k = j; k < nc && comp[k].a < comm[i].b; k++) {
+      MmTime lo = MAX(comp[k].a, comm[i].a), hi = MIN(comp[k].b, comm[i].b);
+      if (hi > lo) overlap += mm_time_to_s(hi - lo);
+    }
+  }
+  r->comm_active_s = active;
+  r->compute_active_s = comp_active;
+  r->exposed_comm_s = MAX(0.0, active - overlap);
+  r->hidden_comm_s = active - r->exposed_comm_s;
+  r->exposed_comm_fraction = active > 0 ? r->exposed_comm_s / active : 0;
+
+  r->samples_per_s = r->iteration_time_s > 0 ? (double)s->global_batch / r->iteration_time_s : 0;
+  r->tokens_per_s = s->model->seq_len > 0 ? r->samples_per_s * (double)s->model->seq_len : 0;
+  r->model_flops = p->model_flops_per_iteration;
+  r->mfu = r->iteration_time_s > 0
+               ? p->model_flops_per_iteration / (r->iteration_time_s * (double)s->devices * p->peak_flops_per_device)
+               : 0;
+}
+
+/* ---- JSON -------------------------------------------------------------- */
+
+cJSON *mm_report_inputs_json(const MmScenario *s, cJSON *root)
+{
+  cJSON *model = cJSON_AddObjectToObject(root, "model");
+  cJSON_AddStringToObject(model, "name", s->model->name);
+  cJSON_AddStringToObject(model, "path", s->model->path);
+  const MmHardware *hw = s->hw;
+  cJSON *h = cJSON_AddObjectToObject(root, "hardware");
+  cJSON_AddStringToObject(h, "name", hw->name);
+  cJSON_AddStringToObject(h, "path", hw->path);
+  cJSON_AddStringToObject(h, "device", hw->device.name);
+  cJSON_AddNumberToObject(h, "devices", (double)s->devices);
+  cJSON_AddNumberToObject(h, "gpus_per_node", (double)hw->gpus_per_node);
+  cJSON_AddNumberToObject(h, "nodes", (double)hw->nodes);
+  cJSON *c = cJSON_AddObjectToObject(root, "config");
+  cJSON_AddStringToObject(c, "name", s->cfg->name);
+  cJSON_AddStringToObject(c, "path", s->cfg->path);
+  cJSON_AddStringToObject(c, "task", mm_task_names[s->cfg->task]);
+  cJSON_AddNumberToObject(c, "global_batch_samples", (double)s->global_batch);
+  cJSON_AddNumberToObject(c, "micro_batch_samples", (double)s->micro_batch);
+  cJSON_AddNumberToObject(c, "micro_steps", (double)s->micro_steps);
+  cJSON_AddStringToObject(c, "recompute", mm_recompute_names[s->cfg->recompute]);
+  return root;
+}
+
+cJSON *mm_report_run_json(const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem)
+{
+  const MmScenario *s = p->scenario;
+  cJSON *root = cJSON_CreateObject();
+  mm_report_inputs_json(s, root);
+  cJSON_AddStringToObject(root, "mode", p->n_classes > 1 ? "per_device" : "symmetric");
+  cJSON_AddNumberToObject(root, "device_classes", p->n_classes);
+  cJSON_AddNumberToObject(root, "iteration_time_s", r->iteration_time_s);
+  cJSON *tp = cJSON_AddObjectToObject(root, "throughput");
+  cJSON_AddNumberToObject(tp, "samples_per_s", r->samples_per_s);
+  if (s->model->seq_len > 0) {
+    cJSON_AddNumberToObject(tp, "tokens_per_s", r->tokens_per_s);
+    cJSON_AddNumberToObject(tp, "tokens_per_s_per_device", r->tokens_per_s / (double)s->devices);
+  }
+  cJSON_AddNumberToObject(root, "mfu", r->mfu);
+  cJSON *mf = cJSON_AddObjectToObject(root, "mfu_terms");
+  cJSON_AddNumberToObject(mf, "model_flops_per_iteration", r->model_flops);
+  cJSON_AddNumberToObject(mf, "devices", (double)s->devices);
+  cJSON_AddNumberToObject(mf, "peak_flops_per_device", p->peak_flops_per_device);
+  cJSON_AddStringToObject(mf, "dtype", mm_dtype_name(p->mfu_dtype));
+  cJSON *se = cJSON_AddObjectToObject(root, "serialized");
+  cJSON_AddNumberToObject(se, "compute_s", r->compute_s);
+  cJSON_AddNumberToObject(se, "embedding_s", r->embedding_s);
+  cJSON_AddNumberToObject(se, "comm_s", r->comm_s);
+  cJSON_AddNumberToObject(se, "total_s", r->compute_s + r->embedding_s + r->comm_s);
+  cJSON *bk = cJSON_AddObjectToObject(se, "comm_by_kind");
+  for (int k = 0; k < MM_COLL_COUNT; k++) cJSON_AddNumberToObject(bk, mm_coll_names[k], r->comm_by_kind_s[k]);
+  cJSON *br = cJSON_AddObjectToObject(se, "comm_by_strategy");
+  for (int k = 0; mm_reason_names[k]; k++) cJSON_AddNumberToObject(br, mm_reason_names[k], r->comm_by_reason_s[k]);
+  cJSON *bp = cJSON_AddObjectToObject(se, "compute_by_phase");
+  for (int k = 0; k < MM_PHASE_COUNT; k++) cJSON_AddNumberToObject(bp, mm_phase_names[k], r->compute_by_phase_s[k]);
+  cJSON_AddNumberToObject(root, "exposed_comm_s", r->exposed_comm_s);
+  cJSON_AddNumberToObject(root, "exposed_comm_fraction", r->exposed_comm_fraction);
+  cJSON *ov = cJSON_AddObjectToObject(root, "overlap");
+  cJSON_AddNumberToObject(ov, "hidden_comm_s", r->hidden_comm_s);
+  cJSON_AddNumberToObject(ov, "comm_active_s", r->comm_active_s);
+  cJSON_AddNumberToObject(ov, "compute_active_s", r->compute_active_s);
+  cJSON *sts = cJSON_AddArrayToObject(root, "streams");
+  for (int k = 0; k < MM_STREAM_COUNT; k++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", mm_stream_names[k]);
+    cJSON_AddNumberToObject(o, "busy_s", r->stream_busy_s[k]);
+    cJSON_AddNumberToObject(o, "ops", r->stream_ops[k]);
+    cJSON_AddItemToArray(sts, o);
+  }
+  cJSON_AddNumberToObject(root, "ops_per_device", r->ops);
+  cJSON_AddNumberToObject(root, "events", (double)r->events);
+  if (mem) cJSON_AddItemToObject(root, "memory", mm_report_memory_json(mem, s->model));
+  return root;
+}
+
+/* ---- text -------------------------------------------------------------- */
+
+void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem)
+{
+  const MmScenario *s = p->scenario;
+  fprintf(out, "%s on %s: %" G_GINT64_FORMAT " x %s\n", s->model->name, s->hw->name, s->devices, s->hw->device.name);
+  fprintf(out, "config   %s: %s, %" G_GINT64_FORMAT " samples, %" G_GINT64_FORMAT " micro-step%s of %" G_GINT64_FORMAT
+          "%s\n",
+          s->cfg->name, mm_task_names[s->cfg->task], s->global_batch, s->micro_steps, s->micro_steps > 1 ? "s" : "",
+          s->micro_batch, p->n_classes > 1 ? " (per-device simulation)" : "");
+  g_autofree char *it = mm_fmt_seconds(r->iteration_time_s);
+  fprintf(out, "\n  iteration time     %s\n", it);
+  if (s->model->seq_len > 0)
+    fprintf(out, "  throughput         %.4g samples/s, %.4g tokens/s (%.4g tokens/s per device)\n", r->samples_per_s,
+            r->tokens_per_s, r->tokens_per_s / (double)s->devices);
+  else
+    fprintf(out, "  throughput         %.4g samples/s\n", r->samples_per_s);
+  g_autofree char *mf = mm_fmt_flops(r->model_flops);
+  g_autofree char *pk = mm_fmt_flops(p->peak_flops_per_device);
+  fprintf(out, "  MFU                %.1f%%  (%s model FLOPs / (iteration x %" G_GINT64_FORMAT " x %s/s %s))\n",
+          100.0 * r->mfu, mf, s->devices, pk, mm_dtype_name(p->mfu_dtype));
+  g_autofree char *cs = mm_fmt_seconds(r->compute_s);
+  g_autofree char *es = mm_fmt_seconds(r->embedding_s);
+  g_autofree char *ms = mm_fmt_seconds(r->comm_s);
+  fprintf(out, "  serialized         compute %s + embedding %s + communication %s\n", cs, es, ms);
+  for (int k = 0; k < MM_COLL_COUNT; k++) {
+    if (r->comm_by_kind_s[k] <= 0) continue;
+    g_autofree char *v = mm_fmt_seconds(r->comm_by_kind_s[k]);
+    fprintf(out, "                       %-15s %s\n", mm_coll_names[k], v);
+  }
+  g_autofree char *ex = mm_fmt_seconds(r->exposed_comm_s);
+  g_autofree char *hi = mm_fmt_seconds(r->hidden_comm_s);
+  fprintf(out, "  exposed comm       %s (%.1f%% of communication time; %s hidden under compute)\n", ex,
+          100.0 * r->exposed_comm_fraction, hi);
+  if (mem) {
+    g_autofree char *tot = mm_fmt_bytes(mem->per_device_bytes);
+    g_autofree char *cap = mm_fmt_bytes(mem->capacity_bytes);
+    fprintf(out, "  memory per device  %s of %s: %s\n", tot, cap,
+            mem->fits ? "fits" : "DOES NOT FIT - OUT OF MEMORY (time reported as if it fit)");
+  }
+}
+
+/* ---- Chrome trace ------------------------------------------------------ */
+
+static void json_string(GString *g, const char *s)
+{
+  g_string_append_c(g, '"');
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') g_string_append_printf(g, "\\%c", ch);
+    else if (ch < 0x20) g_string_append_printf(g, "\\u%04x", ch);
+    else g_string_append_c(g, (char)ch);
+  }
+  g_string_append_c(g, '"');
+}
+
+static void append_us(GString *g, MmTime t)
+{
+  /* microseconds with picosecond digits, locale-independent */
+  g_string_append_printf(g, "%" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT, t / 1000000, t % 1000000);
+}
+
+gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *path, GError **error)
+{
+  GString *g = g_string_sized_new(256 * (gsize)p->n_ops * p->n_classes);
+  g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  g_autofree char **names = g_new0(char *, p->n_ops + 1);
+  for (uint32_t i = 0; i < p->n_ops; i++) names[i] = mm_plan_op_name(p, i);
+  gboolean first = TRUE;
+  for (uint32_t c = 0; c < p->n_classes; c++) {
+    g_autofree char *pname = p->n_classes > 1
+                                 ? g_strdup_printf("device %u", c)
+                                 : g_strdup_printf("device class 0 (%" G_GINT64_FORMAT " devices)", p->class_count[c]);
+    g_string_append_printf(g, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":", first ? "" : ",\n", c);
+    json_string(g, pname);
+    g_string_append(g, "}}");
+    first = FALSE;
+    for (int st = 0; st < MM_STREAM_COUNT; st++) {
+      g_string_append_printf(g, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                             c, st, mm_stream_names[st]);
+      g_string_append_printf(g, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+                             c, st, st);
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+      const MmOpInfo *in = &p->info[i];
+      MmTime a = mm_engine_op_start(e, c, i), b = mm_engine_op_end(e, c, i);
+      g_string_append(g, ",\n{\"name\":");
+      json_string(g, names[i]);
+      g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], c,
+                             p->ops[i].stream);
+      append_us(g, a);
+      g_string_append(g, ",\"dur\":");
+      append_us(g, b - a);
+      char num[G_ASCII_DTOSTR_BUF_SIZE];
+      g_string_append_printf(g, ",\"args\":{\"op\":%u,\"micro_step\":%u", i, in->micro);
+      if (in->what == MM_OP_COLLECTIVE) {
+        g_string_append_printf(g, ",\"strategy\":\"%s\",\"group_size\":%u,\"bytes\":%s", mm_reason_names[in->reason],
+                               p->ops[i].degree, g_ascii_dtostr(num, sizeof num, in->bytes));
+      } else {
+        g_string_append_printf(g, ",\"flops\":%s", g_ascii_dtostr(num, sizeof num, in->flops));
+        g_string_append_printf(g, ",\"hbm_bytes\":%s,\"kernels\":%u", g_ascii_dtostr(num, sizeof num, in->bytes),
+                               in->kernels);
+      }
+      g_string_append(g, "}}");
+    }
+  }
+  g_string_append(g, "\n]}\n");
+  for (uint32_t i = 0; i < p->n_ops; i++) g_free(names[i]);
+  g_autoptr(GError) io = NULL;
+  gboolean ok = g_file_set_contents(path, g->str, (gssize)g->len, &io);
+  g_string_free(g, TRUE);
+  if (!ok) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s", io->message);
+    return FALSE;
+  }
+  return TRUE;
+}
