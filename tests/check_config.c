@@ -131,8 +131,10 @@ START_TEST(test_scenario_resolution)
   ck_assert(!mm_level_intra_node(s, b, 1));
   ck_assert_int_eq(b->dp, 256);
   ck_assert_int_eq(b->shard, 2048);
-  ck_assert_int_eq(s->micro_steps, 8); /* 2048 samples / 256 ranks / micro-batch 1 */
-  ck_assert_double_eq_tol(b->samples_per_micro, 1.0, 1e-12);
+  /* no micro_batch given: the whole local batch (2048 samples / 256 ranks) in one step */
+  ck_assert_int_eq(s->micro_steps, 1);
+  ck_assert_int_eq(s->micro_batch, 8);
+  ck_assert_double_eq_tol(b->samples_per_micro, 8.0, 1e-12);
 }
 END_TEST
 
