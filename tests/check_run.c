@@ -1,0 +1,436 @@
+/* check_run: lowering + engine + metrics: collectives per strategy, orderings, invariants over many configs. */
+#include <math.h>
+#include <string.h>
+
+#include "report/report.h"
+#include "testutil.h"
+
+typedef struct {
+  MmModel *m;
+  MmHardware *h;
+  MmParallelConfig *c;
+  MmScenario *s;
+  MmGraph *g;
+  MmPlan *p;
+  MmEngine *e;
+  MmRunMetrics r;
+} Sim;
+
+static char *file_arg(const char *arg, const char *name)
+{
+  return arg[0] == '{' ? mm_test_write(name, arg) : mm_test_src(arg);
+}
+
+static void sim_free(Sim *x)
+{
+  mm_engine_free(x->e);
+  mm_plan_free(x->p);
+  mm_graph_free(x->g);
+  mm_scenario_free(x->s);
+  mm_parallel_free(x->c);
+  mm_hardware_free(x->h);
+  mm_model_free(x->m);
+  memset(x, 0, sizeof *x);
+}
+
+/* Re-plans and re-runs after the inputs changed (hardware scaled, options). */
+static void sim_rerun(Sim *x, gboolean per_device)
+{
+  g_autoptr(GError) error = NULL;
+  mm_engine_free(x->e);
+  mm_plan_free(x->p);
+  MmPlanOptions opt = {.per_device = per_device};
+  x->p = mm_plan_new(x->s, x->g, &opt, &error);
+  ck_assert_msg(x->p, "%s", error ? error->message : "");
+  x->e = mm_engine_new(&x->p->program, 1, x->p->classes, x->p->n_classes, &error);
+  ck_assert_msg(x->e, "%s", error ? error->message : "");
+  ck_assert_msg(mm_engine_run(x->e, &error), "%s", error ? error->message : "");
+  mm_report_run_metrics(x->p, x->e, &x->r);
+}
+
+/* Loads and simulates; returns FALSE (and frees) when the scenario is invalid. */
+static gboolean sim_try(Sim *x, const char *model, const char *hw, const char *cfg, int64_t nodes, gboolean per_device)
+{
+  memset(x, 0, sizeof *x);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *mp = file_arg(model, "m.json");
+  g_autofree char *hp = file_arg(hw, "h.json");
+  g_autofree char *cp = file_arg(cfg, "c.json");
+  x->m = mm_model_load(mp, &error);
+  x->h = x->m ? mm_hardware_load(hp, &error) : NULL;
+  if (x->h && nodes > 0) ck_assert(mm_hardware_set_nodes(x->h, nodes, &error));
+  x->c = x->h ? mm_parallel_load(cp, &error) : NULL;
+  ck_assert_msg(x->c, "%s", error ? error->message : "");
+  x->s = mm_scenario_new(x->m, x->h, x->c, &error);
+  if (!x->s) {
+    sim_free(x);
+    return FALSE;
+  }
+  x->g = mm_graph_new(x->m);
+  sim_rerun(x, per_device);
+  return TRUE;
+}
+
+static Sim sim(const char *model, const char *hw, const char *cfg, int64_t nodes)
+{
+  Sim x;
+  gboolean ok = sim_try(&x, model, hw, cfg, nodes, FALSE);
+  ck_assert_msg(ok, "scenario %s / %s / %s rejected", model, hw, cfg);
+  return x;
+}
+
+static guint count_ops(const Sim *x, MmCollKind kind, MmReason reason, int phase)
+{
+  guint n = 0;
+  for (uint32_t i = 0; i < x->p->n_ops; i++) {
+    const MmOpInfo *in = &x->p->info[i];
+    if (in->what == MM_OP_COLLECTIVE && in->coll == kind && in->reason == reason && (phase < 0 || in->phase == phase))
+      n++;
+  }
+  return n;
+}
+
+static char *node8(void)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  return g_strdup_printf("{\"name\":\"n8\",\"device\":\"%s\",\"gpus_per_node\":8,\"nodes\":1,"
+                         "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25}}",
+                         dev);
+}
+
+#define TINY_GPT "{\"name\":\"tiny\",\"seq_len\":256,\"blocks\":[{\"kind\":\"transformer\",\"name\":\"dec\"," \
+                 "\"count\":2,\"hidden\":512,\"heads\":8,\"ffn\":2048}]}"
+
+static char *cfg(const char *extra, const char *levels)
+{
+  return g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,%s\"parallelism\":{\"default\":%s}}",
+                         extra, levels);
+}
+
+START_TEST(test_tp_allreduces)
+{
+  g_autofree char *hw = node8();
+  g_autofree char *c = cfg("", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  Sim x = sim(TINY_GPT, hw, c, 0);
+  /* Megatron: forward after attn_out and ffn_down; backward after the input gradients of qkv and ffn_up */
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), 4);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD), 4);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0);
+  /* activations of 8 samples x 256 tokens x 512 x 2 bytes */
+  for (uint32_t i = 0; i < x.p->n_ops; i++)
+    if (x.p->info[i].what == MM_OP_COLLECTIVE) ck_assert_double_eq_tol(x.p->info[i].bytes, 64.0 * 256 * 512 * 2, 0.5);
+  sim_free(&x);
+  g_autofree char *rc = cfg("\"recompute\":\"full\",", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  Sim y = sim(TINY_GPT, hw, rc, 0);
+  ck_assert_uint_eq(count_ops(&y, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_RECOMPUTE), 4);
+  sim_free(&y);
+}
+END_TEST
+
+START_TEST(test_fsdp_gathers_and_order)
+{
+  g_autofree char *hw = node8();
+  g_autofree char *c = cfg("", "[{\"strategy\":\"fsdp\",\"degree\":8}]");
+  Sim x = sim(TINY_GPT, hw, c, 0);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_FWD), 2);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
+  /* optimized backward order: the gather of layer 0 is issued before the reduce-scatter of layer 1 */
+  uint32_t ag0 = UINT32_MAX, rs1 = UINT32_MAX;
+  for (uint32_t i = 0; i < x.p->n_ops; i++) {
+    const MmOpInfo *in = &x.p->info[i];
+    if (in->phase != MM_PHASE_BWD || in->what != MM_OP_COLLECTIVE) continue;
+    if (in->coll == MM_COLL_ALL_GATHER && in->unit == 0) ag0 = i;
+    if (in->coll == MM_COLL_REDUCE_SCATTER && in->unit == 1) rs1 = i;
+  }
+  ck_assert_uint_lt(ag0, rs1);
+  ck_assert_uint_eq(x.p->ops[ag0].stream, x.p->ops[rs1].stream);
+  sim_free(&x);
+}
+END_TEST
+
+START_TEST(test_fsdp_prefetch_hides_gathers)
+{
+  g_autofree char *p0 = g_strdup("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,\"recompute\":\"full\","
+                                 "\"fsdp_prefetch\":0,\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}");
+  Sim a = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", p0, 0);
+  Sim b = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", 0);
+  ck_assert_int_eq(b.c->fsdp_prefetch, 1);
+  ck_assert_double_gt(a.r.exposed_comm_s, 2.0 * b.r.exposed_comm_s);
+  ck_assert_double_gt(a.r.iteration_time_s, b.r.iteration_time_s);
+  /* MAD-Max Fig. 9: with prefetch most FSDP communication is hidden (98% measured on LLaMA) */
+  ck_assert_double_lt(b.r.exposed_comm_fraction, 0.1);
+  sim_free(&a);
+  sim_free(&b);
+}
+END_TEST
+
+START_TEST(test_ddp_buckets)
+{
+  g_autofree char *hw = node8();
+  const char *model = "{\"name\":\"mlp\",\"dtype\":\"fp32\",\"blocks\":[{\"kind\":\"mlp\",\"count\":4,\"width\":1024}]}";
+  g_autofree char *c5 = cfg("\"ddp_bucket_MB\":5,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autofree char *c1 = cfg("\"ddp_bucket_MB\":1,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  Sim a = sim(model, hw, c5, 0);
+  Sim b = sim(model, hw, c1, 0);
+  /* 4 layers x 4 MiB of fp32 gradients: 5 MB buckets close after every second layer */
+  ck_assert_uint_eq(count_ops(&a, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 2);
+  ck_assert_uint_eq(count_ops(&b, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 4);
+  sim_free(&a);
+  sim_free(&b);
+}
+END_TEST
+
+START_TEST(test_single_device_closed_form)
+{
+  /* one GPU, one dense fp32 layer with TF32 math: iteration = forward + input grad + weight grad
+   * + optimizer, each max(FLOPs / (peak x util), bytes / (bw x util)) + launch */
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  g_autofree char *hw = g_strdup_printf("{\"name\":\"one\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":1}", dev);
+  const char *model = "{\"name\":\"m\",\"dtype\":\"fp32\",\"blocks\":[{\"kind\":\"mlp\",\"count\":1,\"width\":4096,"
+                      "\"activation\":false,\"compute_dtype\":\"tf32\"}]}";
+  const char *c = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8192,\"parallelism\":{\"default\":"
+                  "[{\"strategy\":\"ddp\",\"degree\":1}]}}";
+  Sim x = sim(model, hw, c, 0);
+  double f = 2.0 * 8192 * 4096 * 4096, peak = 156e12 * 0.705, launch = 3e-6;
+  double bw = 2039e9 * 0.834, w = 4096.0 * 4096 * 4;
+  double fwd = MAX(f / peak, (8192.0 * 4096 * 2 * 4 + w) / bw) + launch;
+  double bwd_in = MAX(f / peak, (8192.0 * 4096 * 2 * 4 + w) / bw) + launch; /* the first layer's input gradient is skipped */
+  (void)bwd_in;
+  double bwd_w = MAX(f / peak, (8192.0 * 4096 * 2 * 4 + w) / bw) + launch;
+  double opt = (4096.0 * 4096) * (2 * 4 + 4 + 2 * 8) / bw + launch; /* adam fp32, no master copy for fp32 */
+  ck_assert_double_eq_tol(x.r.iteration_time_s, fwd + bwd_w + opt, 1e-9);
+  ck_assert_double_eq(x.r.comm_s, 0);
+  /* MFU: model FLOPs 3 x f (no input-grad skipping in the count) over the TF32 peak */
+  ck_assert_double_eq_tol(x.r.mfu, 3.0 * f / (x.r.iteration_time_s * 156e12), 1e-9);
+  sim_free(&x);
+}
+END_TEST
+
+START_TEST(test_hierarchy_order_matters)
+{
+  const char *model = "{\"name\":\"gpt-1.7b\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"token_embedding\",\"vocab\":51200,"
+                      "\"hidden\":2304},{\"kind\":\"transformer\",\"count\":24,\"hidden\":2304,\"heads\":24,\"ffn\":9216},"
+                      "{\"kind\":\"lm_head\",\"vocab\":51200,\"hidden\":2304,\"tied\":true}]}";
+  g_autofree char *tp_ddp = cfg("", "[{\"strategy\":\"tp\",\"degree\":\"node\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
+  g_autofree char *ddp_tp = cfg("", "[{\"strategy\":\"ddp\",\"degree\":\"node\"},{\"strategy\":\"tp\",\"degree\":\"all\"}]");
+  Sim a = sim(model, "hardware/dgx-a100-2048.json", tp_ddp, 2);
+  Sim b = sim(model, "hardware/dgx-a100-2048.json", ddp_tp, 2);
+  /* ((TP),(DDP)): activations on NVLink; ((DDP),(TP)): activations cross nodes (MAD-Max insight 3) */
+  ck_assert_double_lt(a.r.iteration_time_s, b.r.iteration_time_s);
+  for (uint32_t i = 0; i < a.p->n_ops; i++)
+    if (a.p->info[i].what == MM_OP_COLLECTIVE)
+      ck_assert_uint_eq(a.p->ops[i].stream,
+                        a.p->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER);
+  for (uint32_t i = 0; i < b.p->n_ops; i++)
+    if (b.p->info[i].what == MM_OP_COLLECTIVE)
+      ck_assert_uint_eq(b.p->ops[i].stream,
+                        b.p->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTER : MM_STREAM_COMM_INTRA);
+  sim_free(&a);
+  sim_free(&b);
+}
+END_TEST
+
+START_TEST(test_finetune_and_inference)
+{
+  Sim pre = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", 0);
+  Sim ft = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-finetune.json", 0);
+  /* frozen embedding and head: no weight gradients, no reduce-scatter for them */
+  ck_assert_uint_eq(count_ops(&pre, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1),
+                    count_ops(&ft, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1) + 2);
+  ck_assert_double_lt(ft.r.compute_by_phase_s[MM_PHASE_BWD], pre.r.compute_by_phase_s[MM_PHASE_BWD]);
+  ck_assert_double_lt(ft.r.model_flops, pre.r.model_flops);
+  sim_free(&pre);
+  sim_free(&ft);
+
+  Sim inf = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", 0);
+  for (uint32_t i = 0; i < inf.p->n_ops; i++) ck_assert_int_eq(inf.p->info[i].phase, MM_PHASE_FWD);
+  ck_assert_double_eq_tol(inf.r.model_flops, 256.0 * inf.g->total.fwd_flops, 1);
+  sim_free(&inf);
+}
+END_TEST
+
+START_TEST(test_dlrm_all_to_all)
+{
+  Sim x = sim("models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json", 0);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_FWD), 1);
+  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_BWD), 1);
+  /* each GPU sends the pooled outputs of its 32 tables for the 65536-sample batch */
+  for (uint32_t i = 0; i < x.p->n_ops; i++)
+    if (x.p->info[i].what == MM_OP_COLLECTIVE && x.p->info[i].coll == MM_COLL_ALL_TO_ALL)
+      ck_assert_double_eq_tol(x.p->info[i].bytes, 65536.0 * 32 * 94 * 2, 1);
+  /* the bottom MLP runs while the forward All2All is in flight */
+  ck_assert_double_gt(x.r.hidden_comm_s, 0);
+  ck_assert_double_gt(x.r.embedding_s, 0);
+  sim_free(&x);
+}
+END_TEST
+
+START_TEST(test_per_device_agrees)
+{
+  static const char *const cases[][4] = {
+    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json", "4"},
+    {"models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-tp-ddp-mp.json", "0"},
+    {"models/dlrm-a-moe.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-tp-ddp-mp.json", "0"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", "2"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    Sim a, b;
+    int64_t nodes = g_ascii_strtoll(cases[i][3], NULL, 10);
+    ck_assert(sim_try(&a, cases[i][0], cases[i][1], cases[i][2], nodes, FALSE));
+    ck_assert(sim_try(&b, cases[i][0], cases[i][1], cases[i][2], nodes, TRUE));
+    ck_assert_uint_eq(b.p->n_classes, (uint32_t)b.s->devices);
+    ck_assert_double_eq(a.r.iteration_time_s, b.r.iteration_time_s);
+    ck_assert_double_eq(a.r.exposed_comm_s, b.r.exposed_comm_s);
+    ck_assert_uint_eq(b.r.events, a.r.events * (uint64_t)b.s->devices);
+    sim_free(&a);
+    sim_free(&b);
+  }
+}
+END_TEST
+
+/* Every op's duration scaled down can only move every start and end earlier. */
+static void scale_hw(MmHardware *h, double compute, double hbm, double net)
+{
+  for (int d = 0; d < MM_DTYPE_COUNT; d++) h->device.peak_flops[d] *= compute;
+  h->device.hbm_bw_Bps *= hbm;
+  h->intra.bw_per_gpu_Bps *= net;
+  h->intra.link_bw_Bps *= net;
+  h->inter.bw_per_gpu_Bps *= net;
+  h->inter.link_bw_Bps *= net;
+}
+
+static const char *const inv_models[] = {
+  "models/llama2-70b.json", "models/gpt3-175b.json", "models/llama-65b.json", "models/dlrm-a.json",
+  "models/dlrm-b.json", "models/dlrm-a-moe.json", "models/dlrm-a-transformer.json", TINY_GPT,
+};
+static const char *const inv_hw[] = {"hardware/dgx-a100-2048.json", "hardware/zionex-a100-128.json",
+                                     "hardware/mi300x-8.json", "hardware/h100-superpod-256.json",
+                                     "hardware/gaudi2-128.json"};
+static const int64_t inv_nodes[] = {0, 1, 0, 0, 4};
+static const char *const inv_cfgs[] = {
+  "configs/llm-pretrain-fsdp.json", "configs/llm-pretrain-tp-fsdp.json", "configs/llm-pretrain-tp-ddp.json",
+  "configs/llm-inference-tp.json", "configs/llm-finetune.json", "configs/dlrm-pretrain-fsdp-mp.json",
+  "configs/dlrm-pretrain-tp-ddp-mp.json", "configs/llm-pretrain-ddp.json",
+};
+
+START_TEST(test_invariants)
+{
+  guint valid = 0;
+  for (guint mi = 0; mi < G_N_ELEMENTS(inv_models); mi++) {
+    for (guint hi = 0; hi < G_N_ELEMENTS(inv_hw); hi++) {
+      for (guint ci = 0; ci < G_N_ELEMENTS(inv_cfgs); ci++) {
+        Sim x;
+        if (!sim_try(&x, inv_models[mi], inv_hw[hi], inv_cfgs[ci], inv_nodes[hi], FALSE)) continue;
+        valid++;
+        const MmRunMetrics *r = &x.r;
+        const char *what = inv_cfgs[ci];
+        double it = r->iteration_time_s, eps = 1e-9 * it + 1e-12;
+        /* at least the compute stream's serial work and any one stream's busy time */
+        ck_assert_msg(it + eps >= r->compute_s + r->embedding_s, "%s: below compute", what);
+        for (int s = 0; s < MM_STREAM_COUNT; s++) ck_assert_msg(it + eps >= r->stream_busy_s[s], "%s: below a stream", what);
+        /* at most everything serialized */
+        ck_assert_msg(it <= r->compute_s + r->embedding_s + r->comm_s + eps, "%s: above serialized", what);
+        ck_assert(r->exposed_comm_fraction >= 0 && r->exposed_comm_fraction <= 1);
+        ck_assert(r->exposed_comm_s <= r->comm_s + eps);
+        ck_assert(r->mfu > 0 && r->mfu < 1);
+        /* more bandwidth or FLOP/s never makes an iteration slower */
+        double base = it;
+        scale_hw(x.h, 2.0, 1.0, 1.0);
+        sim_rerun(&x, FALSE);
+        ck_assert_msg(x.r.iteration_time_s <= base + eps, "%s: faster compute slowed it", what);
+        double c2 = x.r.iteration_time_s;
+        scale_hw(x.h, 1.0, 1.0, 2.0);
+        sim_rerun(&x, FALSE);
+        ck_assert_msg(x.r.iteration_time_s <= c2 + eps, "%s: more bandwidth slowed it", what);
+        double n2 = x.r.iteration_time_s;
+        scale_hw(x.h, 1.0, 2.0, 1.0);
+        sim_rerun(&x, FALSE);
+        ck_assert_msg(x.r.iteration_time_s <= n2 + eps, "%s: faster HBM slowed it", what);
+        sim_free(&x);
+      }
+    }
+  }
+  ck_assert_msg(valid >= 40, "only %u valid scenarios", valid);
+  fprintf(stderr, "invariants checked on %u scenarios\n", valid);
+}
+END_TEST
+
+START_TEST(test_cli_run_json_deterministic)
+{
+  const char *args[] = {"run", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",
+                        "configs/dlrm-pretrain-fsdp-mp.json", "--json", "-", NULL};
+  g_autofree char *o1 = NULL, *o2 = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &o1, NULL), 0);
+  ck_assert_int_eq(mm_test_cli(args, &o2, NULL), 0);
+  ck_assert_str_eq(o1, o2);
+  cJSON *root = cJSON_Parse(o1);
+  ck_assert_ptr_nonnull(root);
+  static const char *const keys[] = {"iteration_time_s", "mfu", "exposed_comm_s", "exposed_comm_fraction"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, keys[i])), "missing %s", keys[i]);
+  const cJSON *se = cJSON_GetObjectItemCaseSensitive(root, "serialized");
+  ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(se, "embedding_s")));
+  const cJSON *bk = cJSON_GetObjectItemCaseSensitive(se, "comm_by_kind");
+  ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(bk, "p2p")));
+  ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "throughput"),
+                                                            "samples_per_s")));
+  ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "overlap"),
+                                                            "hidden_comm_s")));
+  ck_assert(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "memory"), "fits")));
+  cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(test_cli_trace_and_oom)
+{
+  g_autofree char *tp = g_build_filename(mm_test_tmpdir(), "trace.json", NULL);
+  const char *args[] = {"run", "-m", "models/gpt3-175b.json", "-H", "hardware/zionex-a100-128.json", "-c",
+                        "configs/llm-pretrain-ddp.json", "--trace", tp, NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  /* DDP of GPT-3 on 40 GB GPUs: out of memory, still a result (exit 0) and said loudly */
+  ck_assert_int_eq(mm_test_cli(args, &out, &err), 0);
+  ck_assert_ptr_nonnull(strstr(out, "OUT OF MEMORY"));
+  ck_assert_ptr_nonnull(strstr(err, "OUT OF MEMORY"));
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(tp, &text, NULL, NULL));
+  cJSON *root = cJSON_Parse(text);
+  ck_assert_msg(root != NULL, "trace is not JSON");
+  const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+  ck_assert_int_gt(cJSON_GetArraySize(ev), 100);
+  gboolean named = FALSE;
+  for (const cJSON *e = ev->child; e; e = e->next) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+    if (cJSON_IsString(n) && strcmp(n->valuestring, "all_reduce ddp bwd") == 0) named = TRUE;
+    if (cJSON_IsString(n) && strcmp(n->valuestring, "decoder.5 fwd") == 0) named = TRUE;
+  }
+  ck_assert(named);
+  cJSON_Delete(root);
+}
+END_TEST
+
+static Suite *run_suite(void)
+{
+  Suite *s = suite_create("run");
+  TCase *tc = tcase_create("run");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_tp_allreduces);
+  tcase_add_test(tc, test_fsdp_gathers_and_order);
+  tcase_add_test(tc, test_fsdp_prefetch_hides_gathers);
+  tcase_add_test(tc, test_ddp_buckets);
+  tcase_add_test(tc, test_single_device_closed_form);
+  tcase_add_test(tc, test_hierarchy_order_matters);
+  tcase_add_test(tc, test_finetune_and_inference);
+  tcase_add_test(tc, test_dlrm_all_to_all);
+  tcase_add_test(tc, test_per_device_agrees);
+  tcase_add_test(tc, test_invariants);
+  tcase_add_test(tc, test_cli_run_json_deterministic);
+  tcase_add_test(tc, test_cli_trace_and_oom);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(run_suite());
+}
