@@ -13,6 +13,7 @@ int mm_cmd_describe(int argc, char **argv);
 int mm_cmd_schema(int argc, char **argv);
 
 int mm_cmd_run(int argc, char **argv);
+int mm_cmd_validate(int argc, char **argv);
 
 /* The loaded inputs of a command (each may be NULL when not asked for). */
 typedef struct {

@@ -89,6 +89,7 @@ typedef struct {
   MmAttnImpl attention;
   gboolean bias;
   gboolean causal;
+  gboolean dropout;
   gboolean tied; /* lm_head shares the token embedding's matrix */
 
   /* blocks whose outputs this block reads (indices of earlier blocks); default: the previous one */
@@ -246,6 +247,7 @@ typedef struct {
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
+  gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
   MmStrategyEntry *strategies; guint n_strategies;
 } MmParallelConfig;
 
@@ -294,6 +296,7 @@ typedef struct {
   MmDtype compute_dtype, grad_dtype;
   const MmOptimizer *optimizer;           /* (transfer none) */
   double samples_per_micro;               /* samples one device processes per micro-step */
+  double mp_fraction;                     /* embedding_bag: pieces on the busiest device / all (1 otherwise) */
 } MmBlockSetup;
 
 typedef struct {

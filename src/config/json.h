@@ -8,7 +8,10 @@
 
 #include "config.h"
 
+#ifndef MM_CJSON_AUTOPTR_DEFINED /* shared with the other header that defines it */
+#define MM_CJSON_AUTOPTR_DEFINED
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+#endif
 
 typedef enum {
   MM_F_INT,    /* int64_t, integral JSON number within [min, max] */

@@ -103,6 +103,8 @@ static const MmField transformer_fields[] = {
   {"attention", MM_F_ENUM, FALSE, 0, 0, MM_ATTN_FLASH, attention_names, BLK(attention), NULL,
    "flash: scores never stored; eager: softmax probabilities kept for backward (s^2 memory)"},
   {"bias", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(bias), NULL, "linear layers have biases"},
+  {"dropout", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(dropout), NULL,
+   "dropout on attention probabilities and both residual branches: masks kept for backward, extra memory passes (fused into flash attention)"},
   {"causal", MM_F_BOOL, FALSE, 0, 0, 1, NULL, BLK(causal), NULL,
    "causal (decoder) attention: flash kernels skip the masked half; model FLOPs still count the full matrix"},
   MOE_FIELDS,

@@ -35,6 +35,9 @@ static const MmField config_fields[] = {
    "FSDP: layers whose AllGather is issued ahead of the one computing"},
   {"ddp_bucket_MB", MM_F_NUM, FALSE, 0.001, 1e6, 25, NULL, MM_NO_OFFSET, "MB",
    "DDP: gradient bucket size per AllReduce"},
+  {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,
+   "DDP: all-reduce each bucket as soon as its gradients exist (PyTorch DDP); false: all "
+   "buckets after the backward pass (Megatron-LM before 2023)"},
   {"parallelism", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "per block kind, block name or \"default\": a list of levels, innermost first"},
   MM_FIELDS_END,
@@ -399,6 +402,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
       return FALSE;
     }
   }
+  bs->mp_fraction = 1.0;
   if (b->kind == MM_BLOCK_EMBEDDING_BAG && mp > 1) {
     MmShardKind sk = MM_SHARD_TABLE;
     for (guint i = 0; i < bs->n_levels; i++)
@@ -412,6 +416,8 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
                     b->name, have);
       return FALSE;
     }
+    /* the busiest device holds ceil(n / mp) of the n pieces */
+    bs->mp_fraction = (double)((have + mp - 1) / mp) / (double)have;
   }
   return TRUE;
 }

@@ -174,7 +174,9 @@ static void build_slots(MmEngine *e)
       refs[k++] = (SlotRef){((uint64_t)op->coll << 32) | gid, c, i};
     }
   }
-  qsort(refs, n, sizeof(SlotRef), slot_ref_cmp);
+  gboolean sorted = TRUE; /* one class: collective ids ascend already */
+  for (uint32_t i = 1; i < n && sorted; i++) sorted = slot_ref_cmp(&refs[i - 1], &refs[i]) < 0;
+  if (!sorted) qsort(refs, n, sizeof(SlotRef), slot_ref_cmp);
   e->slot_of = g_new(uint32_t, e->total_ops + 1);
   memset(e->slot_of, 0xff, sizeof(uint32_t) * (e->total_ops + 1));
   e->slot_first = g_new0(uint32_t, n + 2);

@@ -147,8 +147,23 @@ static void attention(MmCost *c, const MmBlock *b, double e)
     c->fwd_bytes += 4.0 * scores;
     c->bwd_input_bytes += 6.0 * scores;
     c->act_bytes += scores; /* softmax probabilities */
+    if (b->dropout) {
+      /* a separate pass over the probabilities; a 1-byte mask kept for backward */
+      c->fwd_bytes += 2.0 * scores + a * s * s;
+      c->bwd_input_bytes += 2.0 * scores + a * s * s;
+      c->act_bytes += a * s * s;
+    }
   }
   c->out_bytes = o;
+}
+
+/* Dropout on a residual branch of @n elements, fused after its GEMM: read, write and a
+ * 1-byte mask forward; mask and gradient backward. */
+static void residual_dropout(MmCost *c, double n, double e)
+{
+  c->fwd_bytes += 2.0 * n * e + n;
+  c->bwd_input_bytes += 2.0 * n * e + n;
+  c->act_bytes += n;
 }
 
 static void build_transformer(Builder *bd, const MmBlock *b)
@@ -175,6 +190,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE);
     c = (MmCost){0};
     gemm(&c, s, h, h, e, b->bias);
+    if (b->dropout) residual_dropout(&c, s * h, e);
     push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE);
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
@@ -199,6 +215,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     c = (MmCost){0};
     gemm(&c, s, f, h, e, b->bias);
     if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
+    if (b->dropout) residual_dropout(&c, s * h, e);
     push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, moe);
   }
 }
@@ -315,6 +332,8 @@ void mm_graph_free(MmGraph *g)
   g_free(g->layers);
   g_free(g->units);
   g_free(g->block_cost);
+  g_free(g->block_first_unit);
+  g_free(g->block_units);
   g_free(g);
 }
 
@@ -342,6 +361,12 @@ MmGraph *mm_graph_new(const MmModel *model)
   g->layers = (MmLayer *)(void *)g_array_free(bd.layers, FALSE);
   g->units = (MmUnit *)(void *)g_array_free(bd.units, FALSE);
   g->block_cost = g_new0(MmCost, model->n_blocks);
+  g->block_first_unit = g_new0(guint, model->n_blocks);
+  g->block_units = g_new0(guint, model->n_blocks);
+  for (guint u = g->n_units; u-- > 0;) {
+    g->block_first_unit[g->units[u].block] = u;
+    g->block_units[g->units[u].block]++;
+  }
   for (guint u = 0; u < g->n_units; u++) {
     MmUnit *un = &g->units[u];
     for (guint l = un->first_layer; l < un->first_layer + un->n_layers; l++)
@@ -350,6 +375,21 @@ MmGraph *mm_graph_new(const MmModel *model)
     mm_cost_add(&g->total, &un->cost);
   }
   g->total_params = g->total.params;
+  /* canonical layers: the same op at the same place of an identical earlier unit */
+  for (guint u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    const MmUnit *prev = u > 0 ? &g->units[u - 1] : NULL;
+    gboolean same = prev && prev->block == un->block && prev->n_layers == un->n_layers;
+    for (guint k = 0; same && k < un->n_layers; k++) {
+      const MmLayer *a = &g->layers[prev->first_layer + k], *b = &g->layers[un->first_layer + k];
+      same = a->role == b->role && a->tp == b->tp && a->expert == b->expert && a->cls == b->cls &&
+             memcmp(&a->cost, &b->cost, sizeof(MmCost)) == 0;
+    }
+    for (guint k = 0; k < un->n_layers; k++) {
+      MmLayer *l = &g->layers[un->first_layer + k];
+      l->canon = same ? g->layers[prev->first_layer + k].canon : un->first_layer + k;
+    }
+  }
   for (guint l = 0; l < g->n_layers; l++) {
     const MmLayer *ly = &g->layers[l];
     const MmBlock *b = &model->blocks[ly->block];

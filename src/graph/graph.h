@@ -66,6 +66,8 @@ typedef struct {
   MmLayerClass cls;
   MmTpMode tp;
   gboolean expert; /* MoE expert weights: params count all experts, work counts top_k */
+  uint32_t canon;  /* the first layer of its block identical to it (role, costs): lets later
+                    * stages compute once per distinct layer */
   MmCost cost;
 } MmLayer;
 
@@ -86,6 +88,8 @@ typedef struct {
   MmUnit *units;
   guint n_units;
   MmCost *block_cost;   /* per block: sum over its units */
+  guint *block_first_unit; /* per block: its units are block_first_unit[b] .. + block_units[b] - 1 */
+  guint *block_units;
   MmCost total;         /* whole model, per sample */
   int64_t total_params;
   double active_params;      /* MoE: expert params scaled by top_k / experts */

@@ -48,14 +48,33 @@ typedef struct {
   gboolean bwd;
 } GatherItem;
 
+/* Per-device cost of one part of one layer (computed once per canonical layer). */
+typedef struct {
+  double flops, model_flops, bytes, time_s;
+  gboolean lookup;
+} PartCost;
+
+/* The last cost computed per collective kind: identical layers repeat it. */
+typedef struct {
+  MmCollective in;
+  MmCommCost out;
+  gboolean valid;
+} CommMemo;
+
 typedef struct {
   const MmScenario *s;
   const MmGraph *g;
   const MmModel *m;
   const MmHardware *hw;
-  GArray *ops;  /* MmEngineOp */
-  GArray *info; /* MmOpInfo */
-  GArray *deps; /* uint32_t */
+  MmEngineOp *ops;
+  MmOpInfo *info;
+  uint32_t n_ops, cap_ops;
+  uint32_t *deps;
+  uint32_t n_deps, cap_deps;
+  PartCost *parts; /* 3 per layer, indexed by canonical layer */
+  double *unit_params;  /* per unit: parameters on one device after TP/MP, before FSDP */
+  gboolean *unit_moe;   /* per unit: MoE experts spread over a TP group (all-to-alls) */
+  CommMemo memo[MM_COLL_COUNT];
   uint32_t last_on[MM_STREAM_COUNT];
   guint first_trained;
   gboolean training;
@@ -70,17 +89,26 @@ typedef struct {
 static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, gboolean coll,
                      int64_t degree, int64_t stride)
 {
-  uint32_t idx = L->ops->len;
-  MmEngineOp op = {
-    .stream = stream, .dep_first = L->deps->len, .n_deps = d ? d->n : 0,
+  uint32_t idx = L->n_ops, nd = d ? d->n : 0;
+  if (L->n_ops == L->cap_ops) {
+    L->cap_ops = 2 * L->cap_ops + 64;
+    L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
+    L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
+  }
+  if (L->n_deps + nd > L->cap_deps) {
+    L->cap_deps = 2 * L->cap_deps + nd + 64;
+    L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
+  }
+  L->ops[idx] = (MmEngineOp){
+    .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
     .coll = coll ? idx : MM_NO_COLL, .degree = (uint32_t)degree, .stride = (uint32_t)stride,
   };
-  for (uint32_t i = 0; d && i < d->n; i++) {
+  for (uint32_t i = 0; i < nd; i++) {
     g_assert(d->v[i] < idx);
-    g_array_append_val(L->deps, d->v[i]);
+    L->deps[L->n_deps++] = d->v[i];
   }
-  g_array_append_val(L->ops, op);
-  g_array_append_val(L->info, *info);
+  L->info[idx] = *info;
+  L->n_ops++;
   L->last_on[stream] = idx;
   return idx;
 }
@@ -107,7 +135,7 @@ static void work_fractions(const Lower *L, const MmLayer *l, double *work, doubl
   *weights = *work;
 }
 
-static void seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
+static void part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
 {
   const MmLayer *l = &L->g->layers[li];
   const MmBlockSetup *bs = &L->s->blocks[l->block];
@@ -135,15 +163,23 @@ static void seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
     break;
   }
   }
-  if (flops <= 0 && bytes <= 0) return;
+  *pc = (PartCost){flops, mflops, bytes, 0, l->cls == MM_LAYER_LOOKUP};
+  if (flops > 0 || bytes > 0)
+    pc->time_s = mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->hw->device.launch_overhead_s;
+}
+
+static void seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
+{
+  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  if (pc->time_s <= 0) return;
   if (seg->kernels == 0) seg->first = li;
   seg->last = li;
   seg->kernels++;
-  seg->flops += flops;
-  seg->model_flops += mflops;
-  seg->bytes += bytes;
-  seg->time_s += mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->hw->device.launch_overhead_s;
-  if (l->cls == MM_LAYER_LOOKUP) seg->what = MM_OP_LOOKUP;
+  seg->flops += pc->flops;
+  seg->model_flops += pc->model_flops;
+  seg->bytes += pc->bytes;
+  seg->time_s += pc->time_s;
+  if (pc->lookup) seg->what = MM_OP_LOOKUP;
 }
 
 /* A chain of ops: the deps the next op waits for, and the latest op emitted. */
@@ -188,8 +224,13 @@ static uint32_t emit_coll(Lower *L, guint bi, MmStrategy strat, MmCollKind kind,
     const MmLevel *lv = &bs->levels[li];
     if (kind == MM_COLL_ALL_GATHER) size *= (double)lv->degree;
     MmCollective c = {kind, size, lv->degree, bs->stride[li]};
-    MmCommCost cost;
-    mm_comm_cost(L->hw, &c, &cost);
+    CommMemo *memo = &L->memo[kind];
+    if (!memo->valid || memcmp(&memo->in, &c, sizeof c) != 0) {
+      memo->in = c;
+      mm_comm_cost(L->hw, &c, &memo->out);
+      memo->valid = TRUE;
+    }
+    const MmCommCost cost = memo->out;
     MmOpInfo info = {
       .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason, .unit = unit, .micro = micro,
       .first_layer = NONE, .last_layer = NONE, .bytes = size, .time_s = cost.time_s,
@@ -259,16 +300,17 @@ static uint32_t lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, c
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const gboolean tp = bs->degree[MM_STRAT_TP] > 1;
   const double n = bs->samples_per_micro;
+  const gboolean moe = L->unit_moe[u];
   Chain ch = {.d = *in, .last = NONE, .unit = u, .micro = micro, .phase = phase};
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     const MmLayer *l = &L->g->layers[li];
-    if (moe_dispatch_before(L, l))
+    if (moe && moe_dispatch_before(L, l))
       chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
     seg_add(L, &seg, li, PART_FWD);
     if (tp && l->tp == MM_TP_ROW && !l->expert)
       chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.out_bytes);
-    if (moe_combine_after(L, li))
+    if (moe && moe_combine_after(L, li))
       chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
   }
   flush(L, &ch, &seg);
@@ -308,15 +350,16 @@ static uint32_t lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, 
   const gboolean tp = bs->degree[MM_STRAT_TP] > 1;
   const gboolean trained = !bs->frozen;
   const double n = bs->samples_per_micro;
-  const uint32_t before = L->ops->len;
+  const uint32_t before = L->n_ops;
   Deps d = *in;
   if (L->s->cfg->recompute == MM_RECOMPUTE_FULL) deps_add(&d, lower_fwd(L, u, micro, MM_PHASE_RECOMPUTE, in));
+  const gboolean moe = L->unit_moe[u];
   Chain ch = {.d = d, .last = NONE, .unit = u, .micro = micro, .phase = MM_PHASE_BWD};
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = un->first_layer + un->n_layers; li-- > un->first_layer;) {
     const MmLayer *l = &L->g->layers[li];
     const gboolean input_grad = li != un->first_layer || need_input_grad;
-    if (moe_combine_after(L, li))
+    if (moe && moe_combine_after(L, li))
       chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
     if (input_grad) seg_add(L, &seg, li, PART_BWD_IN);
     if (tp && l->tp == MM_TP_COLUMN && !l->expert && input_grad) {
@@ -335,7 +378,7 @@ static uint32_t lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, 
     } else if (trained) {
       seg_add(L, &seg, li, PART_BWD_W);
     }
-    if (moe_dispatch_before(L, l))
+    if (moe && moe_dispatch_before(L, l))
       chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
   }
   flush(L, &ch, &seg);
@@ -349,14 +392,30 @@ static uint32_t lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, 
 /* Parameters of a unit on one device after TP (or MP) sharding, before FSDP. */
 static double unit_params_unsharded(const Lower *L, uint32_t u)
 {
-  const MmUnit *un = &L->g->units[u];
-  const MmBlockSetup *bs = &L->s->blocks[un->block];
-  double p = 0;
-  for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
-    const MmLayer *l = &L->g->layers[li];
-    p += (double)l->cost.params * mm_plan_param_fraction(L->s, un->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+  return L->unit_params[u];
+}
+
+static void precompute_units(Lower *L)
+{
+  const MmGraph *g = L->g;
+  L->unit_params = g_new0(double, g->n_units + 1);
+  L->unit_moe = g_new0(gboolean, g->n_units + 1);
+  for (uint32_t u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    const MmBlockSetup *bs = &L->s->blocks[un->block];
+    if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
+      L->unit_params[u] = L->unit_params[u - 1];
+      L->unit_moe[u] = L->unit_moe[u - 1];
+      continue;
+    }
+    double p = 0;
+    for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+      const MmLayer *l = &g->layers[li];
+      p += (double)l->cost.params * mm_plan_param_fraction(L->s, un->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+      L->unit_moe[u] |= l->expert && bs->degree[MM_STRAT_TP] > 1;
+    }
+    L->unit_params[u] = p;
   }
-  return p;
 }
 
 static gboolean fsdp_unit(const Lower *L, uint32_t u)
@@ -382,8 +441,8 @@ static void build_gather_queue(Lower *L)
       if (fsdp_unit(L, u)) gq_add(a, u, mi, FALSE);
     if (!L->training) continue;
     for (guint b = m->n_blocks; b-- > L->first_trained;)
-      for (uint32_t u = L->g->n_units; u-- > 0;)
-        if (L->g->units[u].block == b && fsdp_unit(L, u)) gq_add(a, u, mi, TRUE);
+      for (uint32_t u = L->g->block_first_unit[b] + L->g->block_units[b]; u-- > L->g->block_first_unit[b];)
+        if (fsdp_unit(L, u)) gq_add(a, u, mi, TRUE);
   }
   L->n_gq = a->len;
   L->gq = (GatherItem *)(void *)g_array_free(a, FALSE);
@@ -437,10 +496,7 @@ static gboolean mp_block(const Lower *L, guint b)
 /* Last unit of block @b. */
 static uint32_t block_last_unit(const Lower *L, guint b)
 {
-  uint32_t last = NONE;
-  for (uint32_t u = 0; u < L->g->n_units; u++)
-    if (L->g->units[u].block == b) last = u;
-  return last;
+  return L->g->block_first_unit[b] + L->g->block_units[b] - 1;
 }
 
 typedef struct {
@@ -504,7 +560,7 @@ static void sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint
     /* DDP accumulates locally (no_sync) and all-reduces buckets during the last backward */
     st->bucket_bytes[b] += grads;
     st->bucket_dep[b] = weights_done;
-    if (st->bucket_bytes[b] >= L->s->cfg->ddp_bucket_bytes) flush_bucket(L, st, b, micro);
+    if (L->s->cfg->ddp_overlap && st->bucket_bytes[b] >= L->s->cfg->ddp_bucket_bytes) flush_bucket(L, st, b, micro);
   }
 }
 
@@ -529,8 +585,8 @@ static void lower_iteration(Lower *L)
       Deps in = {.n = 0};
       for (guint i = 0; i < bk->n_inputs; i++) deps_add(&in, st.fwd_out[bk->inputs[i]]);
       uint32_t out = NONE;
-      for (uint32_t u = 0; u < L->g->n_units; u++) {
-        if (L->g->units[u].block != b) continue;
+      const uint32_t u0 = L->g->block_first_unit[b], u1 = u0 + L->g->block_units[b];
+      for (uint32_t u = u0; u < u1; u++) {
         Deps d = out == NONE ? in : deps_one(out);
         if (fsdp_unit(L, u)) deps_add(&d, gather_for(L, u, mi, FALSE));
         out = lower_fwd(L, u, mi, MM_PHASE_FWD, &d);
@@ -567,12 +623,9 @@ static void lower_iteration(Lower *L)
       }
       gboolean need_in = FALSE;
       for (guint i = 0; i < bk->n_inputs; i++) need_in |= bk->inputs[i] >= L->first_trained;
-      uint32_t first_unit = NONE;
-      for (uint32_t u = 0; u < L->g->n_units; u++)
-        if (L->g->units[u].block == b && first_unit == NONE) first_unit = u;
+      const uint32_t first_unit = L->g->block_first_unit[b];
       uint32_t out = NONE;
-      for (uint32_t u = L->g->n_units; u-- > 0;) {
-        if (L->g->units[u].block != b) continue;
+      for (uint32_t u = first_unit + L->g->block_units[b]; u-- > first_unit;) {
         Deps d = out == NONE ? grad : deps_one(out);
         if (fsdp_unit(L, u)) deps_add(&d, gather_for(L, u, mi, TRUE));
         uint32_t wd = NONE;
@@ -580,10 +633,22 @@ static void lower_iteration(Lower *L)
         if (fsdp_unit(L, u)) gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
         sync_grads(L, &st, u, mi, wd);
       }
-      if (last_micro) flush_bucket(L, &st, b, mi);
+      if (last_micro && L->s->cfg->ddp_overlap) flush_bucket(L, &st, b, mi);
       st.bwd_out[b] = out;
       st.bwd_done[b] = TRUE;
       hoist_mp_backward(L, &st, mi);
+    }
+    if (!L->s->cfg->ddp_overlap && mi + 1 == (uint32_t)L->s->micro_steps) {
+      /* gradients all-reduced after the whole backward, in bucket-sized pieces */
+      for (guint b = nb; b-- > 0;) {
+        double left = st.bucket_bytes[b], size = L->s->cfg->ddp_bucket_bytes;
+        st.bucket_dep[b] = L->last_on[MM_STREAM_COMPUTE];
+        while (left > 0) {
+          st.bucket_bytes[b] = MIN(left, size);
+          left -= st.bucket_bytes[b];
+          flush_bucket(L, &st, b, mi);
+        }
+      }
     }
   }
   g_assert(L->gq_pos == L->n_gq);
@@ -598,9 +663,10 @@ static void lower_iteration(Lower *L)
       const MmBlockSetup *bs = &L->s->blocks[b];
       if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG) continue; /* tables update inside their backward */
       double params = 0;
-      for (uint32_t li = 0; li < L->g->n_layers; li++)
-        if (L->g->layers[li].block == b)
-          params += (double)L->g->layers[li].cost.params * mm_plan_param_fraction(L->s, b, &L->g->layers[li]);
+      const MmUnit *u0 = &L->g->units[L->g->block_first_unit[b]];
+      const MmUnit *u1 = &L->g->units[L->g->block_first_unit[b] + L->g->block_units[b] - 1];
+      for (uint32_t li = u0->first_layer; li < u1->first_layer + u1->n_layers; li++)
+        params += (double)L->g->layers[li].cost.params * mm_plan_param_fraction(L->s, b, &L->g->layers[li]);
       double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
       bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
       kernels++;
@@ -640,13 +706,18 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
 {
   g_return_val_if_fail(s && g && g->model == s->model, NULL);
   (void)error;
+  /* a generous size estimate: the arrays rarely grow */
+  uint32_t guess = (uint32_t)MIN((gint64)(g->n_layers + 6 * g->n_units + 16) * 3 * s->micro_steps, G_MAXINT / 4);
   Lower L = {
     .s = s, .g = g, .m = s->model, .hw = s->hw,
-    .ops = g_array_sized_new(FALSE, FALSE, sizeof(MmEngineOp), 4 * g->n_units + 16),
-    .info = g_array_sized_new(FALSE, FALSE, sizeof(MmOpInfo), 4 * g->n_units + 16),
-    .deps = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 8 * g->n_units + 16),
+    .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
+    .deps = g_new(uint32_t, 2 * guess), .cap_deps = 2 * guess,
     .training = s->cfg->task != MM_TASK_INFERENCE,
   };
+  L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
+  for (uint32_t li = 0; li < g->n_layers; li++)
+    if (g->layers[li].canon == li)
+      for (int part = PART_FWD; part <= PART_BWD_W; part++) part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   L.first_trained = s->model->n_blocks;
   for (guint b = 0; b < s->model->n_blocks; b++)
@@ -654,18 +725,22 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
       L.first_trained = b;
       break;
     }
+  precompute_units(&L);
   build_gather_queue(&L);
   lower_iteration(&L);
   g_free(L.gq);
   g_free(L.gq_op);
+  g_free(L.parts);
+  g_free(L.unit_params);
+  g_free(L.unit_moe);
 
   MmPlan *p = g_new0(MmPlan, 1);
   p->scenario = s;
   p->graph = g;
-  p->n_ops = L.ops->len;
-  p->ops = (MmEngineOp *)(void *)g_array_free(L.ops, FALSE);
-  p->info = (MmOpInfo *)(void *)g_array_free(L.info, FALSE);
-  p->deps = (uint32_t *)(void *)g_array_free(L.deps, FALSE);
+  p->n_ops = L.n_ops;
+  p->ops = L.ops;
+  p->info = L.info;
+  p->deps = L.deps;
   p->dur = g_new(MmTime, p->n_ops + 1);
   for (uint32_t i = 0; i < p->n_ops; i++) p->dur[i] = mm_time_from_s(p->info[i].time_s);
   p->program = (MmEngineProgram){p->ops, p->n_ops, p->deps, MM_STREAM_COUNT};

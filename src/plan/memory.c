@@ -12,22 +12,10 @@ void mm_memory_free(MmMemory *m)
 
 double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *layer)
 {
-  const MmBlock *b = &s->model->blocks[block];
   const MmBlockSetup *bs = &s->blocks[block];
-  double frac = 1.0 / (double)bs->degree[MM_STRAT_FSDP];
-  if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
-    int64_t mp = bs->degree[MM_STRAT_MP];
-    if (mp > 1) {
-      MmShardKind sk = MM_SHARD_TABLE;
-      for (guint i = 0; i < bs->n_levels; i++)
-        if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
-      int64_t n = sk == MM_SHARD_TABLE ? b->tables : sk == MM_SHARD_ROW ? b->rows : b->dim;
-      /* the busiest device holds ceil(n / mp) of the n pieces */
-      frac *= (double)((n + mp - 1) / mp) / (double)n;
-    }
-    return frac;
-  }
-  if (layer && layer->tp != MM_TP_REPLICATED) frac /= (double)bs->degree[MM_STRAT_TP];
+  double frac = bs->mp_fraction / (double)bs->degree[MM_STRAT_FSDP];
+  if (layer && layer->tp != MM_TP_REPLICATED && s->model->blocks[block].kind != MM_BLOCK_EMBEDDING_BAG)
+    frac /= (double)bs->degree[MM_STRAT_TP];
   return frac;
 }
 
@@ -77,9 +65,12 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   double fsdp_gather = 0, fsdp_grad = 0, ddp_bucket = 0, tp_buf = 0, a2a_buf = 0;
   double max_unit_act = 0; /* full recompute: one unit's activations are rebuilt at a time */
 
+  MmMemoryParts last = {0}; /* the previous unit's contributions, reused by identical units */
+  double last_params = 0, last_act = 0, last_in = 0, last_io = 0, last_tp = 0;
   for (guint u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const guint bi = un->block;
+    const gboolean same = u > 0 && g->layers[un->first_layer].canon != un->first_layer;
     const MmBlock *b = &m->blocks[bi];
     const MmBlockSetup *bs = &s->blocks[bi];
     MmMemoryParts *p = &mem->blocks[bi];
@@ -89,13 +80,14 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
     const gboolean trained = training && !bs->frozen;
     const gboolean keeps_acts = training && bi >= ft;
     double unit_params_local = 0, unit_act = 0, unit_in = 0, unit_peak_io = 0, unit_tp_out = 0;
+    MmMemoryParts mine = {0};
 
-    for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+    for (guint li = un->first_layer; !same && li < un->first_layer + un->n_layers; li++) {
       const MmLayer *l = &g->layers[li];
       double pf = mm_plan_param_fraction(s, bi, l);
       double params = (double)l->cost.params * pf;
       unit_params_local += (double)l->cost.params * pf * (double)bs->degree[MM_STRAT_FSDP];
-      p->weights += params * e;
+      mine.weights += params * e;
       if (trained) {
         double grads = params * ge;
         if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
@@ -104,8 +96,8 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
           double pooled = samples * l->cost.out_bytes / e * ge * pf * (double)bs->degree[MM_STRAT_FSDP];
           grads = MIN(grads, pooled);
         }
-        p->gradients += grads;
-        p->optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b);
+        mine.gradients += grads;
+        mine.optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b);
       }
       double af = act_fraction(s, bi, l);
       double act = samples * l->cost.act_bytes * af;
@@ -114,6 +106,18 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       unit_peak_io = MAX(unit_peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);
       if (l->tp == MM_TP_ROW || l->tp == MM_TP_COLUMN) unit_tp_out = MAX(unit_tp_out, samples * l->cost.out_bytes);
     }
+    if (same) {
+      mine = last;
+      unit_params_local = last_params, unit_act = last_act, unit_in = last_in, unit_peak_io = last_io;
+      unit_tp_out = last_tp;
+    } else {
+      last = mine;
+      last_params = unit_params_local, last_act = unit_act, last_in = unit_in, last_io = unit_peak_io;
+      last_tp = unit_tp_out;
+    }
+    p->weights += mine.weights;
+    p->gradients += mine.gradients;
+    p->optimizer += mine.optimizer;
 
     if (keeps_acts) {
       if (c->recompute == MM_RECOMPUTE_FULL) {

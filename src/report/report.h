@@ -11,7 +11,10 @@
 
 G_BEGIN_DECLS
 
+#ifndef MM_CJSON_AUTOPTR_DEFINED /* shared with the other header that defines it */
+#define MM_CJSON_AUTOPTR_DEFINED
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+#endif
 
 #define MM_REPORT_ERROR (mm_report_error_quark())
 GQuark mm_report_error_quark(void);

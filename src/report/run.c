@@ -45,9 +45,9 @@ void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
   r->ops = p->n_ops;
   const uint32_t c = r->critical_class;
 
-  g_autofree Span *comp = g_new(Span, p->n_ops + 1);
-  g_autofree Span *comm = g_new(Span, p->n_ops + 1);
-  guint nc = 0, nm = 0;
+  g_autofree Span *comp = g_new(Span, 3 * (gsize)p->n_ops + 1);
+  Span *intra = comp + p->n_ops, *inter = intra + p->n_ops, *comm = inter; /* comm reuses inter after merging */
+  guint nc = 0, ni = 0, ne = 0, nm = 0;
   for (uint32_t i = 0; i < p->n_ops; i++) {
     const MmOpInfo *in = &p->info[i];
     MmTime a = mm_engine_op_start(e, c, i), b = mm_engine_op_end(e, c, i);
@@ -70,13 +70,17 @@ void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
       r->comm_s += d;
       r->comm_by_kind_s[in->coll] += d;
       r->comm_by_reason_s[in->reason] += d;
-      comm[nm++] = (Span){a, b};
+      if (p->ops[i].stream == MM_STREAM_COMM_INTRA) intra[ni++] = (Span){a, b};
+      else inter[ne++] = (Span){a, b};
       break;
     }
   }
-  /* compute ops share one FIFO stream: already disjoint and ordered */
-  qsort(comm, nm, sizeof(Span), span_cmp);
-  nm = union_spans(comm, nm, comm);
+  /* each stream is FIFO: its spans are disjoint and ordered; merge the two comm streams */
+  g_autofree Span *merged = g_new(Span, ni + ne + 1);
+  for (guint x = 0, y = 0; x < ni || y < ne;)
+    merged[nm++] = y >= ne || (x < ni && span_cmp(&intra[x], &inter[y]) <= 0) ? intra[x++] : inter[y++];
+  nm = union_spans(merged, nm, merged);
+  comm = merged;
   double active = 0, overlap = 0, comp_active = 0;
   for (guint i = 0; i < nc; i++) comp_active += mm_time_to_s(comp[i].b - comp[i].a);
   guint j = 0;

@@ -1,0 +1,69 @@
+/* bench: simulations per second of one scenario (in-process), and one --per-device run's wall time and peak RSS. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "sweep/sweep.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Plans, runs and measures one iteration of an already loaded scenario: what a sweep
+ * point costs once its inputs are parsed. */
+static double one_sim(MmSimulation *sim)
+{
+  g_autoptr(GError) error = NULL;
+  if (!mm_simulation_rerun(sim, FALSE, &error)) {
+    fprintf(stderr, "bench: %s\n", error->message);
+    exit(2);
+  }
+  return sim->metrics.iteration_time_s;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 4) {
+    fprintf(stderr, "usage: madmax-bench MODEL HARDWARE CONFIG [--per-device]\n");
+    return 1;
+  }
+  gboolean per_device = argc > 4 && strcmp(argv[4], "--per-device") == 0;
+  g_autoptr(GError) error = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  MmSimOptions opt = {.per_device = per_device};
+  g_autoptr(MmSimulation) sim = mm_simulation_new(argv[1], argv[2], argv[3], &opt, &error);
+  if (!sim) {
+    fprintf(stderr, "bench: %s\n", error->message);
+    return 1;
+  }
+  if (per_device) {
+    double wall = (double)(g_get_monotonic_time() - t0) / 1e6;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("per_device_s=%.4f peak_rss_mb=%.1f devices=%" G_GINT64_FORMAT " events=%" G_GUINT64_FORMAT "\n", wall,
+           (double)ru.ru_maxrss / 1024.0, sim->scenario->devices, sim->metrics.events);
+    return 0;
+  }
+  /* warm up, then batches of ~0.3 s; report the median batch rate */
+  double sink = 0;
+  for (int i = 0; i < 50; i++) sink += one_sim(sim);
+  enum { BATCHES = 7 };
+  double rates[BATCHES];
+  for (int b = 0; b < BATCHES; b++) {
+    gint64 start = g_get_monotonic_time();
+    long n = 0;
+    while (g_get_monotonic_time() - start < 300000) {
+      for (int k = 0; k < 20; k++) sink += one_sim(sim);
+      n += 20;
+    }
+    rates[b] = (double)n / ((double)(g_get_monotonic_time() - start) / 1e6);
+  }
+  qsort(rates, BATCHES, sizeof(double), cmp_double);
+  printf("sims_per_s=%.0f us_per_sim=%.2f ops=%u events=%" G_GUINT64_FORMAT " (min %.0f, max %.0f; checksum %.6g)\n",
+         rates[BATCHES / 2], 1e6 / rates[BATCHES / 2], sim->plan->n_ops, sim->metrics.events, rates[0],
+         rates[BATCHES - 1], sink);
+  return 0;
+}

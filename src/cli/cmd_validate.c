@@ -1,0 +1,48 @@
+/* cmd_validate: `madmax validate`: predicted vs measured on the project's validation cases. */
+#include <stdio.h>
+
+#include "cli.h"
+#include "sweep/sweep.h"
+
+/* The default cases file: in the working directory, else in the source tree madmax was built from. */
+static char *default_cases(void)
+{
+  const char *rel = "configs/validation/training.json";
+  if (g_file_test(rel, G_FILE_TEST_IS_REGULAR)) return g_strdup(rel);
+  return g_build_filename(MM_DATA_DIR, rel, NULL);
+}
+
+int mm_cmd_validate(int argc, char **argv)
+{
+  g_autofree char *json_path = NULL;
+  gboolean markdown = FALSE;
+  GOptionEntry entries[] = {
+    {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write the table as JSON to OUT ('-' = stdout)", "OUT"},
+    {"markdown", 0, 0, G_OPTION_ARG_NONE, &markdown, "Print a Markdown table (the README's)", NULL},
+    G_OPTION_ENTRY_NULL,
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("[CASES.json] - compare predictions with published measurements");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_summary(ctx,
+    "Runs every case of a validation file (default configs/validation/training.json): each names a\n"
+    "model, a system and node count, a config, and a value a publication measured (iteration time,\n"
+    "tokens/s per GPU, TFLOP/s per GPU in the source's own FLOP count, ...). Prints measured,\n"
+    "predicted and the error of each, then the median, 90th percentile and worst absolute error.\n"
+    "Every case on a platform uses that platform's one hardware file: nothing is tuned per case.\n"
+    "The measurements the current features cannot express are listed with the reason.");
+  if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
+  if (argc > 2) {
+    fprintf(stderr, "madmax: one cases file at most\nTry 'madmax validate --help'.\n");
+    return MM_EXIT_INPUT;
+  }
+  g_autofree char *path = argc == 2 ? g_strdup(argv[1]) : default_cases();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmValidation) v = mm_validation_run(path, &error);
+  if (!v) return mm_cli_fail(error);
+  if (json_path) {
+    g_autoptr(cJSON) doc = mm_validation_json(v);
+    if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+  }
+  if (!json_path || g_strcmp0(json_path, "-") != 0) mm_validation_text(stdout, v, markdown);
+  return MM_EXIT_OK;
+}

@@ -1,0 +1,75 @@
+/* sweep: run whole simulations (config -> report) for validation, design sweeps and what-if studies. */
+#pragma once
+
+#include "report/report.h"
+
+G_BEGIN_DECLS
+
+/* One complete simulation and everything it produced. */
+typedef struct {
+  MmModel *model;
+  MmHardware *hardware;
+  MmParallelConfig *config;
+  MmScenario *scenario;
+  MmGraph *graph;
+  MmMemory *memory;
+  MmPlan *plan;
+  MmEngine *engine;
+  MmRunMetrics metrics;
+} MmSimulation;
+
+/* Changes applied to the inputs before simulating (0 / FALSE: keep the file's). */
+typedef struct {
+  int64_t nodes;        /* nodes of the system's design */
+  int64_t global_batch; /* samples */
+  int64_t micro_batch;
+  gboolean per_device;
+} MmSimOptions;
+
+/* Loads the three files, applies @opt (may be NULL), lowers and runs one iteration.
+ * Config errors are MM_CONFIG_ERROR; engine failures MM_ENGINE_ERROR. (transfer full) */
+MmSimulation *mm_simulation_new(const char *model, const char *hardware, const char *config, const MmSimOptions *opt,
+                                GError **error);
+
+/* Re-lowers and re-runs after the caller changed the hardware or config in place. */
+gboolean mm_simulation_rerun(MmSimulation *sim, gboolean per_device, GError **error);
+void mm_simulation_free(MmSimulation *sim);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmSimulation, mm_simulation_free)
+
+/* ---- validation against published measurements ------------------------- */
+
+#define MM_VALIDATE_ERROR (mm_validate_error_quark())
+GQuark mm_validate_error_quark(void);
+
+typedef struct {
+  char *id;
+  char *source;
+  char *metric;      /* what was measured (see docs/VALIDATION.md) */
+  char *unit;
+  double measured;
+  double predicted;
+  double error_frac; /* predicted / measured - 1 */
+  gboolean fits;
+  char *note;
+} MmValidationRow;
+
+typedef struct {
+  char *path;
+  char *name;
+  GPtrArray *rows;    /* MmValidationRow */
+  GPtrArray *skipped; /* char * "id: reason" */
+  double median_abs_error, p90_abs_error, worst_abs_error;
+  char *worst_id;
+} MmValidation;
+
+/* Runs every case of a cases file (under configs/validation/): each names a model,
+ * a system (and a node count), a config, the metric the source measured and its
+ * value. Paths are relative to the cases file's "root". (transfer full) */
+MmValidation *mm_validation_run(const char *cases_path, GError **error);
+void mm_validation_free(MmValidation *v);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmValidation, mm_validation_free)
+
+cJSON *mm_validation_json(const MmValidation *v);
+void mm_validation_text(FILE *out, const MmValidation *v, gboolean markdown);
+
+G_END_DECLS

@@ -1,0 +1,265 @@
+/* validate: run the cases of a validation file and compare predictions with published measurements. */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/json.h" /* the schema-table parser the config loaders use */
+#include "sweep.h"
+
+G_DEFINE_QUARK(mm-validate-error-quark, mm_validate_error)
+
+/* How a predicted value is derived from a simulation, per metric name. */
+static const char *const metric_names[] = {
+  "iteration_time_s",        /* seconds per iteration */
+  "tokens_per_s_per_gpu",    /* training throughput per device */
+  "samples_per_s",           /* e.g. DLRM queries per second */
+  "megatron_tflops_per_gpu", /* Megatron's count: 96 B s l h^2 (1 + s/6h + V/16lh), recompute included */
+  "model_tflops_per_gpu",    /* madmax model FLOPs per second per device */
+  "serialized_time_s",       /* compute + embedding + communication, no overlap */
+  "exposed_comm_fraction",   /* exposed / communication time */
+  "mfu",
+  NULL,
+};
+
+typedef struct {
+  char *id, *source, *model, *hardware, *config, *note;
+  int metric;
+  double measured;
+  int64_t nodes, global_batch, micro_batch;
+} CaseRaw;
+#define CASE(f) ((gssize)offsetof(CaseRaw, f))
+
+static const MmField case_fields[] = {
+  {"id", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(id), NULL, "identifier (the public.json id where there is one)"},
+  {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(source), NULL, "publication, table, URL"},
+  {"model", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(model), NULL, "model file"},
+  {"hardware", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(hardware), NULL, "system file"},
+  {"nodes", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, CASE(nodes), "nodes", "nodes of the system used (0: all)"},
+  {"config", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(config), NULL, "task + parallelism file"},
+  {"global_batch", MM_F_INT, FALSE, 0, MM_INT_MAX, 0, NULL, CASE(global_batch), "samples",
+   "the measured run's global batch (overrides the config's)"},
+  {"micro_batch", MM_F_INT, FALSE, 0, MM_INT_MAX, 0, NULL, CASE(micro_batch), "samples",
+   "the measured run's micro-batch (overrides the config's)"},
+  {"metric", MM_F_ENUM, TRUE, 0, 0, 0, metric_names, CASE(metric), NULL, "what was measured"},
+  {"measured", MM_F_NUM, TRUE, 1e-12, 1e18, 0, NULL, CASE(measured), NULL, "the published value"},
+  {"note", MM_F_STR, FALSE, 0, 0, 0, NULL, CASE(note), NULL, "how the case maps onto madmax"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  char *name, *root;
+} FileRaw;
+
+static const MmField file_fields[] = {
+  {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(FileRaw, name), NULL, "title of the table"},
+  {"root", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(FileRaw, root), NULL,
+   "directory the case paths are relative to, relative to this file"},
+  {"cases", MM_F_ARRAY, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "the cases"},
+  {"skipped", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "{id, reason} of measurements not expressible yet"},
+  MM_FIELDS_END,
+};
+
+static void row_free(gpointer p)
+{
+  MmValidationRow *r = p;
+  g_free(r->id);
+  g_free(r->source);
+  g_free(r->metric);
+  g_free(r->unit);
+  g_free(r->note);
+  g_free(r);
+}
+
+void mm_validation_free(MmValidation *v)
+{
+  if (!v) return;
+  g_free(v->path);
+  g_free(v->name);
+  g_free(v->worst_id);
+  if (v->rows) g_ptr_array_unref(v->rows);
+  if (v->skipped) g_ptr_array_unref(v->skipped);
+  g_free(v);
+}
+
+/* Megatron-LM's FLOPs per iteration (Narayanan et al. SC'21, eq. 3): with activation
+ * recomputation, 96 B s l h^2 (1 + s / 6h + V / 16 l h). */
+static double megatron_flops(const MmSimulation *sim)
+{
+  const MmModel *m = sim->model;
+  double l = 0, h = 0, s = 0, V = 0;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    if (b->kind == MM_BLOCK_TRANSFORMER && l == 0) l = (double)b->count, h = (double)b->hidden, s = (double)b->seq_len;
+    if (b->kind == MM_BLOCK_LM_HEAD) V = (double)b->vocab;
+  }
+  double B = (double)sim->scenario->global_batch;
+  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+static double predict(const MmSimulation *sim, int metric)
+{
+  const MmRunMetrics *r = &sim->metrics;
+  double n = (double)sim->scenario->devices, t = r->iteration_time_s;
+  switch (metric) {
+  case 0: return t;
+  case 1: return r->tokens_per_s / n;
+  case 2: return r->samples_per_s;
+  case 3: return megatron_flops(sim) / (t * n) / 1e12;
+  case 4: return r->model_flops / (t * n) / 1e12;
+  case 5: return r->compute_s + r->embedding_s + r->comm_s;
+  case 6: return r->exposed_comm_fraction;
+  case 7: return r->mfu;
+  default: g_assert_not_reached();
+  }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+MmValidation *mm_validation_run(const char *cases_path, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(cases_path, error);
+  if (!root) return NULL;
+  MmJsonCtx ctx = {cases_path};
+  FileRaw fr = {0};
+  gboolean ok = mm_json_apply(&ctx, root, "$", file_fields, &fr, NULL, error);
+  g_autofree char *name = fr.name, *rel_root = fr.root;
+  if (!ok) return NULL;
+  g_autofree char *dir = g_path_get_dirname(cases_path);
+  g_autofree char *base = g_build_filename(dir, rel_root ? rel_root : ".", NULL);
+
+  g_autoptr(MmValidation) v = g_new0(MmValidation, 1);
+  v->path = g_strdup(cases_path);
+  v->name = g_steal_pointer(&name);
+  v->rows = g_ptr_array_new_with_free_func(row_free);
+  v->skipped = g_ptr_array_new_with_free_func(g_free);
+
+  const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
+  int i = 0;
+  for (const cJSON *it = cases->child; it; it = it->next, i++) {
+    g_autofree char *jp = g_strdup_printf("$.cases[%d]", i);
+    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a case object", error)) return NULL;
+    CaseRaw c = {0};
+    ok = mm_json_apply(&ctx, it, jp, case_fields, &c, NULL, error);
+    g_autofree char *id = c.id, *source = c.source, *model = c.model, *hardware = c.hardware, *config = c.config,
+                    *note = c.note;
+    if (!ok) return NULL;
+    g_autofree char *mp = g_build_filename(base, model, NULL);
+    g_autofree char *hp = g_build_filename(base, hardware, NULL);
+    g_autofree char *cp = g_build_filename(base, config, NULL);
+    g_autoptr(GError) serr = NULL;
+    MmSimOptions opt = {.nodes = c.nodes, .global_batch = c.global_batch, .micro_batch = c.micro_batch};
+    g_autoptr(MmSimulation) sim = mm_simulation_new(mp, hp, cp, &opt, &serr);
+    if (!sim) {
+      g_set_error(error, serr->domain, serr->code, "%s: case %s: %s", cases_path, id, serr->message);
+      return NULL;
+    }
+    MmValidationRow *r = g_new0(MmValidationRow, 1);
+    r->id = g_steal_pointer(&id);
+    r->source = g_steal_pointer(&source);
+    r->metric = g_strdup(metric_names[c.metric]);
+    r->measured = c.measured;
+    r->predicted = predict(sim, c.metric);
+    r->error_frac = r->predicted / r->measured - 1.0;
+    r->fits = sim->memory->fits;
+    r->note = g_steal_pointer(&note);
+    g_ptr_array_add(v->rows, r);
+  }
+  const cJSON *skipped = cJSON_GetObjectItemCaseSensitive(root, "skipped");
+  i = 0;
+  for (const cJSON *it = skipped ? skipped->child : NULL; it; it = it->next, i++) {
+    const cJSON *sid = cJSON_GetObjectItemCaseSensitive(it, "id");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(it, "reason");
+    if (!cJSON_IsString(sid) || !cJSON_IsString(why)) {
+      g_autofree char *jp = g_strdup_printf("$.skipped[%d]", i);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, &ctx, jp, "expected {\"id\": string, \"reason\": string}");
+      return NULL;
+    }
+    g_ptr_array_add(v->skipped, g_strdup_printf("%s: %s", sid->valuestring, why->valuestring));
+  }
+
+  guint n = v->rows->len;
+  if (n > 0) {
+    g_autofree double *abs_err = g_new(double, n);
+    for (guint k = 0; k < n; k++) {
+      const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+      abs_err[k] = fabs(r->error_frac);
+      if (abs_err[k] >= v->worst_abs_error) {
+        v->worst_abs_error = abs_err[k];
+        g_free(v->worst_id);
+        v->worst_id = g_strdup(r->id);
+      }
+    }
+    qsort(abs_err, n, sizeof(double), cmp_double);
+    v->median_abs_error = n % 2 ? abs_err[n / 2] : 0.5 * (abs_err[n / 2 - 1] + abs_err[n / 2]);
+    v->p90_abs_error = abs_err[MIN(n - 1, (guint)ceil(0.9 * n) - 1)];
+  }
+  return g_steal_pointer(&v);
+}
+
+cJSON *mm_validation_json(const MmValidation *v)
+{
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "name", v->name);
+  cJSON_AddStringToObject(root, "path", v->path);
+  cJSON *rows = cJSON_AddArrayToObject(root, "cases");
+  for (guint k = 0; k < v->rows->len; k++) {
+    const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", r->id);
+    cJSON_AddStringToObject(o, "metric", r->metric);
+    cJSON_AddNumberToObject(o, "measured", r->measured);
+    cJSON_AddNumberToObject(o, "predicted", r->predicted);
+    cJSON_AddNumberToObject(o, "error_frac", r->error_frac);
+    cJSON_AddBoolToObject(o, "fits", r->fits);
+    cJSON_AddStringToObject(o, "source", r->source);
+    cJSON_AddItemToArray(rows, o);
+  }
+  cJSON *sum = cJSON_AddObjectToObject(root, "summary");
+  cJSON_AddNumberToObject(sum, "cases", v->rows->len);
+  cJSON_AddNumberToObject(sum, "median_abs_error_frac", v->median_abs_error);
+  cJSON_AddNumberToObject(sum, "p90_abs_error_frac", v->p90_abs_error);
+  cJSON_AddNumberToObject(sum, "worst_abs_error_frac", v->worst_abs_error);
+  cJSON_AddStringToObject(sum, "worst_case", v->worst_id ? v->worst_id : "");
+  cJSON *sk = cJSON_AddArrayToObject(root, "skipped");
+  for (guint k = 0; k < v->skipped->len; k++) cJSON_AddItemToArray(sk, cJSON_CreateString(g_ptr_array_index(v->skipped, k)));
+  return root;
+}
+
+void mm_validation_text(FILE *out, const MmValidation *v, gboolean md)
+{
+  if (md) {
+    fprintf(out, "| case | metric | measured | predicted | error |\n|---|---|---:|---:|---:|\n");
+    for (guint k = 0; k < v->rows->len; k++) {
+      const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+      fprintf(out, "| %s | %s | %.4g | %.4g | %+.1f%%%s |\n", r->id, r->metric, r->measured, r->predicted,
+              100.0 * r->error_frac, r->fits ? "" : " (OOM)");
+    }
+    fprintf(out, "\n%u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s).\n", v->rows->len,
+            100.0 * v->median_abs_error, 100.0 * v->p90_abs_error, 100.0 * v->worst_abs_error,
+            v->worst_id ? v->worst_id : "-");
+    return;
+  }
+  fprintf(out, "%s (%s)\n\n", v->name, v->path);
+  static const char *const h[] = {"<case", "<metric", "measured", "predicted", "error", "<fits"};
+  g_autoptr(MmTable) t = mm_table_new(6, h);
+  for (guint k = 0; k < v->rows->len; k++) {
+    const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+    char *cells[6] = {g_strdup(r->id), g_strdup(r->metric), g_strdup_printf("%.4g", r->measured),
+                      g_strdup_printf("%.4g", r->predicted), g_strdup_printf("%+.1f%%", 100.0 * r->error_frac),
+                      g_strdup(r->fits ? "yes" : "OOM")};
+    mm_table_addv(t, cells);
+  }
+  mm_table_print(t, out, "  ");
+  fprintf(out, "\n  %u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s)\n", v->rows->len,
+          100.0 * v->median_abs_error, 100.0 * v->p90_abs_error, 100.0 * v->worst_abs_error,
+          v->worst_id ? v->worst_id : "-");
+  if (v->skipped->len) {
+    fprintf(out, "\n  skipped (not expressible yet):\n");
+    for (guint k = 0; k < v->skipped->len; k++) fprintf(out, "    %s\n", (const char *)g_ptr_array_index(v->skipped, k));
+  }
+}
