@@ -43,6 +43,7 @@ GQuark mm_validate_error_quark(void);
 
 typedef struct {
   char *id;
+  char *group;
   char *source;
   char *metric;      /* what was measured (see docs/VALIDATION.md) */
   char *unit;

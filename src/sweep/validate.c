@@ -23,7 +23,7 @@ static const char *const metric_names[] = {
 };
 
 typedef struct {
-  char *id, *source, *model, *hardware, *config, *note;
+  char *id, *group, *source, *model, *hardware, *config, *note;
   int metric;
   double measured;
   int64_t nodes, global_batch, micro_batch;
@@ -32,6 +32,7 @@ typedef struct {
 
 static const MmField case_fields[] = {
   {"id", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(id), NULL, "identifier (the public.json id where there is one)"},
+  {"group", MM_F_STR, FALSE, 0, 0, 0, NULL, CASE(group), NULL, "family of measurements (per-group medians)"},
   {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(source), NULL, "publication, table, URL"},
   {"model", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(model), NULL, "model file"},
   {"hardware", MM_F_STR, TRUE, 0, 0, 0, NULL, CASE(hardware), NULL, "system file"},
@@ -64,6 +65,7 @@ static void row_free(gpointer p)
 {
   MmValidationRow *r = p;
   g_free(r->id);
+  g_free(r->group);
   g_free(r->source);
   g_free(r->metric);
   g_free(r->unit);
@@ -120,6 +122,37 @@ static int cmp_double(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* Median of |error| over the rows of @group (all rows when NULL); *n receives the count. */
+static double median_abs(const MmValidation *v, const char *group, guint *n)
+{
+  g_autofree double *e = g_new(double, v->rows->len + 1);
+  guint k = 0;
+  for (guint i = 0; i < v->rows->len; i++) {
+    const MmValidationRow *r = g_ptr_array_index(v->rows, i);
+    if (!group || strcmp(r->group, group) == 0) e[k++] = fabs(r->error_frac);
+  }
+  *n = k;
+  if (k == 0) return 0;
+  qsort(e, k, sizeof(double), cmp_double);
+  return k % 2 ? e[k / 2] : 0.5 * (e[k / 2 - 1] + e[k / 2]);
+}
+
+/* Prints one line per group, in first-appearance order (Markdown rows or text). */
+static void group_medians(FILE *out, const MmValidation *v, gboolean md)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < v->rows->len; i++) {
+    const MmValidationRow *r = g_ptr_array_index(v->rows, i);
+    if (!r->group[0] || !g_hash_table_add(seen, r->group)) continue;
+    guint n;
+    double med = median_abs(v, r->group, &n);
+    if (md)
+      fprintf(out, "| %s | %u | %.1f%% |\n", r->group, n, 100.0 * med);
+    else
+      fprintf(out, "    %-45s %2u cases  %6.1f%%\n", r->group, n, 100.0 * med);
+  }
+}
+
 MmValidation *mm_validation_run(const char *cases_path, GError **error)
 {
   g_autoptr(cJSON) root = mm_json_load_file(cases_path, error);
@@ -145,7 +178,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a case object", error)) return NULL;
     CaseRaw c = {0};
     ok = mm_json_apply(&ctx, it, jp, case_fields, &c, NULL, error);
-    g_autofree char *id = c.id, *source = c.source, *model = c.model, *hardware = c.hardware, *config = c.config,
+    g_autofree char *id = c.id, *group = c.group, *source = c.source, *model = c.model, *hardware = c.hardware, *config = c.config,
                     *note = c.note;
     if (!ok) return NULL;
     g_autofree char *mp = g_build_filename(base, model, NULL);
@@ -160,6 +193,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     }
     MmValidationRow *r = g_new0(MmValidationRow, 1);
     r->id = g_steal_pointer(&id);
+    r->group = group ? g_steal_pointer(&group) : g_strdup("");
     r->source = g_steal_pointer(&source);
     r->metric = g_strdup(metric_names[c.metric]);
     r->measured = c.measured;
@@ -239,9 +273,11 @@ void mm_validation_text(FILE *out, const MmValidation *v, gboolean md)
       fprintf(out, "| %s | %s | %.4g | %.4g | %+.1f%%%s |\n", r->id, r->metric, r->measured, r->predicted,
               100.0 * r->error_frac, r->fits ? "" : " (OOM)");
     }
-    fprintf(out, "\n%u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s).\n", v->rows->len,
+    fprintf(out, "\n%u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s).\n\n", v->rows->len,
             100.0 * v->median_abs_error, 100.0 * v->p90_abs_error, 100.0 * v->worst_abs_error,
             v->worst_id ? v->worst_id : "-");
+    fprintf(out, "| group | cases | median abs. error |\n|---|---:|---:|\n");
+    group_medians(out, v, TRUE);
     return;
   }
   fprintf(out, "%s (%s)\n\n", v->name, v->path);
@@ -258,6 +294,8 @@ void mm_validation_text(FILE *out, const MmValidation *v, gboolean md)
   fprintf(out, "\n  %u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s)\n", v->rows->len,
           100.0 * v->median_abs_error, 100.0 * v->p90_abs_error, 100.0 * v->worst_abs_error,
           v->worst_id ? v->worst_id : "-");
+  fprintf(out, "\n  median |error| by group:\n");
+  group_medians(out, v, FALSE);
   if (v->skipped->len) {
     fprintf(out, "\n  skipped (not expressible yet):\n");
     for (guint k = 0; k < v->skipped->len; k++) fprintf(out, "    %s\n", (const char *)g_ptr_array_index(v->skipped, k));
