@@ -5,97 +5,28 @@
 #include "report/report.h"
 #include "testutil.h"
 
-typedef struct {
-  MmModel *m;
-  MmHardware *h;
-  MmParallelConfig *c;
-  MmScenario *s;
-  MmGraph *g;
-  MmPlan *p;
-  MmEngine *e;
-  MmRunMetrics r;
-} Sim;
+typedef MmSimulation Sim;
 
-static char *file_arg(const char *arg, const char *name)
+static Sim *sim(const char *model, const char *hw, const char *cfg, int64_t nodes)
 {
-  return arg[0] == '{' ? mm_test_write(name, arg) : mm_test_src(arg);
+  return mm_test_sim_ok(model, hw, cfg, nodes);
 }
 
-static void sim_free(Sim *x)
-{
-  mm_engine_free(x->e);
-  mm_plan_free(x->p);
-  mm_graph_free(x->g);
-  mm_scenario_free(x->s);
-  mm_parallel_free(x->c);
-  mm_hardware_free(x->h);
-  mm_model_free(x->m);
-  memset(x, 0, sizeof *x);
-}
-
-/* Re-plans and re-runs after the inputs changed (hardware scaled, options). */
-static void sim_rerun(Sim *x, gboolean per_device)
+static void rerun(Sim *x)
 {
   g_autoptr(GError) error = NULL;
-  mm_engine_free(x->e);
-  mm_plan_free(x->p);
-  MmPlanOptions opt = {.per_device = per_device};
-  x->p = mm_plan_new(x->s, x->g, &opt, &error);
-  ck_assert_msg(x->p, "%s", error ? error->message : "");
-  x->e = mm_engine_new(&x->p->program, 1, x->p->classes, x->p->n_classes, &error);
-  ck_assert_msg(x->e, "%s", error ? error->message : "");
-  ck_assert_msg(mm_engine_run(x->e, &error), "%s", error ? error->message : "");
-  mm_report_run_metrics(x->p, x->e, &x->r);
-}
-
-/* Loads and simulates; returns FALSE (and frees) when the scenario is invalid. */
-static gboolean sim_try(Sim *x, const char *model, const char *hw, const char *cfg, int64_t nodes, gboolean per_device)
-{
-  memset(x, 0, sizeof *x);
-  g_autoptr(GError) error = NULL;
-  g_autofree char *mp = file_arg(model, "m.json");
-  g_autofree char *hp = file_arg(hw, "h.json");
-  g_autofree char *cp = file_arg(cfg, "c.json");
-  x->m = mm_model_load(mp, &error);
-  x->h = x->m ? mm_hardware_load(hp, &error) : NULL;
-  if (x->h && nodes > 0) ck_assert(mm_hardware_set_nodes(x->h, nodes, &error));
-  x->c = x->h ? mm_parallel_load(cp, &error) : NULL;
-  ck_assert_msg(x->c, "%s", error ? error->message : "");
-  x->s = mm_scenario_new(x->m, x->h, x->c, &error);
-  if (!x->s) {
-    sim_free(x);
-    return FALSE;
-  }
-  x->g = mm_graph_new(x->m);
-  sim_rerun(x, per_device);
-  return TRUE;
-}
-
-static Sim sim(const char *model, const char *hw, const char *cfg, int64_t nodes)
-{
-  Sim x;
-  gboolean ok = sim_try(&x, model, hw, cfg, nodes, FALSE);
-  ck_assert_msg(ok, "scenario %s / %s / %s rejected", model, hw, cfg);
-  return x;
+  ck_assert_msg(mm_simulation_rerun(x, FALSE, &error), "%s", error ? error->message : "");
 }
 
 static guint count_ops(const Sim *x, MmCollKind kind, MmReason reason, int phase)
 {
   guint n = 0;
-  for (uint32_t i = 0; i < x->p->n_ops; i++) {
-    const MmOpInfo *in = &x->p->info[i];
+  for (uint32_t i = 0; i < x->plan->n_ops; i++) {
+    const MmOpInfo *in = &x->plan->info[i];
     if (in->what == MM_OP_COLLECTIVE && in->coll == kind && in->reason == reason && (phase < 0 || in->phase == phase))
       n++;
   }
   return n;
-}
-
-static char *node8(void)
-{
-  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
-  return g_strdup_printf("{\"name\":\"n8\",\"device\":\"%s\",\"gpus_per_node\":8,\"nodes\":1,"
-                         "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25}}",
-                         dev);
 }
 
 #define TINY_GPT "{\"name\":\"tiny\",\"seq_len\":256,\"blocks\":[{\"kind\":\"transformer\",\"name\":\"dec\"," \
@@ -109,43 +40,40 @@ static char *cfg(const char *extra, const char *levels)
 
 START_TEST(test_tp_allreduces)
 {
-  g_autofree char *hw = node8();
+  g_autofree char *hw = mm_test_node8();
   g_autofree char *c = cfg("", "[{\"strategy\":\"tp\",\"degree\":8}]");
-  Sim x = sim(TINY_GPT, hw, c, 0);
+  g_autoptr(MmSimulation) x = sim(TINY_GPT, hw, c, 0);
   /* Megatron: forward after attn_out and ffn_down; backward after the input gradients of qkv and ffn_up */
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), 4);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD), 4);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), 4);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD), 4);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0);
   /* activations of 8 samples x 256 tokens x 512 x 2 bytes */
-  for (uint32_t i = 0; i < x.p->n_ops; i++)
-    if (x.p->info[i].what == MM_OP_COLLECTIVE) ck_assert_double_eq_tol(x.p->info[i].bytes, 64.0 * 256 * 512 * 2, 0.5);
-  sim_free(&x);
+  for (uint32_t i = 0; i < x->plan->n_ops; i++)
+    if (x->plan->info[i].what == MM_OP_COLLECTIVE) ck_assert_double_eq_tol(x->plan->info[i].bytes, 64.0 * 256 * 512 * 2, 0.5);
   g_autofree char *rc = cfg("\"recompute\":\"full\",", "[{\"strategy\":\"tp\",\"degree\":8}]");
-  Sim y = sim(TINY_GPT, hw, rc, 0);
-  ck_assert_uint_eq(count_ops(&y, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_RECOMPUTE), 4);
-  sim_free(&y);
+  g_autoptr(MmSimulation) y = sim(TINY_GPT, hw, rc, 0);
+  ck_assert_uint_eq(count_ops(y, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_RECOMPUTE), 4);
 }
 END_TEST
 
 START_TEST(test_fsdp_gathers_and_order)
 {
-  g_autofree char *hw = node8();
+  g_autofree char *hw = mm_test_node8();
   g_autofree char *c = cfg("", "[{\"strategy\":\"fsdp\",\"degree\":8}]");
-  Sim x = sim(TINY_GPT, hw, c, 0);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_FWD), 2);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
+  g_autoptr(MmSimulation) x = sim(TINY_GPT, hw, c, 0);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_FWD), 2);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
   /* optimized backward order: the gather of layer 0 is issued before the reduce-scatter of layer 1 */
   uint32_t ag0 = UINT32_MAX, rs1 = UINT32_MAX;
-  for (uint32_t i = 0; i < x.p->n_ops; i++) {
-    const MmOpInfo *in = &x.p->info[i];
+  for (uint32_t i = 0; i < x->plan->n_ops; i++) {
+    const MmOpInfo *in = &x->plan->info[i];
     if (in->phase != MM_PHASE_BWD || in->what != MM_OP_COLLECTIVE) continue;
     if (in->coll == MM_COLL_ALL_GATHER && in->unit == 0) ag0 = i;
     if (in->coll == MM_COLL_REDUCE_SCATTER && in->unit == 1) rs1 = i;
   }
   ck_assert_uint_lt(ag0, rs1);
-  ck_assert_uint_eq(x.p->ops[ag0].stream, x.p->ops[rs1].stream);
-  sim_free(&x);
+  ck_assert_uint_eq(x->plan->ops[ag0].stream, x->plan->ops[rs1].stream);
 }
 END_TEST
 
@@ -153,31 +81,27 @@ START_TEST(test_fsdp_prefetch_hides_gathers)
 {
   g_autofree char *p0 = g_strdup("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,\"recompute\":\"full\","
                                  "\"fsdp_prefetch\":0,\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}");
-  Sim a = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", p0, 0);
-  Sim b = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", 0);
-  ck_assert_int_eq(b.c->fsdp_prefetch, 1);
-  ck_assert_double_gt(a.r.exposed_comm_s, 2.0 * b.r.exposed_comm_s);
-  ck_assert_double_gt(a.r.iteration_time_s, b.r.iteration_time_s);
+  g_autoptr(MmSimulation) a = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", p0, 0);
+  g_autoptr(MmSimulation) b = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", 0);
+  ck_assert_int_eq(b->config->fsdp_prefetch, 1);
+  ck_assert_double_gt(a->metrics.exposed_comm_s, 2.0 * b->metrics.exposed_comm_s);
+  ck_assert_double_gt(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
   /* MAD-Max Fig. 9: with prefetch most FSDP communication is hidden (98% measured on LLaMA) */
-  ck_assert_double_lt(b.r.exposed_comm_fraction, 0.1);
-  sim_free(&a);
-  sim_free(&b);
+  ck_assert_double_lt(b->metrics.exposed_comm_fraction, 0.1);
 }
 END_TEST
 
 START_TEST(test_ddp_buckets)
 {
-  g_autofree char *hw = node8();
+  g_autofree char *hw = mm_test_node8();
   const char *model = "{\"name\":\"mlp\",\"dtype\":\"fp32\",\"blocks\":[{\"kind\":\"mlp\",\"count\":4,\"width\":1024}]}";
   g_autofree char *c5 = cfg("\"ddp_bucket_MB\":5,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
   g_autofree char *c1 = cfg("\"ddp_bucket_MB\":1,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
-  Sim a = sim(model, hw, c5, 0);
-  Sim b = sim(model, hw, c1, 0);
+  g_autoptr(MmSimulation) a = sim(model, hw, c5, 0);
+  g_autoptr(MmSimulation) b = sim(model, hw, c1, 0);
   /* 4 layers x 4 MiB of fp32 gradients: 5 MB buckets close after every second layer */
-  ck_assert_uint_eq(count_ops(&a, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 2);
-  ck_assert_uint_eq(count_ops(&b, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 4);
-  sim_free(&a);
-  sim_free(&b);
+  ck_assert_uint_eq(count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 2);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 4);
 }
 END_TEST
 
@@ -191,7 +115,7 @@ START_TEST(test_single_device_closed_form)
                       "\"activation\":false,\"compute_dtype\":\"tf32\"}]}";
   const char *c = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8192,\"parallelism\":{\"default\":"
                   "[{\"strategy\":\"ddp\",\"degree\":1}]}}";
-  Sim x = sim(model, hw, c, 0);
+  g_autoptr(MmSimulation) x = sim(model, hw, c, 0);
   double f = 2.0 * 8192 * 4096 * 4096, peak = 156e12 * 0.705, launch = 3e-6;
   double bw = 2039e9 * 0.834, w = 4096.0 * 4096 * 4;
   double fwd = MAX(f / peak, (8192.0 * 4096 * 2 * 4 + w) / bw) + launch;
@@ -199,11 +123,10 @@ START_TEST(test_single_device_closed_form)
   (void)bwd_in;
   double bwd_w = MAX(f / peak, (8192.0 * 4096 * 2 * 4 + w) / bw) + launch;
   double opt = (4096.0 * 4096) * (2 * 4 + 4 + 2 * 8) / bw + launch; /* adam fp32, no master copy for fp32 */
-  ck_assert_double_eq_tol(x.r.iteration_time_s, fwd + bwd_w + opt, 1e-9);
-  ck_assert_double_eq(x.r.comm_s, 0);
+  ck_assert_double_eq_tol(x->metrics.iteration_time_s, fwd + bwd_w + opt, 1e-9);
+  ck_assert_double_eq(x->metrics.comm_s, 0);
   /* MFU: model FLOPs 3 x f (no input-grad skipping in the count) over the TF32 peak */
-  ck_assert_double_eq_tol(x.r.mfu, 3.0 * f / (x.r.iteration_time_s * 156e12), 1e-9);
-  sim_free(&x);
+  ck_assert_double_eq_tol(x->metrics.mfu, 3.0 * f / (x->metrics.iteration_time_s * 156e12), 1e-9);
 }
 END_TEST
 
@@ -214,55 +137,49 @@ START_TEST(test_hierarchy_order_matters)
                       "{\"kind\":\"lm_head\",\"vocab\":51200,\"hidden\":2304,\"tied\":true}]}";
   g_autofree char *tp_ddp = cfg("", "[{\"strategy\":\"tp\",\"degree\":\"node\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
   g_autofree char *ddp_tp = cfg("", "[{\"strategy\":\"ddp\",\"degree\":\"node\"},{\"strategy\":\"tp\",\"degree\":\"all\"}]");
-  Sim a = sim(model, "hardware/dgx-a100-2048.json", tp_ddp, 2);
-  Sim b = sim(model, "hardware/dgx-a100-2048.json", ddp_tp, 2);
+  g_autoptr(MmSimulation) a = sim(model, "hardware/dgx-a100-2048.json", tp_ddp, 2);
+  g_autoptr(MmSimulation) b = sim(model, "hardware/dgx-a100-2048.json", ddp_tp, 2);
   /* ((TP),(DDP)): activations on NVLink; ((DDP),(TP)): activations cross nodes (MAD-Max insight 3) */
-  ck_assert_double_lt(a.r.iteration_time_s, b.r.iteration_time_s);
-  for (uint32_t i = 0; i < a.p->n_ops; i++)
-    if (a.p->info[i].what == MM_OP_COLLECTIVE)
-      ck_assert_uint_eq(a.p->ops[i].stream,
-                        a.p->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER);
-  for (uint32_t i = 0; i < b.p->n_ops; i++)
-    if (b.p->info[i].what == MM_OP_COLLECTIVE)
-      ck_assert_uint_eq(b.p->ops[i].stream,
-                        b.p->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTER : MM_STREAM_COMM_INTRA);
-  sim_free(&a);
-  sim_free(&b);
+  ck_assert_double_lt(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
+  for (uint32_t i = 0; i < a->plan->n_ops; i++)
+    if (a->plan->info[i].what == MM_OP_COLLECTIVE)
+      ck_assert_uint_eq(a->plan->ops[i].stream,
+                        a->plan->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER);
+  for (uint32_t i = 0; i < b->plan->n_ops; i++)
+    if (b->plan->info[i].what == MM_OP_COLLECTIVE)
+      ck_assert_uint_eq(b->plan->ops[i].stream,
+                        b->plan->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTER : MM_STREAM_COMM_INTRA);
 }
 END_TEST
 
 START_TEST(test_finetune_and_inference)
 {
-  Sim pre = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", 0);
-  Sim ft = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-finetune.json", 0);
+  g_autoptr(MmSimulation) pre = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", 0);
+  g_autoptr(MmSimulation) ft = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-finetune.json", 0);
   /* frozen embedding and head: no weight gradients, no reduce-scatter for them */
-  ck_assert_uint_eq(count_ops(&pre, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1),
-                    count_ops(&ft, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1) + 2);
-  ck_assert_double_lt(ft.r.compute_by_phase_s[MM_PHASE_BWD], pre.r.compute_by_phase_s[MM_PHASE_BWD]);
-  ck_assert_double_lt(ft.r.model_flops, pre.r.model_flops);
-  sim_free(&pre);
-  sim_free(&ft);
+  ck_assert_uint_eq(count_ops(pre, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1),
+                    count_ops(ft, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1) + 2);
+  ck_assert_double_lt(ft->metrics.compute_by_phase_s[MM_PHASE_BWD], pre->metrics.compute_by_phase_s[MM_PHASE_BWD]);
+  ck_assert_double_lt(ft->metrics.model_flops, pre->metrics.model_flops);
 
-  Sim inf = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", 0);
-  for (uint32_t i = 0; i < inf.p->n_ops; i++) ck_assert_int_eq(inf.p->info[i].phase, MM_PHASE_FWD);
-  ck_assert_double_eq_tol(inf.r.model_flops, 256.0 * inf.g->total.fwd_flops, 1);
-  sim_free(&inf);
+  g_autoptr(MmSimulation) inf = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", 0);
+  for (uint32_t i = 0; i < inf->plan->n_ops; i++) ck_assert_int_eq(inf->plan->info[i].phase, MM_PHASE_FWD);
+  ck_assert_double_eq_tol(inf->metrics.model_flops, 256.0 * inf->graph->total.fwd_flops, 1);
 }
 END_TEST
 
 START_TEST(test_dlrm_all_to_all)
 {
-  Sim x = sim("models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json", 0);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_FWD), 1);
-  ck_assert_uint_eq(count_ops(&x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_BWD), 1);
+  g_autoptr(MmSimulation) x = sim("models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json", 0);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_FWD), 1);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_BWD), 1);
   /* each GPU sends the pooled outputs of its 32 tables for the 65536-sample batch */
-  for (uint32_t i = 0; i < x.p->n_ops; i++)
-    if (x.p->info[i].what == MM_OP_COLLECTIVE && x.p->info[i].coll == MM_COLL_ALL_TO_ALL)
-      ck_assert_double_eq_tol(x.p->info[i].bytes, 65536.0 * 32 * 94 * 2, 1);
+  for (uint32_t i = 0; i < x->plan->n_ops; i++)
+    if (x->plan->info[i].what == MM_OP_COLLECTIVE && x->plan->info[i].coll == MM_COLL_ALL_TO_ALL)
+      ck_assert_double_eq_tol(x->plan->info[i].bytes, 65536.0 * 32 * 94 * 2, 1);
   /* the bottom MLP runs while the forward All2All is in flight */
-  ck_assert_double_gt(x.r.hidden_comm_s, 0);
-  ck_assert_double_gt(x.r.embedding_s, 0);
-  sim_free(&x);
+  ck_assert_double_gt(x->metrics.hidden_comm_s, 0);
+  ck_assert_double_gt(x->metrics.embedding_s, 0);
 }
 END_TEST
 
@@ -275,16 +192,16 @@ START_TEST(test_per_device_agrees)
     {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", "2"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    Sim a, b;
     int64_t nodes = g_ascii_strtoll(cases[i][3], NULL, 10);
-    ck_assert(sim_try(&a, cases[i][0], cases[i][1], cases[i][2], nodes, FALSE));
-    ck_assert(sim_try(&b, cases[i][0], cases[i][1], cases[i][2], nodes, TRUE));
-    ck_assert_uint_eq(b.p->n_classes, (uint32_t)b.s->devices);
-    ck_assert_double_eq(a.r.iteration_time_s, b.r.iteration_time_s);
-    ck_assert_double_eq(a.r.exposed_comm_s, b.r.exposed_comm_s);
-    ck_assert_uint_eq(b.r.events, a.r.events * (uint64_t)b.s->devices);
-    sim_free(&a);
-    sim_free(&b);
+    g_autoptr(GError) error = NULL;
+    MmSimOptions sym = {.nodes = nodes}, per = {.nodes = nodes, .per_device = TRUE};
+    g_autoptr(MmSimulation) a = mm_test_sim(cases[i][0], cases[i][1], cases[i][2], &sym, &error);
+    g_autoptr(MmSimulation) b = mm_test_sim(cases[i][0], cases[i][1], cases[i][2], &per, &error);
+    ck_assert(a && b);
+    ck_assert_uint_eq(b->plan->n_classes, (uint32_t)b->scenario->devices);
+    ck_assert_double_eq(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
+    ck_assert_double_eq(a->metrics.exposed_comm_s, b->metrics.exposed_comm_s);
+    ck_assert_uint_eq(b->metrics.events, a->metrics.events * (uint64_t)b->scenario->devices);
   }
 }
 END_TEST
@@ -320,10 +237,15 @@ START_TEST(test_invariants)
   for (guint mi = 0; mi < G_N_ELEMENTS(inv_models); mi++) {
     for (guint hi = 0; hi < G_N_ELEMENTS(inv_hw); hi++) {
       for (guint ci = 0; ci < G_N_ELEMENTS(inv_cfgs); ci++) {
-        Sim x;
-        if (!sim_try(&x, inv_models[mi], inv_hw[hi], inv_cfgs[ci], inv_nodes[hi], FALSE)) continue;
+        g_autoptr(GError) error = NULL;
+        MmSimOptions opt = {.nodes = inv_nodes[hi]};
+        g_autoptr(MmSimulation) x = mm_test_sim(inv_models[mi], inv_hw[hi], inv_cfgs[ci], &opt, &error);
+        if (!x) {
+          ck_assert_msg(error->domain == MM_CONFIG_ERROR, "%s", error->message); /* rejected as input: fine */
+          continue;
+        }
         valid++;
-        const MmRunMetrics *r = &x.r;
+        const MmRunMetrics *r = &x->metrics;
         const char *what = inv_cfgs[ci];
         double it = r->iteration_time_s, eps = 1e-9 * it + 1e-12;
         /* at least the compute stream's serial work and any one stream's busy time */
@@ -336,18 +258,17 @@ START_TEST(test_invariants)
         ck_assert(r->mfu > 0 && r->mfu < 1);
         /* more bandwidth or FLOP/s never makes an iteration slower */
         double base = it;
-        scale_hw(x.h, 2.0, 1.0, 1.0);
-        sim_rerun(&x, FALSE);
-        ck_assert_msg(x.r.iteration_time_s <= base + eps, "%s: faster compute slowed it", what);
-        double c2 = x.r.iteration_time_s;
-        scale_hw(x.h, 1.0, 1.0, 2.0);
-        sim_rerun(&x, FALSE);
-        ck_assert_msg(x.r.iteration_time_s <= c2 + eps, "%s: more bandwidth slowed it", what);
-        double n2 = x.r.iteration_time_s;
-        scale_hw(x.h, 1.0, 2.0, 1.0);
-        sim_rerun(&x, FALSE);
-        ck_assert_msg(x.r.iteration_time_s <= n2 + eps, "%s: faster HBM slowed it", what);
-        sim_free(&x);
+        scale_hw(x->hardware, 2.0, 1.0, 1.0);
+        rerun(x);
+        ck_assert_msg(x->metrics.iteration_time_s <= base + eps, "%s: faster compute slowed it", what);
+        double c2 = x->metrics.iteration_time_s;
+        scale_hw(x->hardware, 1.0, 1.0, 2.0);
+        rerun(x);
+        ck_assert_msg(x->metrics.iteration_time_s <= c2 + eps, "%s: more bandwidth slowed it", what);
+        double n2 = x->metrics.iteration_time_s;
+        scale_hw(x->hardware, 1.0, 2.0, 1.0);
+        rerun(x);
+        ck_assert_msg(x->metrics.iteration_time_s <= n2 + eps, "%s: faster HBM slowed it", what);
       }
     }
   }
@@ -409,6 +330,49 @@ START_TEST(test_cli_trace_and_oom)
 }
 END_TEST
 
+/* The examples the README and the issue name: each runs and reports a time. */
+START_TEST(test_shipped_examples_run)
+{
+  static const char *const ex[][3] = {
+    {"models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json"},
+    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json"},
+    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-finetune.json"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
+    const char *args[] = {"run", "-m", ex[i][0], "-H", ex[i][1], "-c", ex[i][2], "--json", "-", NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s %s %s: %s", ex[i][0], ex[i][1], ex[i][2], err);
+    cJSON *root = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(root);
+    double t = cJSON_GetObjectItemCaseSensitive(root, "iteration_time_s")->valuedouble;
+    ck_assert_msg(t > 0 && t < 3600, "%s: %g s", ex[i][2], t);
+    cJSON_Delete(root);
+  }
+}
+END_TEST
+
+START_TEST(test_validate_runs)
+{
+  const char *args[] = {"validate", "configs/validation/training.json", "--json", "-", NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s", err);
+  cJSON *root = cJSON_Parse(out);
+  ck_assert_ptr_nonnull(root);
+  const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
+  ck_assert_int_ge(cJSON_GetArraySize(cases), 30);
+  for (const cJSON *c = cases->child; c; c = c->next) {
+    double pred = cJSON_GetObjectItemCaseSensitive(c, "predicted")->valuedouble;
+    ck_assert(pred > 0 && isfinite(pred));
+  }
+  ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "skipped")), 0);
+  cJSON_Delete(root);
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
   Suite *s = suite_create("run");
@@ -426,6 +390,8 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_invariants);
   tcase_add_test(tc, test_cli_run_json_deterministic);
   tcase_add_test(tc, test_cli_trace_and_oom);
+  tcase_add_test(tc, test_shipped_examples_run);
+  tcase_add_test(tc, test_validate_runs);
   suite_add_tcase(s, tc);
   return s;
 }

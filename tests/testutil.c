@@ -81,3 +81,34 @@ int mm_test_main(Suite *s)
   srunner_free(sr);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+static char *file_arg(const char *arg, const char *name)
+{
+  return arg[0] == '{' ? mm_test_write(name, arg) : mm_test_src(arg);
+}
+
+MmSimulation *mm_test_sim(const char *model, const char *hw, const char *cfg, const MmSimOptions *opt,
+                          GError **error)
+{
+  g_autofree char *mp = file_arg(model, "model.json");
+  g_autofree char *hp = file_arg(hw, "hardware.json");
+  g_autofree char *cp = file_arg(cfg, "config.json");
+  return mm_simulation_new(mp, hp, cp, opt, error);
+}
+
+MmSimulation *mm_test_sim_ok(const char *model, const char *hw, const char *cfg, int64_t nodes)
+{
+  g_autoptr(GError) error = NULL;
+  MmSimOptions opt = {.nodes = nodes};
+  MmSimulation *sim = mm_test_sim(model, hw, cfg, &opt, &error);
+  ck_assert_msg(sim != NULL, "%s / %s / %s: %s", model, hw, cfg, error ? error->message : "");
+  return sim;
+}
+
+char *mm_test_node8(void)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  return g_strdup_printf("{\"name\":\"n8\",\"device\":\"%s\",\"gpus_per_node\":8,\"nodes\":1,"
+                         "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25}}",
+                         dev);
+}

@@ -4,6 +4,8 @@
 #include <check.h>
 #include <glib.h>
 
+#include "sweep/sweep.h"
+
 /* Absolute path of a file in the source tree (MM_SOURCE_DIR). (transfer full) */
 char *mm_test_src(const char *rel);
 
@@ -17,6 +19,17 @@ const char *mm_test_tmpdir(void);
  * argv[0]) in the source directory; returns its exit status and captures
  * stdout/stderr (either may be NULL). */
 int mm_test_cli(const char *const *args, char **out, char **err);
+
+/* Simulates a scenario; each argument is a path under the source tree, or inline JSON
+ * when it starts with '{'. NULL (and @error) when the inputs are rejected. */
+MmSimulation *mm_test_sim(const char *model, const char *hw, const char *cfg, const MmSimOptions *opt,
+                          GError **error);
+
+/* The same, failing the test when the scenario is rejected. @nodes > 0 resizes the system. */
+MmSimulation *mm_test_sim_ok(const char *model, const char *hw, const char *cfg, int64_t nodes);
+
+/* A one-node system of 8 A100-80GB behind NVSwitch, as inline JSON. (transfer full) */
+char *mm_test_node8(void);
 
 /* Runs a check suite in a fresh SRunner; returns the process exit code. */
 int mm_test_main(Suite *s);

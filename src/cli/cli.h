@@ -15,6 +15,16 @@ int mm_cmd_schema(int argc, char **argv);
 int mm_cmd_run(int argc, char **argv);
 int mm_cmd_validate(int argc, char **argv);
 
+/* The input options every simulating command takes. */
+typedef struct {
+  char *model, *hardware, *config;
+  gint64 nodes;
+} MmInputPaths;
+
+/* Adds --model/-m, --hardware/-H, --config/-c and --nodes/-n to @ctx's main group. */
+void mm_cli_add_input_options(GOptionContext *ctx, MmInputPaths *paths);
+void mm_input_paths_clear(MmInputPaths *paths);
+
 /* The loaded inputs of a command (each may be NULL when not asked for). */
 typedef struct {
   MmModel *model;

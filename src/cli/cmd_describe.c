@@ -9,17 +9,14 @@
 
 int mm_cmd_describe(int argc, char **argv)
 {
-  g_autofree char *model_path = NULL, *hw_path = NULL, *cfg_path = NULL, *json_path = NULL;
-  gint64 nodes = 0;
+  g_autofree char *json_path = NULL;
+  MmInputPaths paths = {0};
   GOptionEntry entries[] = {
-    {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (models/*.json)", "M"},
-    {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file (hardware/*.json)", "H"},
-    {"config", 'c', 0, G_OPTION_ARG_FILENAME, &cfg_path, "Task + parallelism file (configs/*.json)", "C"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Also write the JSON document to OUT ('-' = stdout, replaces the text)", "OUT"},
-    {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Use N nodes of the system's design instead of its node count", "N"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- per-layer costs, strategies and per-device memory");
+  mm_cli_add_input_options(ctx, &paths);
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_summary(ctx,
     "Prints every block of the model with its parameters, FLOPs (forward, backward input-gradient,\n"
@@ -32,7 +29,10 @@ int mm_cmd_describe(int argc, char **argv)
     "  madmax describe -m models/gpt3-175b.json\n"
     "  madmax describe -m models/llama2-70b.json -H hardware/dgx-a100-2048.json \\\n"
     "      -c configs/llm-pretrain-tp-fsdp.json --json results/llama2-describe.json\n");
-  if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
+  gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
+  g_autofree char *model_path = paths.model, *hw_path = paths.hardware, *cfg_path = paths.config;
+  const gint64 nodes = paths.nodes;
+  if (!parsed) return MM_EXIT_INPUT;
   if (argc > 1) {
     fprintf(stderr, "madmax: unexpected argument '%s'\nTry 'madmax describe --help'.\n", argv[1]);
     return MM_EXIT_INPUT;

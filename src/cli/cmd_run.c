@@ -9,20 +9,17 @@
 
 int mm_cmd_run(int argc, char **argv)
 {
-  g_autofree char *model_path = NULL, *hw_path = NULL, *cfg_path = NULL, *json_path = NULL, *trace_path = NULL;
+  g_autofree char *json_path = NULL, *trace_path = NULL;
   gboolean per_device = FALSE;
-  gint64 nodes = 0;
+  MmInputPaths paths = {0};
   GOptionEntry entries[] = {
-    {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (models/*.json)", "M"},
-    {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file (hardware/*.json)", "H"},
-    {"config", 'c', 0, G_OPTION_ARG_FILENAME, &cfg_path, "Task + parallelism file (configs/*.json)", "C"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write the result document to OUT ('-' = stdout, replaces the text)", "OUT"},
     {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace (open in ui.perfetto.dev)", "T.json"},
     {"per-device", 0, 0, G_OPTION_ARG_NONE, &per_device, "Simulate every device, not one per device class", NULL},
-    {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Use N nodes of the system's design instead of its node count", "N"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- simulate one training or inference iteration");
+  mm_cli_add_input_options(ctx, &paths);
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_summary(ctx,
     "Lowers the model under the config's task and per-block parallel strategy into per-device\n"
@@ -41,7 +38,9 @@ int mm_cmd_run(int argc, char **argv)
     "\nJSON keys: iteration_time_s, throughput.{samples_per_s,tokens_per_s}, mfu, serialized.{compute_s,\n"
     "embedding_s, comm_s, comm_by_kind}, exposed_comm_s, exposed_comm_fraction, overlap.hidden_comm_s,\n"
     "memory.{per_device_bytes, capacity_bytes, fits, breakdown} (docs/MODEL.md defines each).\n");
-  if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
+  gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
+  g_autofree char *model_path = paths.model, *hw_path = paths.hardware, *cfg_path = paths.config;
+  if (!parsed) return MM_EXIT_INPUT;
   if (argc > 1) {
     fprintf(stderr, "madmax: unexpected argument '%s'\nTry 'madmax run --help'.\n", argv[1]);
     return MM_EXIT_INPUT;
@@ -53,7 +52,7 @@ int mm_cmd_run(int argc, char **argv)
 
   g_autoptr(GError) error = NULL;
   MmInputs in;
-  if (!mm_inputs_load(&in, model_path, hw_path, cfg_path, nodes, &error)) {
+  if (!mm_inputs_load(&in, model_path, hw_path, cfg_path, paths.nodes, &error)) {
     mm_inputs_clear(&in);
     return mm_cli_fail(error);
   }

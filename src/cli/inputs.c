@@ -21,3 +21,22 @@ gboolean mm_inputs_load(MmInputs *in, const char *model, const char *hardware, c
   if (!(in->scenario = mm_scenario_new(in->model, in->hardware, in->config, error))) return FALSE;
   return TRUE;
 }
+
+void mm_cli_add_input_options(GOptionContext *ctx, MmInputPaths *paths)
+{
+  GOptionEntry entries[] = {
+    {"model", 'm', 0, G_OPTION_ARG_FILENAME, &paths->model, "Model file (models/*.json)", "M"},
+    {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &paths->hardware, "System file (hardware/*.json)", "H"},
+    {"config", 'c', 0, G_OPTION_ARG_FILENAME, &paths->config, "Task + parallelism file (configs/*.json)", "C"},
+    {"nodes", 'n', 0, G_OPTION_ARG_INT64, &paths->nodes, "Use N nodes of the system's design instead of its node count", "N"},
+    G_OPTION_ENTRY_NULL,
+  };
+  g_option_context_add_main_entries(ctx, entries, NULL); /* GLib copies the table */
+}
+
+void mm_input_paths_clear(MmInputPaths *paths)
+{
+  g_clear_pointer(&paths->model, g_free);
+  g_clear_pointer(&paths->hardware, g_free);
+  g_clear_pointer(&paths->config, g_free);
+}
