@@ -9,7 +9,9 @@ typedef struct {
   MmEngineOp ops[32];
   uint32_t deps[64];
   MmTime dur[32];
-  uint32_t n, nd;
+  uint32_t xl[32];
+  double xb[32];
+  uint32_t n, nd, nx;
 } Prog;
 
 static uint32_t op(Prog *p, uint32_t stream, MmTime dur, int n_deps, ...)
@@ -37,9 +39,30 @@ static uint32_t coll(Prog *p, uint32_t stream, MmTime dur, uint32_t degree, uint
   return p->n++;
 }
 
+/* A transfer op: @latency, then @n (link, bytes) pairs moved at the links' shared pace. */
+static uint32_t flow(Prog *p, uint32_t stream, MmTime latency, gboolean sequential, int n_deps, uint32_t dep, int n,
+                     ...)
+{
+  va_list ap;
+  va_start(ap, n);
+  MmEngineOp *o = &p->ops[p->n];
+  *o = (MmEngineOp){.stream = stream, .dep_first = p->nd, .n_deps = (uint32_t)n_deps, .coll = MM_NO_COLL,
+                    .xfer_first = p->nx, .n_xfer = (uint16_t)n, .sequential = (uint16_t)sequential};
+  if (n_deps) p->deps[p->nd++] = dep;
+  for (int i = 0; i < n; i++) {
+    p->xl[p->nx] = va_arg(ap, uint32_t);
+    p->xb[p->nx++] = va_arg(ap, double);
+  }
+  va_end(ap);
+  p->dur[p->n] = latency;
+  return p->n++;
+}
+
+static const double unit_bw[4] = {1.0, 1.0, 1.0, 1.0}; /* bytes per picosecond */
+
 static MmEngineProgram prog(Prog *p, uint32_t streams)
 {
-  return (MmEngineProgram){p->ops, p->n, p->deps, streams};
+  return (MmEngineProgram){p->ops, p->n, p->deps, streams, p->xl, p->xb, 4};
 }
 
 static MmEngine *run1(Prog *p, uint32_t streams)
@@ -47,7 +70,7 @@ static MmEngine *run1(Prog *p, uint32_t streams)
   static MmEngineProgram pr;
   static MmEngineClass cl;
   pr = prog(p, streams);
-  cl = (MmEngineClass){0, p->dur, 0};
+  cl = (MmEngineClass){0, p->dur, 0, unit_bw};
   g_autoptr(GError) error = NULL;
   MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_msg(e != NULL, "%s", error ? error->message : "");
@@ -138,7 +161,7 @@ START_TEST(test_collective_across_two_classes)
   uint32_t after = op(&p, 0, 1, 1, ar);
   MmTime d0[3] = {10, 2, 1}, d1[3] = {4, 3, 1};
   MmEngineProgram pr = prog(&p, 2);
-  MmEngineClass cls[2] = {{0, d0, 0}, {0, d1, 1}};
+  MmEngineClass cls[2] = {{0, d0, 0, unit_bw}, {0, d1, 1, unit_bw}};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, cls, 2, &error);
   ck_assert_ptr_nonnull(e);
@@ -163,9 +186,9 @@ START_TEST(test_symmetric_equals_per_device)
   uint32_t d = coll(&p, 2, 11, 2, 2, 1, b);
   op(&p, 0, 2, 1, d);
   MmEngineProgram pr = prog(&p, 3);
-  MmEngineClass one = {0, p.dur, 0};
+  MmEngineClass one = {0, p.dur, 0, unit_bw};
   MmEngineClass four[4];
-  for (uint32_t i = 0; i < 4; i++) four[i] = (MmEngineClass){0, p.dur, i};
+  for (uint32_t i = 0; i < 4; i++) four[i] = (MmEngineClass){0, p.dur, i, unit_bw};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e1 = mm_engine_new(&pr, 1, &one, 1, &error);
   g_autoptr(MmEngine) e4 = mm_engine_new(&pr, 1, four, 4, &error);
@@ -191,7 +214,7 @@ START_TEST(test_deadlock_is_reported)
   s.ops[s1].coll = 200;
   s.ops[s2].coll = 100;
   MmEngineProgram prs[2] = {prog(&r, 2), prog(&s, 2)};
-  MmEngineClass cls[2] = {{0, r.dur, 0}, {1, s.dur, 1}};
+  MmEngineClass cls[2] = {{0, r.dur, 0, unit_bw}, {1, s.dur, 1, unit_bw}};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(prs, 2, cls, 2, &error);
   ck_assert_ptr_nonnull(e);
@@ -206,7 +229,7 @@ START_TEST(test_invalid_program)
   op(&p, 0, 1, 0);
   op(&p, 0, 1, 1, 1); /* depends on itself */
   MmEngineProgram pr = prog(&p, 1);
-  MmEngineClass cl = {0, p.dur, 0};
+  MmEngineClass cl = {0, p.dur, 0, unit_bw};
   g_autoptr(GError) error = NULL;
   MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_ptr_null(e);
@@ -215,7 +238,7 @@ START_TEST(test_invalid_program)
   Prog q = {0};
   op(&q, 5, 1, 0); /* stream out of range */
   MmEngineProgram pq = prog(&q, 2);
-  MmEngineClass cq = {0, q.dur, 0};
+  MmEngineClass cq = {0, q.dur, 0, unit_bw};
   ck_assert_ptr_null(mm_engine_new(&pq, 1, &cq, 1, &error));
 }
 END_TEST
@@ -235,6 +258,57 @@ START_TEST(test_rerun_and_equal_times)
 }
 END_TEST
 
+/* Two flows of 100 bytes on one link of 1 byte/ps: each gets half, both end at 200. */
+START_TEST(test_contention_one_link)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 0, FALSE, 0, 0, 1, 0u, 100.0);
+  uint32_t b = flow(&p, 2, 0, FALSE, 0, 0, 1, 0u, 100.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_uint_eq(END(e, a), 200);
+  ck_assert_uint_eq(END(e, b), 200);
+}
+END_TEST
+
+/* The same flows on different links do not interfere: both end at 100. */
+START_TEST(test_contention_two_links)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 0, FALSE, 0, 0, 1, 0u, 100.0);
+  uint32_t b = flow(&p, 2, 0, FALSE, 0, 0, 1, 1u, 100.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_uint_eq(END(e, a), 100);
+  ck_assert_uint_eq(END(e, b), 100);
+}
+END_TEST
+
+/* A starts alone at 0; B joins at 50 (after a compute op): A has 50 bytes left, shared
+ * at 0.5/ps it ends at 150; B moved 50 by then and ends alone at 200. */
+START_TEST(test_contention_staggered)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 0, FALSE, 0, 0, 1, 0u, 100.0);
+  uint32_t c = op(&p, 0, 50, 0);
+  uint32_t b = flow(&p, 2, 0, FALSE, 1, c, 1, 0u, 100.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_uint_eq(START(e, b), 50);
+  ck_assert_uint_eq(END(e, a), 150);
+  ck_assert_uint_eq(END(e, b), 200);
+}
+END_TEST
+
+/* Latency comes first; several links move at once (pipelined) or one after another. */
+START_TEST(test_flow_latency_and_phases)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 10, FALSE, 0, 0, 2, 0u, 100.0, 1u, 50.0);
+  uint32_t b = flow(&p, 2, 10, TRUE, 0, 0, 2, 2u, 100.0, 3u, 50.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_uint_eq(END(e, a), 110);
+  ck_assert_uint_eq(END(e, b), 160);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
   Suite *s = suite_create("engine");
@@ -248,6 +322,10 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_deadlock_is_reported);
   tcase_add_test(tc, test_invalid_program);
   tcase_add_test(tc, test_rerun_and_equal_times);
+  tcase_add_test(tc, test_contention_one_link);
+  tcase_add_test(tc, test_contention_two_links);
+  tcase_add_test(tc, test_contention_staggered);
+  tcase_add_test(tc, test_flow_latency_and_phases);
   suite_add_tcase(s, tc);
   return s;
 }

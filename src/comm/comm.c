@@ -1,8 +1,12 @@
-/* comm: alpha-beta costs of ring, hierarchical and pairwise collectives on the system's two networks. */
+/* comm: collective algorithms as per-link traffic + latency on switch, mesh, ring, fat-tree, rail and torus networks. */
 #include "comm.h"
 
-const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p", NULL};
+#include <math.h>
+#include <string.h>
+
 const char *const mm_scope_names[] = {"intra_node", "inter_node", "intra_and_inter_node", NULL};
+const char *const mm_sparse_method_names[] = {"dense", "sparse", "host", NULL};
+
 
 MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t stride)
 {
@@ -25,84 +29,385 @@ MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t s
   return s;
 }
 
-/* Effective intra-node bandwidth of one GPU toward @peers other members of its node.
- * On a full mesh only the links to those peers carry traffic (a pair uses one of seven
- * links on MI300X); through a switch every link does. */
-static double intra_bw(const MmNetwork *n, int64_t gpus_per_node, int64_t peers)
+/* ---- links ------------------------------------------------------------- */
+
+void mm_comm_links(const MmHardware *hw, MmLinks *out)
 {
-  if (peers <= 0) return 0;
-  double bw = n->bw_per_gpu_Bps;
-  if (n->topology == MM_TOPO_FULL_MESH && gpus_per_node > 1) {
-    double per_peer = (double)n->links / (double)(gpus_per_node - 1) * n->link_bw_Bps;
-    bw = MIN(bw, (double)peers * per_peer);
+  memset(out, 0, sizeof *out);
+  out->nic = out->host = UINT32_MAX;
+  const MmNetwork *in = &hw->intra;
+  const int64_t g = hw->gpus_per_node;
+  out->intra_first = 0;
+  if (in->present && g > 1) {
+    if (in->topology == MM_TOPO_FULL_MESH) {
+      /* one resource per peer offset: the links from this GPU to (self + o) mod g */
+      double per_peer = (double)in->links / (double)(g - 1) * in->link_bw_Bps * in->efficiency;
+      out->n_intra = (uint32_t)MIN(g - 1, MM_LINKS_MAX - 2);
+      for (uint32_t i = 0; i < out->n_intra; i++) {
+        out->bw_Bps[out->n] = per_peer;
+        out->kind[out->n++] = MM_LINK_INTRA;
+      }
+    } else if (in->topology == MM_TOPO_RING) {
+      out->n_intra = 2; /* to the next and to the previous GPU */
+      for (int i = 0; i < 2; i++) {
+        out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency / 2.0;
+        out->kind[out->n++] = MM_LINK_INTRA;
+      }
+    } else {
+      out->n_intra = 1; /* the GPU's port into the switch */
+      out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency;
+      out->kind[out->n++] = MM_LINK_INTRA;
+      if (in->in_network_reduction) out->in_network_bw_Bps = in->bw_per_gpu_Bps * in->in_network_efficiency;
+    }
   }
-  return bw * n->efficiency;
+  if (hw->inter.present) {
+    out->nic = out->n;
+    out->bw_Bps[out->n] = hw->inter.bw_per_gpu_Bps * hw->inter.efficiency;
+    out->kind[out->n++] = MM_LINK_NIC;
+  }
+  out->host = out->n;
+  out->bw_Bps[out->n] = hw->host_bw_Bps > 0 ? hw->host_bw_Bps : 25e9;
+  out->kind[out->n++] = MM_LINK_HOST;
 }
 
-static double inter_bw(const MmNetwork *n) { return n->bw_per_gpu_Bps * n->efficiency; }
-
-/* One ring phase over p ranks moving fraction f of @bytes per step pattern. */
-static double ring(double p, double bytes, double factor, double bw, double lat, double steps, double *latency)
+char *mm_comm_link_name(const MmHardware *hw, const MmLinks *links, uint32_t r)
 {
-  if (p <= 1 || bytes <= 0) return 0;
-  *latency += steps * lat;
-  return steps * lat + factor * (p - 1.0) / p * bytes / bw;
+  g_return_val_if_fail(r < links->n, NULL);
+  if (r == links->nic) return g_strdup("nic");
+  if (r == links->host) return g_strdup("host");
+  if (hw->intra.topology == MM_TOPO_FULL_MESH) return g_strdup_printf("link+%u", r - links->intra_first + 1);
+  if (hw->intra.topology == MM_TOPO_RING) return g_strdup(r == links->intra_first ? "ring_next" : "ring_prev");
+  return g_strdup("nvlink");
 }
 
-void mm_comm_cost(const MmHardware *hw, const MmCollective *c, MmCommCost *out)
-{
-  *out = (MmCommCost){0};
-  out->shape = mm_comm_group_shape(hw, c->degree, c->stride);
-  out->algorithm = "ring";
-  if (c->degree <= 1 || c->bytes <= 0) return;
-  const MmNetwork *in = &hw->intra, *ex = &hw->inter;
-  const double p = (double)c->degree, S = c->bytes;
-  const double k1 = (double)out->shape.per_node, k2 = (double)out->shape.nodes;
-  double bi = out->shape.per_node > 1 ? intra_bw(in, hw->gpus_per_node, out->shape.per_node - 1) : 0;
-  double be = out->shape.nodes > 1 ? inter_bw(ex) : 0;
-  out->intra_bw_Bps = bi;
-  out->inter_bw_Bps = be;
-  double li = in->latency_s, le = ex->latency_s, lat = 0, t = 0;
+/* ---- algorithms -------------------------------------------------------- */
 
-  switch (c->kind) {
+typedef struct {
+  const MmHardware *hw;
+  const MmLinks *links;
+  const MmCollective *c;
+  MmGroupShape sh;
+  double p, k1, k2, S;
+  double ai, ae, base; /* per-step latencies, per-collective latency */
+} Ctx;
+
+static void put(MmCommCost *o, uint32_t link, double bytes)
+{
+  if (bytes <= 0 || link == UINT32_MAX) return;
+  for (uint32_t i = 0; i < o->n_use; i++) {
+    if (o->link[i] == link) {
+      o->bytes[i] += bytes;
+      return;
+    }
+  }
+  g_assert(o->n_use < MM_LINKS_MAX);
+  o->link[o->n_use] = link;
+  o->bytes[o->n_use++] = bytes;
+}
+
+/* Intra-node bytes spread over the links toward the group's members in the node. */
+static void put_intra(const Ctx *x, MmCommCost *o, double bytes)
+{
+  if (bytes <= 0 || x->links->n_intra == 0) return;
+  const MmLinks *L = x->links;
+  if (x->hw->intra.topology == MM_TOPO_FULL_MESH) {
+    int64_t g = x->hw->gpus_per_node, k = x->sh.per_node, st = x->c->stride % g;
+    if (x->sh.scope == MM_SCOPE_MIXED) st = g / k; /* members of one node sit g/k apart */
+    for (int64_t m = 1; m < k; m++) {
+      int64_t off = (m * st) % g;
+      put(o, L->intra_first + (uint32_t)(off - 1), bytes / (double)(k - 1));
+    }
+  } else if (x->hw->intra.topology == MM_TOPO_RING) {
+    put(o, L->intra_first, bytes / 2.0);
+    put(o, L->intra_first + 1, bytes / 2.0);
+  } else {
+    put(o, L->intra_first, bytes);
+  }
+}
+
+static gboolean is_pow2(double v)
+{
+  int64_t n = (int64_t)v;
+  return n > 0 && (n & (n - 1)) == 0;
+}
+
+static double lg2(double v) { return ceil(log2(MAX(v, 1.0))); }
+
+/* Fills @o with the traffic of @a; FALSE when @a does not apply. */
+static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
+{
+  const MmHardware *hw = x->hw;
+  const MmLinks *L = x->links;
+  const double p = x->p, k1 = x->k1, k2 = x->k2, S = x->S;
+  const gboolean intra = k1 > 1, inter = k2 > 1;
+  const double step = inter ? x->ae : x->ai;
+  const gboolean torus = inter && hw->inter.n_dims > 0 && k2 == (double)hw->nodes;
+  o->n_use = 0; /* the link arrays are filled up to n_use; no need to clear them */
+  o->sequential = FALSE;
+  o->algorithm = a;
+  o->shape = x->sh;
+  double lat = x->base;
+  if (inter && L->nic == UINT32_MAX) return FALSE;
+
+  switch (x->c->kind) {
   case MM_COLL_ALL_REDUCE:
-    if (out->shape.scope == MM_SCOPE_INTRA) t = ring(p, S, 2, bi, li, 2 * (p - 1), &lat);
-    else if (out->shape.scope == MM_SCOPE_INTER) t = ring(p, S, 2, be, le, 2 * (p - 1), &lat);
-    else {
-      out->algorithm = "hierarchical";
-      t = ring(k1, S, 1, bi, li, k1 - 1, &lat) + ring(k2, S / k1, 2, be, le, 2 * (k2 - 1), &lat) +
-          ring(k1, S, 1, bi, li, k1 - 1, &lat);
+    switch (a) {
+    case MM_ALGO_RING:
+      if (torus) {
+        /* dimension-ordered bidirectional rings: reduce-scatter along each dimension, then all-gather back */
+        double chunk = S / k1, links = (double)hw->inter.links, e = 0;
+        for (guint d = 0; d < hw->inter.n_dims; d++) {
+          double kd = (double)hw->inter.dims[d];
+          e += 2.0 * (kd - 1.0) / kd * chunk * links / 2.0; /* two of the node's links carry each phase */
+          lat += 2.0 * (kd - 1.0) * x->ae;
+          chunk /= kd;
+        }
+        if (intra) put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
+        put(o, L->nic, e);
+        o->sequential = TRUE;
+        break;
+      }
+      put_intra(x, o, intra ? 2.0 * (p - 1.0) / p * S : 0);
+      put(o, L->nic, inter ? 2.0 * (p - 1.0) / p * S / k1 : 0);
+      lat += 2.0 * (p - 1.0) * step;
+      break;
+    case MM_ALGO_TREE:
+      if (!inter) return FALSE;
+      if (intra) {
+        if (L->in_network_bw_Bps > 0) put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
+        else put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
+      }
+      put(o, L->nic, 2.0 * (k2 - 1.0) / k2 * S / k1);
+      lat += 2.0 * (k1 - 1.0) * x->ai + 2.0 * lg2(k2) * x->ae;
+      break;
+    case MM_ALGO_DIRECT:
+      if (inter) return FALSE;
+      put_intra(x, o, (p - 1.0) * S);
+      lat += x->ai;
+      break;
+    case MM_ALGO_TWO_PHASE:
+      if (inter || hw->intra.topology == MM_TOPO_RING) return FALSE;
+      put_intra(x, o, 2.0 * (p - 1.0) / p * S);
+      lat += 2.0 * x->ai;
+      break;
+    case MM_ALGO_HALVING_DOUBLING:
+      if (!is_pow2(p) || !is_pow2(k1)) return FALSE;
+      put_intra(x, o, intra ? 2.0 * S * (1.0 / k2 - 1.0 / p) : 0);
+      put(o, L->nic, inter ? 2.0 * S * (1.0 - 1.0 / k2) : 0);
+      lat += 2.0 * lg2(k1) * x->ai + 2.0 * lg2(k2) * x->ae;
+      break;
+    case MM_ALGO_HIERARCHICAL:
+      if (!intra || !inter) return FALSE;
+      put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
+      put(o, L->nic, 2.0 * (k2 - 1.0) / k2 * S / k1);
+      lat += 2.0 * (k1 - 1.0) * x->ai + 2.0 * (k2 - 1.0) * x->ae;
+      o->sequential = TRUE;
+      break;
+    case MM_ALGO_IN_NETWORK:
+      if (!intra || L->in_network_bw_Bps <= 0) return FALSE;
+      /* each GPU pushes S into the switch and pulls the reduced S back */
+      put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
+      if (inter) {
+        put(o, L->nic, (hw->inter.in_network_reduction ? 1.0 : 2.0 * (k2 - 1.0) / k2) * S / k1);
+        lat += 2.0 * lg2(k2) * x->ae;
+      }
+      lat += 2.0 * x->ai;
+      break;
+    case MM_ALGO_HOST:
+      put(o, L->host, 2.0 * (p - 1.0) / p * S);
+      lat += 2.0 * (p - 1.0) * step;
+      break;
+    default:
+      return FALSE;
     }
     break;
   case MM_COLL_ALL_GATHER:
   case MM_COLL_REDUCE_SCATTER:
-    if (out->shape.scope == MM_SCOPE_INTRA) t = ring(p, S, 1, bi, li, p - 1, &lat);
-    else if (out->shape.scope == MM_SCOPE_INTER) t = ring(p, S, 1, be, le, p - 1, &lat);
-    else {
-      out->algorithm = "hierarchical";
-      t = ring(k2, S / k1, 1, be, le, k2 - 1, &lat) + ring(k1, S, 1, bi, li, k1 - 1, &lat);
+    switch (a) {
+    case MM_ALGO_RING:
+      if (torus) {
+        double chunk = S / k1, links = (double)hw->inter.links, e = 0;
+        for (guint d = 0; d < hw->inter.n_dims; d++) {
+          double kd = (double)hw->inter.dims[d];
+          e += (kd - 1.0) / kd * chunk * links / 2.0;
+          lat += (kd - 1.0) * x->ae;
+          chunk /= kd;
+        }
+        if (intra) put_intra(x, o, (k1 - 1.0) / k1 * S);
+        put(o, L->nic, e);
+        o->sequential = TRUE;
+        break;
+      }
+      put_intra(x, o, intra ? (p - 1.0) / p * S : 0);
+      put(o, L->nic, inter ? (p - 1.0) / p * S / k1 : 0);
+      lat += (p - 1.0) * step;
+      break;
+    case MM_ALGO_DIRECT:
+      if (inter) return FALSE;
+      put_intra(x, o, (p - 1.0) / p * S);
+      lat += x->ai;
+      break;
+    case MM_ALGO_HALVING_DOUBLING:
+      if (!is_pow2(p) || !is_pow2(k1)) return FALSE;
+      put_intra(x, o, intra ? S * (1.0 / k2 - 1.0 / p) : 0);
+      put(o, L->nic, inter ? S * (1.0 - 1.0 / k2) : 0);
+      lat += lg2(k1) * x->ai + lg2(k2) * x->ae;
+      break;
+    case MM_ALGO_HIERARCHICAL:
+      if (!intra || !inter) return FALSE;
+      put_intra(x, o, (k1 - 1.0) / k1 * S);
+      put(o, L->nic, (k2 - 1.0) / k2 * S / k1);
+      lat += (k1 - 1.0) * x->ai + (k2 - 1.0) * x->ae;
+      o->sequential = TRUE;
+      break;
+    case MM_ALGO_HOST:
+      put(o, L->host, (p - 1.0) / p * S);
+      lat += (p - 1.0) * step;
+      break;
+    default:
+      return FALSE;
     }
     break;
-  case MM_COLL_ALL_TO_ALL: {
-    /* every pair exchanges concurrently; the slower network sets the pace */
-    out->algorithm = "pairwise";
-    double local = (k1 - 1.0) / p * S, remote = (p - k1) / p * S;
-    double ti = local > 0 ? local / bi : 0, te = remote > 0 ? remote / be : 0;
-    lat = remote > 0 ? le : li;
-    t = lat + MAX(ti, te);
+  case MM_COLL_ALL_TO_ALL:
+    if (a == MM_ALGO_HOST) {
+      put(o, L->host, (p - 1.0) / p * S);
+      lat += (p - 1.0) * step;
+      break;
+    }
+    if (a != MM_ALGO_PAIRWISE) return FALSE;
+    /* every pair at once; remote shares leave through the NICs, local ones over the intra links */
+    put_intra(x, o, (k1 - 1.0) / p * S);
+    put(o, L->nic, (p - k1) / p * S);
+    lat += step;
     break;
-  }
-  case MM_COLL_P2P: {
-    /* one message to one peer: a single link on a mesh, the GPU's NIC share across nodes */
-    out->algorithm = "direct";
-    double bw = out->shape.scope == MM_SCOPE_INTRA ? intra_bw(in, hw->gpus_per_node, 1) : be;
-    lat = out->shape.scope == MM_SCOPE_INTRA ? li : le;
-    t = lat + S / bw;
+  case MM_COLL_BROADCAST:
+    if (a != MM_ALGO_RING && a != MM_ALGO_TREE) return FALSE;
+    put_intra(x, o, intra ? S : 0);
+    put(o, L->nic, inter ? S / k1 : 0);
+    lat += (a == MM_ALGO_RING ? p - 1.0 : lg2(p)) * step;
     break;
-  }
+  case MM_COLL_P2P:
+  case MM_COLL_PERMUTE:
+    if (a != MM_ALGO_DIRECT) return FALSE;
+    if (inter || x->sh.scope != MM_SCOPE_INTRA) {
+      put(o, L->nic, S);
+    } else if (hw->intra.topology == MM_TOPO_FULL_MESH) {
+      int64_t off = x->c->stride % hw->gpus_per_node; /* the link to the next member */
+      put(o, L->intra_first + (uint32_t)(off - 1), S);
+    } else {
+      put_intra(x, o, S);
+    }
+    lat += step;
+    break;
   case MM_COLL_COUNT:
     g_assert_not_reached();
   }
-  out->latency_s = lat;
-  out->time_s = t;
+
+  o->latency_s = lat;
+  double data = 0;
+  for (uint32_t i = 0; i < o->n_use; i++) {
+    double t = o->bytes[i] / L->bw_Bps[o->link[i]];
+    data = o->sequential ? data + t : MAX(data, t);
+  }
+  o->time_s = lat + data;
+  o->alg_bw_Bps = o->time_s > 0 ? S / o->time_s : 0;
+  double f = 1.0;
+  if (x->c->kind == MM_COLL_ALL_REDUCE) f = 2.0 * (p - 1.0) / p;
+  else if (x->c->kind == MM_COLL_ALL_GATHER || x->c->kind == MM_COLL_REDUCE_SCATTER || x->c->kind == MM_COLL_ALL_TO_ALL)
+    f = (p - 1.0) / p;
+  o->bus_bw_Bps = o->alg_bw_Bps * f;
+  return TRUE;
+}
+
+static void init_ctx(Ctx *x, const MmHardware *hw, const MmLinks *links, const MmCollective *c)
+{
+  x->hw = hw;
+  x->links = links;
+  x->c = c;
+  x->sh = mm_comm_group_shape(hw, c->degree, c->stride);
+  x->p = (double)c->degree;
+  x->k1 = (double)x->sh.per_node;
+  x->k2 = (double)x->sh.nodes;
+  x->S = c->bytes;
+  x->ai = hw->intra.latency_s;
+  x->ae = hw->inter.latency_s;
+  x->base = x->sh.nodes > 1 ? hw->inter.base_latency_s : hw->intra.base_latency_s;
+}
+
+gboolean mm_comm_applies(const MmHardware *hw, const MmLinks *links, const MmCollective *c, MmAlgorithm a)
+{
+  Ctx x;
+  MmCommCost o;
+  init_ctx(&x, hw, links, c);
+  return a != MM_ALGO_AUTO && algorithm(&x, a, &o);
+}
+
+gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollective *c, MmCommCost *out)
+{
+  Ctx x;
+  init_ctx(&x, hw, links, c);
+  memset(out, 0, sizeof *out);
+  out->shape = x.sh;
+  out->algorithm = c->algorithm == MM_ALGO_AUTO ? MM_ALGO_RING : c->algorithm;
+  if (c->degree <= 1 || c->bytes <= 0) return TRUE;
+  if (c->algorithm != MM_ALGO_AUTO && algorithm(&x, c->algorithm, out)) return TRUE;
+  /* automatic: the fastest on idle links, as NCCL's and RCCL's tuners pick (host staging only when asked) */
+  gboolean found = FALSE;
+  MmCommCost best = {0}, o;
+  for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
+    if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL) continue;
+    if (!algorithm(&x, (MmAlgorithm)a, &o)) continue;
+    if (!found || o.time_s < best.time_s) best = o, found = TRUE;
+  }
+  if (!found) algorithm(&x, MM_ALGO_HOST, &best);
+  *out = best;
+  return c->algorithm == MM_ALGO_AUTO;
+}
+
+/* ---- sparse gradient synchronization ------------------------------------ */
+
+void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSparseGrad *g, MmSparseMethod m,
+                         MmSparseCost *out)
+{
+  memset(out, 0, sizeof *out);
+  out->method = m;
+  const double p = (double)g->degree, rows = (double)g->rows;
+  const double local = MIN(rows, g->touched_frac * rows);
+  /* distinct rows across ranks: a share `overlap` of each rank's rows is common to all */
+  double uni = local * g->overlap + (1.0 - g->overlap) * local * p;
+  out->union_rows = MIN(rows, MAX(local, uni));
+  MmCollective ar = {MM_COLL_ALL_REDUCE, 0, g->degree, g->stride, MM_ALGO_AUTO};
+  if (m == MM_SYNC_DENSE) {
+    ar.bytes = rows * (double)g->dim * g->elem_bytes;
+    out->value_bytes = ar.bytes;
+    mm_comm_cost(hw, links, &ar, &out->reduce);
+    out->time_s = out->reduce.time_s;
+    return;
+  }
+  /* indices: int64 per touched row, padded to the largest count (PyTorch blog, step 1) */
+  MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO};
+  if (m == MM_SYNC_HOST) ag.algorithm = ar.algorithm = MM_ALGO_HOST;
+  MmCommCost agc;
+  mm_comm_cost(hw, links, &ag, &agc);
+  out->index_bytes = ag.bytes;
+  ar.bytes = out->union_rows * (double)g->dim * g->elem_bytes;
+  out->value_bytes = ar.bytes;
+  mm_comm_cost(hw, links, &ar, &out->reduce);
+  /* de-duplication and the scatter into the union layout: memory passes over the indices and values */
+  double dedup_bytes = 2.0 * ag.bytes + 2.0 * local * (double)g->dim * g->elem_bytes;
+  double dedup = dedup_bytes / (hw->device.hbm_bw_Bps * hw->device.util_hbm.value);
+  if (m == MM_SYNC_HOST) dedup = dedup_bytes / (20e9); /* on the CPU: one socket's memory bandwidth share */
+  out->time_s = agc.time_s + dedup + out->reduce.time_s;
+}
+
+MmSparseMethod mm_comm_sparse_best(const MmHardware *hw, const MmLinks *links, const MmSparseGrad *g,
+                                   MmSparseCost *out)
+{
+  MmSparseCost c;
+  gboolean first = TRUE;
+  for (int m = 0; m < MM_SYNC_COUNT; m++) {
+    mm_comm_sparse_cost(hw, links, g, (MmSparseMethod)m, &c);
+    if (first || c.time_s < out->time_s) *out = c, first = FALSE;
+  }
+  return out->method;
 }

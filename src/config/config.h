@@ -39,8 +39,47 @@ typedef enum {
 extern const char *const mm_dtype_names[]; /* NULL-terminated, indexed by MmDtype */
 
 /* Storage size of one element in bytes (tf32 is stored as fp32). */
-double mm_dtype_bytes(MmDtype d);
+static inline double mm_dtype_bytes(MmDtype d)
+{
+  static const double bytes[MM_DTYPE_COUNT] = {4, 4, 2, 2, 1, 1};
+  return d < MM_DTYPE_COUNT ? bytes[d] : 0;
+}
 const char *mm_dtype_name(MmDtype d);
+
+/* ---- collectives (named by configs, costed by src/comm) ------------------- */
+
+typedef enum {
+  MM_COLL_ALL_REDUCE,
+  MM_COLL_ALL_GATHER,
+  MM_COLL_REDUCE_SCATTER,
+  MM_COLL_ALL_TO_ALL,
+  MM_COLL_P2P,
+  MM_COLL_BROADCAST,
+  MM_COLL_PERMUTE, /* collective-permute: every rank sends to the next (XLA) */
+  MM_COLL_COUNT
+} MmCollKind;
+
+extern const char *const mm_coll_names[]; /* "all_reduce", ... (JSON keys) */
+
+typedef enum {
+  MM_ALGO_AUTO,
+  MM_ALGO_RING,
+  MM_ALGO_TREE,             /* double binary tree across nodes, chains inside */
+  MM_ALGO_DIRECT,           /* one-shot: every rank reads every peer (AllReduce); direct sends (AG/RS) */
+  MM_ALGO_TWO_PHASE,        /* direct reduce-scatter then direct all-gather over a mesh or switch */
+  MM_ALGO_HALVING_DOUBLING, /* recursive halving (RS) and doubling (AG) */
+  MM_ALGO_HIERARCHICAL,     /* intra reduce-scatter, inter all-reduce, intra all-gather, one after the other */
+  MM_ALGO_IN_NETWORK,       /* the switch reduces (NVLink SHARP / SHARP) */
+  MM_ALGO_PAIRWISE,         /* All2All: every pair at once */
+  MM_ALGO_HOST,             /* staged through host memory over PCIe (Gloo, P2P disabled) */
+  MM_ALGO_COUNT
+} MmAlgorithm;
+
+extern const char *const mm_algorithm_names[]; /* NULL-terminated; "auto", "ring", ... */
+
+/* How an embedding table's gradient is synchronized across data-parallel ranks. */
+typedef enum { MM_GRAD_SYNC_DENSE, MM_GRAD_SYNC_SPARSE, MM_GRAD_SYNC_HOST, MM_GRAD_SYNC_AUTO } MmGradSync;
+extern const char *const mm_grad_sync_names[];
 
 /* ---- model ------------------------------------------------------------- */
 
@@ -158,9 +197,13 @@ typedef struct {
   double bw_per_gpu_Bps; /* per direction, line rate, all links/NICs of one GPU together */
   double link_bw_Bps;    /* one link or NIC, per direction */
   int64_t links;         /* links per GPU (intra) or NICs per node (inter) */
-  double latency_s;      /* per message (alpha) */
+  double latency_s;      /* per algorithm step (alpha) */
+  double base_latency_s; /* per collective (launch, protocol setup) */
   double efficiency;     /* achievable fraction of line rate (protocol overhead) */
   gboolean in_network_reduction;
+  double in_network_efficiency; /* fraction of line rate the in-switch reduction delivers */
+  int64_t dims[3];       /* torus: nodes along each dimension (product = nodes) */
+  guint n_dims;
   char *source;
 } MmNetwork;
 
@@ -173,6 +216,7 @@ typedef struct {
   int64_t nodes;
   MmNetwork intra;
   MmNetwork inter;
+  double host_bw_Bps;    /* GPU <-> host link (PCIe), per direction, effective */
 } MmHardware;
 
 static inline int64_t mm_hardware_devices(const MmHardware *hw) { return hw->gpus_per_node * hw->nodes; }
@@ -209,6 +253,7 @@ typedef struct {
   MmDegreeSpec spec;
   int64_t degree;       /* resolved (equals the number for MM_DEG_NUMBER) */
   MmShardKind sharding; /* mp only */
+  MmGradSync grad_sync; /* ddp levels of embedding blocks: how their gradient is synchronized */
 } MmLevel;
 
 typedef struct {
@@ -248,6 +293,7 @@ typedef struct {
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
+  MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: choose) */
   MmStrategyEntry *strategies; guint n_strategies;
 } MmParallelConfig;
 

@@ -3,13 +3,6 @@
 
 const char *const mm_dtype_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8", NULL};
 
-double mm_dtype_bytes(MmDtype d)
-{
-  static const double bytes[MM_DTYPE_COUNT] = {4, 4, 2, 2, 1, 1};
-  g_return_val_if_fail(d < MM_DTYPE_COUNT, 0);
-  return bytes[d];
-}
-
 const char *mm_dtype_name(MmDtype d)
 {
   g_return_val_if_fail(d < MM_DTYPE_COUNT, "?");
@@ -27,8 +20,16 @@ const char *const mm_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "pp", "sp", 
 const char *const mm_shard_names[] = {"table", "row", "column", NULL};
 const char *const mm_optimizer_names[] = {"adam", "sgd", "adagrad", "rowwise_adagrad", NULL};
 const char *const mm_recompute_names[] = {"none", "full", NULL};
+const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p",
+                                     "broadcast",  "permute",    NULL};
+const char *const mm_algorithm_names[] = {"auto", "ring", "tree", "direct", "two_phase", "halving_doubling",
+                                          "hierarchical", "in_network", "pairwise", "host", NULL};
+const char *const mm_grad_sync_names[] = {"dense", "sparse", "host", "auto", NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(mm_coll_names) == MM_COLL_COUNT + 1);
+G_STATIC_ASSERT(G_N_ELEMENTS(mm_algorithm_names) == MM_ALGO_COUNT + 1);
 
 /* Schema enums are parsed through int slots; make sure enums are int-sized. */
 G_STATIC_ASSERT(sizeof(MmDtype) == sizeof(int));
 G_STATIC_ASSERT(sizeof(MmBlockKind) == sizeof(int));
 G_STATIC_ASSERT(sizeof(MmTopology) == sizeof(int));
+G_STATIC_ASSERT(sizeof(MmAlgorithm) == sizeof(int));

@@ -121,6 +121,7 @@ gboolean mm_device_load(const char *path, MmDevice *out, GError **error)
 typedef struct {
   char *name, *source, *device;
   int64_t gpus_per_node, nodes;
+  double host_link_GBps, host_link_efficiency;
 } SystemRaw;
 #define SYS(f) ((gssize)offsetof(SystemRaw, f))
 
@@ -133,6 +134,10 @@ static const MmField system_fields[] = {
   {"nodes", MM_F_INT, TRUE, 1, 1 << 20, 0, NULL, SYS(nodes), "nodes", "nodes in the system"},
   {"intra_node", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "scale-up network inside a node (required when gpus_per_node > 1)"},
+  {"host_link_GBps", MM_F_NUM, FALSE, 1e-3, 1e6, 32, NULL, SYS(host_link_GBps), "GB/s",
+   "GPU to host link (PCIe), per direction: host-staged collectives (Gloo, P2P disabled)"},
+  {"host_link_efficiency", MM_F_NUM, FALSE, 1e-3, 1, 0.8, NULL, SYS(host_link_efficiency), "fraction",
+   "achievable fraction of the host link for staged collectives"},
   {"inter_node", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "scale-out network between nodes (required when nodes > 1)"},
   MM_FIELDS_END,
@@ -141,7 +146,7 @@ static const MmField system_fields[] = {
 typedef struct {
   int topology;
   int64_t links_per_gpu, nics_per_node, nics_per_gpu;
-  double link_bw_GBps, nic_bw_Gbps, latency_us, efficiency;
+  double link_bw_GBps, nic_bw_Gbps, latency_us, base_latency_us, efficiency, in_network_efficiency;
   gboolean in_network_reduction;
   char *source;
 } NetRaw;
@@ -153,11 +158,15 @@ static const MmField intra_fields[] = {
   {"links_per_gpu", MM_F_INT, TRUE, 1, 1024, 0, NULL, NET(links_per_gpu), "links", "links of one GPU"},
   {"link_bw_GBps", MM_F_NUM, TRUE, 1e-3, 1e7, 0, NULL, NET(link_bw_GBps), "GB/s",
    "one link, per direction"},
-  {"latency_us", MM_F_NUM, FALSE, 0, 1e6, 1.0, NULL, NET(latency_us), "us", "per message (alpha)"},
+  {"latency_us", MM_F_NUM, FALSE, 0, 1e6, 1.0, NULL, NET(latency_us), "us", "per algorithm step (alpha)"},
+  {"base_latency_us", MM_F_NUM, FALSE, 0, 1e6, 10.0, NULL, NET(base_latency_us), "us",
+   "per collective: launch and protocol setup (fitted to nccl-tests curves)"},
   {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
    "achievable fraction of line rate (protocol overhead)"},
   {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
    "the switch reduces in the network (NVLink SHARP)"},
+  {"in_network_efficiency", MM_F_NUM, FALSE, 1e-3, 1, NAN, NULL, NET(in_network_efficiency), "fraction",
+   "fraction of line rate the in-switch reduction delivers (default: efficiency)"},
   {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, NET(source), NULL, "where bandwidth and efficiency come from"},
   MM_FIELDS_END,
 };
@@ -170,11 +179,18 @@ static const MmField inter_fields[] = {
   {"nics_per_gpu", MM_F_INT, FALSE, 1, 64, 0, NULL, NET(nics_per_gpu), "NICs", "NICs of one GPU"},
   {"nic_bw_Gbps", MM_F_NUM, TRUE, 1e-3, 1e7, 0, NULL, NET(nic_bw_Gbps), "Gb/s",
    "one NIC, per direction (bits)"},
-  {"latency_us", MM_F_NUM, FALSE, 0, 1e6, 5.0, NULL, NET(latency_us), "us", "per message (alpha)"},
+  {"latency_us", MM_F_NUM, FALSE, 0, 1e6, 5.0, NULL, NET(latency_us), "us",
+   "per algorithm step (alpha; per hop on a torus)"},
+  {"base_latency_us", MM_F_NUM, FALSE, 0, 1e6, 20.0, NULL, NET(base_latency_us), "us",
+   "per collective: launch and protocol setup"},
   {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
    "achievable fraction of line rate (protocol overhead)"},
   {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
    "switches reduce in the network (SHARP)"},
+  {"in_network_efficiency", MM_F_NUM, FALSE, 1e-3, 1, NAN, NULL, NET(in_network_efficiency), "fraction",
+   "fraction of line rate the in-network reduction delivers (default: efficiency)"},
+  {"dims", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "nodes",
+   "torus2d / torus3d: nodes along each dimension (their product is the node count); NICs are the torus links"},
   {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, NET(source), NULL, "where bandwidth and efficiency come from"},
   MM_FIELDS_END,
 };
@@ -194,7 +210,7 @@ void mm_hardware_free(MmHardware *h)
 static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, gboolean intra,
                               int64_t gpus_per_node, MmNetwork *out, GError **error)
 {
-  NetRaw raw = {0};
+  NetRaw raw = {.in_network_efficiency = -1};
   guint64 present = 0;
   const MmField *fields = intra ? intra_fields : inter_fields;
   gboolean ok = mm_json_apply(ctx, obj, jp, fields, &raw, &present, error);
@@ -203,7 +219,9 @@ static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char
   out->present = TRUE;
   out->topology = (MmTopology)raw.topology;
   out->latency_s = raw.latency_us * 1e-6;
+  out->base_latency_s = raw.base_latency_us * 1e-6;
   out->efficiency = raw.efficiency;
+  out->in_network_efficiency = raw.in_network_efficiency > 0 ? raw.in_network_efficiency : raw.efficiency;
   out->in_network_reduction = raw.in_network_reduction;
   if (intra) {
     out->links = raw.links_per_gpu;
@@ -227,6 +245,35 @@ static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char
     out->link_bw_Bps = raw.nic_bw_Gbps * 1e9 / 8.0;
     out->links = per_node ? raw.nics_per_node : raw.nics_per_gpu * gpus_per_node;
     out->bw_per_gpu_Bps = (double)out->links * out->link_bw_Bps / (double)gpus_per_node;
+    const cJSON *dims = cJSON_GetObjectItemCaseSensitive(obj, "dims");
+    gboolean torus = out->topology == MM_TOPO_TORUS2D || out->topology == MM_TOPO_TORUS3D;
+    g_autofree char *dp = g_strdup_printf("%s.dims", jp);
+    if (torus != (dims != NULL)) {
+      mm_json_error(error, torus ? MM_CONFIG_ERROR_MISSING_KEY : MM_CONFIG_ERROR_INCONSISTENT, ctx, torus ? jp : dp,
+                    torus ? "a torus needs \"dims\" (nodes along each dimension)" : "\"dims\" applies to torus topologies only");
+      return FALSE;
+    }
+    if (torus) {
+      int want = out->topology == MM_TOPO_TORUS2D ? 2 : 3;
+      if (cJSON_GetArraySize(dims) != want) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp, "expected %d dimensions for %s", want,
+                      mm_topology_names[out->topology]);
+        return FALSE;
+      }
+      int i = 0;
+      for (const cJSON *d = dims->child; d; d = d->next, i++) {
+        g_autofree char *ip = g_strdup_printf("%s[%d]", dp, i);
+        static const MmField dim_field = {"dims", MM_F_INT, TRUE, 1, 1 << 16, 0, NULL, 0, NULL, NULL};
+        if (!mm_json_apply_field(ctx, &dim_field, d, ip, &out->dims[i], error)) return FALSE;
+      }
+      out->n_dims = (guint)want;
+      if (out->links < 2 * want) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                      "a %d-dimensional torus needs %d links per node (nics_per_node), got %" G_GINT64_FORMAT, want,
+                      2 * want, out->links);
+        return FALSE;
+      }
+    }
   }
   return TRUE;
 }
@@ -244,6 +291,7 @@ static MmHardware *hardware_from_json(const char *path, const cJSON *root, GErro
   if (!ok) return NULL;
   h->gpus_per_node = raw.gpus_per_node;
   h->nodes = raw.nodes;
+  h->host_bw_Bps = raw.host_link_GBps * 1e9 * raw.host_link_efficiency;
   if (h->gpus_per_node * h->nodes > (1 << 24)) {
     mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.nodes",
                   "%" G_GINT64_FORMAT " GPUs in all is more than madmax supports (16M)",
@@ -263,6 +311,16 @@ static MmHardware *hardware_from_json(const char *path, const cJSON *root, GErro
   }
   if (inter) {
     if (!parse_network(&ctx, inter, "$.inter_node", FALSE, h->gpus_per_node, &h->inter, error)) return NULL;
+    if (h->inter.n_dims > 0) {
+      int64_t prod = 1;
+      for (guint i = 0; i < h->inter.n_dims; i++) prod *= h->inter.dims[i];
+      if (prod != h->nodes) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.inter_node.dims",
+                      "the torus dimensions multiply to %" G_GINT64_FORMAT " nodes, the system has %" G_GINT64_FORMAT,
+                      prod, h->nodes);
+        return NULL;
+      }
+    }
   } else if (h->nodes > 1) {
     mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$",
                   "missing \"inter_node\": %" G_GINT64_FORMAT " nodes need a scale-out network", h->nodes);
@@ -301,6 +359,11 @@ gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error)
     g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_INCONSISTENT,
                 "%s: $: --nodes %" G_GINT64_FORMAT " needs an \"inter_node\" network, which this system lacks",
                 h->path, nodes);
+    return FALSE;
+  }
+  if (h->inter.n_dims > 0 && nodes != h->nodes) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_INCONSISTENT,
+                "%s: $.inter_node.dims: a torus cannot be resized with --nodes; edit its dims", h->path);
     return FALSE;
   }
   h->nodes = nodes;

@@ -38,6 +38,8 @@ static const MmField config_fields[] = {
   {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,
    "DDP: all-reduce each bucket as soon as its gradients exist (PyTorch DDP); false: all "
    "buckets after the backward pass (Megatron-LM before 2023)"},
+  {"collectives", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "force an algorithm per collective kind, e.g. {\"all_reduce\": \"ring\"}; unnamed kinds pick the fastest"},
   {"parallelism", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "per block kind, block name or \"default\": a list of levels, innermost first"},
   MM_FIELDS_END,
@@ -70,6 +72,7 @@ static const MmField optimizer_fields[] = {
 typedef struct {
   int strategy;
   int sharding;
+  int grad_sync;
 } LevelRaw;
 
 static const MmField level_fields[] = {
@@ -82,6 +85,9 @@ static const MmField level_fields[] = {
    "the other levels leave: devices / their product)"},
   {"sharding", MM_F_ENUM, FALSE, 0, 0, MM_SHARD_TABLE, mm_shard_names, (gssize)offsetof(LevelRaw, sharding),
    NULL, "mp only: table-wise, row-wise or column-wise embedding sharding"},
+  {"grad_sync", MM_F_ENUM, FALSE, 0, 0, MM_GRAD_SYNC_DENSE, mm_grad_sync_names, (gssize)offsetof(LevelRaw, grad_sync),
+   NULL, "ddp levels of embedding blocks: dense AllReduce of the table gradient, sparse (index all-gather, "
+   "de-duplication, AllReduce of the touched rows), host (the sparse exchange through host memory, Gloo), or auto"},
   MM_FIELDS_END,
 };
 
@@ -107,6 +113,12 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
   if (!mm_json_apply(ctx, obj, jp, level_fields, &raw, &present, error)) return FALSE;
   out->strategy = (MmStrategy)raw.strategy;
   out->sharding = (MmShardKind)raw.sharding;
+  out->grad_sync = (MmGradSync)raw.grad_sync;
+  if (((present >> mm_json_field_index(level_fields, "grad_sync")) & 1) && out->strategy != MM_STRAT_DDP) {
+    g_autofree char *gp = g_strdup_printf("%s.grad_sync", jp);
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp, "\"grad_sync\" applies to ddp levels only");
+    return FALSE;
+  }
   g_autofree char *sp = g_strdup_printf("%s.strategy", jp);
   if (out->strategy >= MM_STRAT_PP) {
     static const char *const what[] = {"pipeline", "sequence", "expert", "context"};
@@ -250,6 +262,15 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
                   "task \"finetune\" needs \"frozen\": the blocks (names or kinds) that are not trained");
     return NULL;
   }
+  const cJSON *colls = cJSON_GetObjectItemCaseSensitive(root, "collectives");
+  if (colls) {
+    MmField cf[MM_COLL_COUNT + 1];
+    for (int k = 0; k < MM_COLL_COUNT; k++)
+      cf[k] = (MmField){mm_coll_names[k], MM_F_ENUM, FALSE, 0, 0, MM_ALGO_AUTO, mm_algorithm_names,
+                        (gssize)(k * (int)sizeof(MmAlgorithm)), NULL, NULL};
+    cf[MM_COLL_COUNT] = (MmField)MM_FIELDS_END;
+    if (!mm_json_apply(&ctx, colls, "$.collectives", cf, c->algorithm, NULL, error)) return NULL;
+  }
   if (!parse_parallelism(&ctx, cJSON_GetObjectItemCaseSensitive(root, "parallelism"), c, error)) return NULL;
 #undef GIVEN
   return g_steal_pointer(&c);
@@ -377,6 +398,13 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     if (l->strategy == MM_STRAT_MP && b->kind != MM_BLOCK_EMBEDDING_BAG) {
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
                     "mp shards embedding tables; block \"%s\" is a %s (use tp or fsdp)", b->name,
+                    mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->grad_sync != MM_GRAD_SYNC_DENSE && b->kind != MM_BLOCK_EMBEDDING_BAG && b->kind != MM_BLOCK_TOKEN_EMBEDDING) {
+      g_autofree char *gp = g_strdup_printf("%s[%u].grad_sync", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp,
+                    "sparse gradient synchronization applies to embedding blocks; \"%s\" is a %s", b->name,
                     mm_block_kind_names[b->kind]);
       return FALSE;
     }

@@ -1,16 +1,21 @@
 /* engine: a binary heap of op completions keyed (time, seq); FIFO streams; collectives that wait for their group. */
 #include "engine.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 G_DEFINE_QUARK(mm-engine-error-quark, mm_engine_error)
+
+typedef enum { EV_DONE, EV_FLOW } EventKind;
 
 typedef struct {
   MmTime t;
   uint64_t seq;
   uint32_t cls;
   uint32_t op;
+  uint32_t kind;    /* EventKind */
+  uint32_t version; /* flows: stale when the op's version moved on */
 } Event;
 
 /* Per program: successors and per-stream op lists, both CSR. */
@@ -20,6 +25,16 @@ typedef struct {
   uint32_t *stream_first; /* n_streams + 1 */
   uint32_t *stream_ops;
 } ProgIndex;
+
+/* The state of one op of one class: one array of these, indexed op_base[c] + op. */
+typedef struct {
+  MmTime start, end;
+  MmTime upd;       /* flows: when rem was last brought up to date */
+  double rem, rate; /* flows: data left (fraction) and pace (fraction per ps) */
+  uint32_t pending; /* unfinished dependencies */
+  uint32_t version; /* flows: bumped when its completion is re-planned */
+  uint32_t slot;    /* collective slot or UINT32_MAX */
+} OpState;
 
 struct MmEngine {
   const MmEngineProgram *programs;
@@ -32,16 +47,23 @@ struct MmEngine {
   uint32_t *stream_base; /* per class: offset of its streams */
   uint32_t total_ops, total_streams;
 
-  uint32_t *pending; /* unfinished dependencies */
-  MmTime *start, *end;
+  OpState *st;
   uint32_t *cursor; /* per stream: next op in its list */
   uint8_t *busy;
 
-  uint32_t *slot_of; /* per op: collective slot or UINT32_MAX */
   uint32_t n_slots;
   uint32_t *slot_needed, *slot_arrived, *slot_first; /* slot_first: n_slots + 1 into members */
   uint32_t *member_cls, *member_op;
   MmTime *slot_dur;
+
+  /* flows: per class the active flows and per link the number of flows using it */
+  uint32_t *active;       /* per class: up to n_streams op ids */
+  uint32_t *n_active;
+  uint32_t *link_users;   /* per class x link */
+  uint32_t *link_base;    /* per class: offset into link_users */
+  uint32_t total_links;
+
+  MmTime *class_end;      /* per class: the latest end of its ops (this run) */
 
   Event *heap;
   uint32_t heap_len, heap_cap;
@@ -56,14 +78,14 @@ static inline gboolean ev_less(const Event *a, const Event *b)
   return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void heap_push(MmEngine *e, MmTime t, uint32_t cls, uint32_t op)
+static void heap_push(MmEngine *e, MmTime t, uint32_t cls, uint32_t op, EventKind kind, uint32_t version)
 {
   g_assert(t >= e->now); /* time never goes backwards */
   if (e->heap_len == e->heap_cap) {
     e->heap_cap = e->heap_cap ? 2 * e->heap_cap : 64;
     e->heap = g_renew(Event, e->heap, e->heap_cap);
   }
-  Event ev = {t, e->seq++, cls, op};
+  Event ev = {t, e->seq++, cls, op, kind, version};
   uint32_t i = e->heap_len++;
   while (i > 0) {
     uint32_t parent = (i - 1) / 2;
@@ -177,8 +199,7 @@ static void build_slots(MmEngine *e)
   gboolean sorted = TRUE; /* one class: collective ids ascend already */
   for (uint32_t i = 1; i < n && sorted; i++) sorted = slot_ref_cmp(&refs[i - 1], &refs[i]) < 0;
   if (!sorted) qsort(refs, n, sizeof(SlotRef), slot_ref_cmp);
-  e->slot_of = g_new(uint32_t, e->total_ops + 1);
-  memset(e->slot_of, 0xff, sizeof(uint32_t) * (e->total_ops + 1));
+  for (uint32_t i = 0; i < e->total_ops; i++) e->st[i].slot = UINT32_MAX;
   e->slot_first = g_new0(uint32_t, n + 2);
   e->member_cls = g_new(uint32_t, n + 1);
   e->member_op = g_new(uint32_t, n + 1);
@@ -187,7 +208,7 @@ static void build_slots(MmEngine *e)
     if (i == 0 || refs[i].key != refs[i - 1].key) e->slot_first[slots++] = i;
     e->member_cls[i] = refs[i].cls;
     e->member_op[i] = refs[i].op;
-    e->slot_of[e->op_base[refs[i].cls] + refs[i].op] = slots - 1;
+    e->st[e->op_base[refs[i].cls] + refs[i].op].slot = slots - 1;
   }
   e->slot_first[slots] = n;
   e->n_slots = slots;
@@ -234,13 +255,30 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   }
   e->total_ops = (uint32_t)ops;
   e->total_streams = (uint32_t)streams;
-  e->pending = g_new(uint32_t, e->total_ops + 1);
-  e->start = g_new0(MmTime, e->total_ops + 1);
-  e->end = g_new0(MmTime, e->total_ops + 1);
+  e->st = g_new0(OpState, e->total_ops + 1);
+  e->class_end = g_new0(MmTime, n_classes + 1);
   e->cursor = g_new0(uint32_t, e->total_streams + 1);
   e->busy = g_new0(uint8_t, e->total_streams + 1);
-  e->heap_cap = MAX(64u, e->total_streams * 2);
+  e->heap_cap = MAX(64u, e->total_streams * 4);
   e->heap = g_new(Event, e->heap_cap);
+  e->active = g_new0(uint32_t, e->total_streams + 1);
+  e->n_active = g_new0(uint32_t, n_classes + 1);
+  e->link_base = g_new0(uint32_t, n_classes + 1);
+  for (uint32_t c = 0; c < n_classes; c++) {
+    const MmEngineProgram *p = &programs[classes[c].program];
+    e->link_base[c] = e->total_links;
+    e->total_links += p->n_links;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+      const MmEngineOp *op = &p->ops[i];
+      for (uint32_t k = 0; k < op->n_xfer; k++) {
+        if (!classes[c].link_bw || p->xfer_link[op->xfer_first + k] >= p->n_links) {
+          g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "op %u: transfer on a link class %u lacks", i, c);
+          return NULL;
+        }
+      }
+    }
+  }
+  e->link_users = g_new0(uint32_t, e->total_links + 1);
   build_slots(e);
   return g_steal_pointer(&e);
 }
@@ -257,23 +295,115 @@ void mm_engine_free(MmEngine *e)
   g_free(e->index);
   g_free(e->op_base);
   g_free(e->stream_base);
-  g_free(e->pending);
-  g_free(e->start);
-  g_free(e->end);
+  g_free(e->st);
+  g_free(e->class_end);
   g_free(e->cursor);
   g_free(e->busy);
-  g_free(e->slot_of);
   g_free(e->slot_first);
   g_free(e->slot_needed);
   g_free(e->slot_arrived);
   g_free(e->slot_dur);
   g_free(e->member_cls);
   g_free(e->member_op);
+  g_free(e->active);
+  g_free(e->n_active);
+  g_free(e->link_users);
+  g_free(e->link_base);
   g_free(e->heap);
   g_free(e);
 }
 
 /* ---- simulation -------------------------------------------------------- */
+
+/* ---- flows ------------------------------------------------------------- */
+
+/* A flow's pace on the current link shares: the fraction of its data per picosecond. */
+static double flow_rate(const MmEngine *e, uint32_t c, uint32_t op)
+{
+  const MmEngineClass *cl = &e->classes[c];
+  const MmEngineProgram *p = &e->programs[cl->program];
+  const MmEngineOp *o = &p->ops[op];
+  const uint32_t *users = &e->link_users[e->link_base[c]];
+  double t = 0; /* picoseconds for all of its data at the current shares */
+  for (uint32_t k = 0; k < o->n_xfer; k++) {
+    uint32_t l = p->xfer_link[o->xfer_first + k];
+    double share = cl->link_bw[l] / (double)MAX(users[l], 1u);
+    double tk = p->xfer_bytes[o->xfer_first + k] / share;
+    t = o->sequential ? t + tk : MAX(t, tk);
+  }
+  return t > 0 ? 1.0 / t : 1e300;
+}
+
+/* Brings every active flow of class @c to now and re-plans its completion. */
+static void replan_flows(MmEngine *e, uint32_t c)
+{
+  const uint32_t *act = &e->active[e->stream_base[c]];
+  for (uint32_t i = 0; i < e->n_active[c]; i++) {
+    uint32_t op = act[i], g = e->op_base[c] + op;
+    if (e->st[g].rem <= 0) continue; /* data moved, latency tail running: its end is scheduled */
+    double moved = (double)(e->now - e->st[g].upd) * e->st[g].rate;
+    if (e->st[g].rate > 0 && moved >= e->st[g].rem) {
+      e->st[g].rem = 0; /* the data finished before now; keep the scheduled end */
+      continue;
+    }
+    e->st[g].rem -= moved;
+    e->st[g].upd = e->now;
+    e->st[g].rate = flow_rate(e, c, op);
+    /* data left at the new pace, then the op's latency (kept as a tail: one event per flow) */
+    MmTime left = (MmTime)ceil(e->st[g].rem / e->st[g].rate) + e->classes[c].dur[op];
+    heap_push(e, e->now + left, c, op, EV_FLOW, ++e->st[g].version);
+  }
+}
+
+static void flow_links(MmEngine *e, uint32_t c, uint32_t op, int delta)
+{
+  const MmEngineProgram *p = &e->programs[e->classes[c].program];
+  const MmEngineOp *o = &p->ops[op];
+  uint32_t *users = &e->link_users[e->link_base[c]];
+  for (uint32_t k = 0; k < o->n_xfer; k++) users[p->xfer_link[o->xfer_first + k]] += (uint32_t)delta;
+}
+
+static void flow_begin(MmEngine *e, uint32_t c, uint32_t op)
+{
+  uint32_t g = e->op_base[c] + op;
+  e->st[g].rem = 1.0;
+  e->st[g].upd = e->now;
+  e->st[g].rate = 0;
+  e->active[e->stream_base[c] + e->n_active[c]++] = op;
+  flow_links(e, c, op, +1);
+  replan_flows(e, c);
+}
+
+static void flow_end(MmEngine *e, uint32_t c, uint32_t op)
+{
+  uint32_t *act = &e->active[e->stream_base[c]];
+  for (uint32_t i = 0; i < e->n_active[c]; i++) {
+    if (act[i] == op) {
+      act[i] = act[--e->n_active[c]];
+      break;
+    }
+  }
+  flow_links(e, c, op, -1);
+  e->st[e->op_base[c] + op].version++;
+  replan_flows(e, c);
+}
+
+/* ---- simulation -------------------------------------------------------- */
+
+/* Starts op @op of class @c at now: fixed ops end after their duration; flows move
+ * their data at the shared pace of their links and end their latency later. */
+static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
+{
+  const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
+  uint32_t g = e->op_base[c] + op;
+  e->st[g].start = e->now;
+  e->st[g].end = e->now + fixed; /* final for fixed ops; updated when a flow ends */
+  if (o->n_xfer) {
+    flow_begin(e, c, op);
+    return;
+  }
+  heap_push(e, e->now + fixed, c, op, EV_DONE, 0);
+}
 
 /* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
 static void try_start(MmEngine *e, uint32_t c, uint32_t s)
@@ -286,25 +416,19 @@ static void try_start(MmEngine *e, uint32_t c, uint32_t s)
   if (pos >= ix->stream_first[s + 1]) return;
   const uint32_t op = ix->stream_ops[pos];
   const uint32_t g = e->op_base[c] + op;
-  if (e->pending[g]) return;
+  if (e->st[g].pending) return;
   e->busy[si] = 1;
   e->cursor[si]++;
-  e->start[g] = e->now;
-  const uint32_t slot = e->slot_of[g];
+  e->st[g].start = e->now;
+  const uint32_t slot = e->st[g].slot;
   if (slot == UINT32_MAX) {
-    e->end[g] = e->now + cl->dur[op];
-    heap_push(e, e->end[g], c, op);
+    launch(e, c, op, cl->dur[op]);
     return;
   }
   /* A collective: the stream is held from the moment this member posts it. */
   if (++e->slot_arrived[slot] < e->slot_needed[slot]) return;
-  const MmTime end = e->now + e->slot_dur[slot];
-  for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++) {
-    uint32_t mg = e->op_base[e->member_cls[m]] + e->member_op[m];
-    e->start[mg] = e->now;
-    e->end[mg] = end;
-    heap_push(e, end, e->member_cls[m], e->member_op[m]);
-  }
+  for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++)
+    launch(e, e->member_cls[m], e->member_op[m], e->slot_dur[slot]);
 }
 
 static void complete(MmEngine *e, uint32_t c, uint32_t op)
@@ -314,11 +438,13 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
   const ProgIndex *ix = &e->index[cl->program];
   const uint32_t base = e->op_base[c];
   const uint32_t s = p->ops[op].stream;
+  e->st[base + op].end = e->now;
+  e->class_end[c] = e->now; /* completions come in time order */
   e->done++;
   e->busy[e->stream_base[c] + s] = 0;
   for (uint32_t k = ix->succ_first[op]; k < ix->succ_first[op + 1]; k++) {
     uint32_t succ = ix->succ[k];
-    if (--e->pending[base + succ] == 0 && p->ops[succ].stream != s) try_start(e, c, p->ops[succ].stream);
+    if (--e->st[base + succ].pending == 0 && p->ops[succ].stream != s) try_start(e, c, p->ops[succ].stream);
   }
   try_start(e, c, s);
 }
@@ -327,11 +453,15 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
 {
   for (uint32_t c = 0; c < e->n_classes; c++) {
     const MmEngineProgram *p = &e->programs[e->classes[c].program];
-    for (uint32_t i = 0; i < p->n_ops; i++) e->pending[e->op_base[c] + i] = p->ops[i].n_deps;
+    for (uint32_t i = 0; i < p->n_ops; i++) e->st[e->op_base[c] + i].pending = p->ops[i].n_deps;
   }
   memset(e->cursor, 0, sizeof(uint32_t) * e->total_streams);
   memset(e->busy, 0, e->total_streams);
   memset(e->slot_arrived, 0, sizeof(uint32_t) * e->n_slots);
+  for (uint32_t i = 0; i < e->total_ops; i++) e->st[i].version = 0;
+  memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
+  memset(e->link_users, 0, sizeof(uint32_t) * e->total_links);
+  memset(e->class_end, 0, sizeof(MmTime) * e->n_classes);
   e->heap_len = 0;
   e->seq = 0;
   e->done = 0;
@@ -341,8 +471,18 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   while (e->heap_len > 0) {
     Event ev = heap_pop(e);
     g_assert(ev.t >= e->now);
-    e->now = ev.t;
-    complete(e, ev.cls, ev.op);
+    switch ((EventKind)ev.kind) {
+    case EV_DONE:
+      e->now = ev.t;
+      complete(e, ev.cls, ev.op);
+      break;
+    case EV_FLOW:
+      if (ev.version != e->st[e->op_base[ev.cls] + ev.op].version) break; /* re-planned since */
+      e->now = ev.t;
+      flow_end(e, ev.cls, ev.op);
+      complete(e, ev.cls, ev.op);
+      break;
+    }
   }
   if (e->done != e->total_ops) {
     /* name the first stuck op for the bug report */
@@ -369,27 +509,34 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
 MmTime mm_engine_class_end(const MmEngine *e, uint32_t cls)
 {
   g_return_val_if_fail(cls < e->n_classes, 0);
-  MmTime t = 0;
-  const MmEngineProgram *p = &e->programs[e->classes[cls].program];
-  for (uint32_t i = 0; i < p->n_ops; i++) t = MAX(t, e->end[e->op_base[cls] + i]);
-  return t;
+  return e->class_end[cls];
 }
 
 MmTime mm_engine_makespan(const MmEngine *e)
 {
   MmTime t = 0;
-  for (uint32_t i = 0; i < e->total_ops; i++) t = MAX(t, e->end[i]);
+  for (uint32_t c = 0; c < e->n_classes; c++) t = MAX(t, e->class_end[c]);
   return t;
+}
+
+void mm_engine_class_times(const MmEngine *e, uint32_t cls, MmTime *start, MmTime *end)
+{
+  const OpState *st = &e->st[e->op_base[cls]];
+  uint32_t n = e->programs[e->classes[cls].program].n_ops;
+  for (uint32_t i = 0; i < n; i++) {
+    start[i] = st[i].start;
+    end[i] = st[i].end;
+  }
 }
 
 MmTime mm_engine_op_start(const MmEngine *e, uint32_t cls, uint32_t op)
 {
-  return e->start[e->op_base[cls] + op];
+  return e->st[e->op_base[cls] + op].start;
 }
 
 MmTime mm_engine_op_end(const MmEngine *e, uint32_t cls, uint32_t op)
 {
-  return e->end[e->op_base[cls] + op];
+  return e->st[e->op_base[cls] + op].end;
 }
 
 uint64_t mm_engine_events(const MmEngine *e) { return e->done; }

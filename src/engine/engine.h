@@ -23,7 +23,13 @@ static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
  * has finished. A collective (coll != MM_NO_COLL) additionally waits until every
  * member of its group has reached it; members are the devices whose index
  * differs from this device's only in the level digit (stride, degree), and all
- * members start together and finish together. */
+ * members start together.
+ *
+ * An op with transfers (n_xfer > 0) is a flow: it moves the given bytes through the
+ * given links of its device, and ends its fixed time (the class's dur: latency) later.
+ * Concurrent flows share each link equally; a flow progresses at the pace of its
+ * most contended link (all links at once), or link after link when sequential.
+ * Rates are recomputed whenever a flow of the device starts or ends. */
 typedef struct {
   uint32_t stream;
   uint32_t dep_first; /* into the program's deps */
@@ -31,6 +37,9 @@ typedef struct {
   uint32_t coll;      /* collective id shared by matching ops of all programs, or MM_NO_COLL */
   uint32_t degree;    /* collective group shape */
   uint32_t stride;
+  uint32_t xfer_first; /* into the program's xfer_link / xfer_bytes */
+  uint16_t n_xfer;
+  uint16_t sequential;
 } MmEngineOp;
 
 typedef struct {
@@ -38,13 +47,17 @@ typedef struct {
   uint32_t n_ops;
   const uint32_t *deps;
   uint32_t n_streams;
+  const uint32_t *xfer_link; /* link index per transfer */
+  const double *xfer_bytes;  /* bytes per transfer */
+  uint32_t n_links;          /* links per device */
 } MmEngineProgram;
 
 /* A device class: devices that behave identically, simulated once. */
 typedef struct {
   uint32_t program;
-  const MmTime *dur; /* per op of its program (collectives: the slowest member sets it) */
-  uint32_t rep_device; /* a member device: locates its collective groups */
+  const MmTime *dur;      /* per op of its program: compute time, or a flow's latency */
+  uint32_t rep_device;    /* a member device: locates its collective groups */
+  const double *link_bw;  /* per link: bytes per picosecond (NULL when the program has no flows) */
 } MmEngineClass;
 
 typedef struct MmEngine MmEngine;
@@ -65,6 +78,8 @@ MmTime mm_engine_makespan(const MmEngine *e);
 MmTime mm_engine_class_end(const MmEngine *e, uint32_t cls);
 MmTime mm_engine_op_start(const MmEngine *e, uint32_t cls, uint32_t op);
 MmTime mm_engine_op_end(const MmEngine *e, uint32_t cls, uint32_t op);
+/* Start and end of every op of class @cls, into arrays of its program's length. */
+void mm_engine_class_times(const MmEngine *e, uint32_t cls, MmTime *start, MmTime *end);
 /* Events processed in the last run (one per op completion). */
 uint64_t mm_engine_events(const MmEngine *e);
 

@@ -379,7 +379,10 @@ MmGraph *mm_graph_new(const MmModel *model)
   for (guint u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const MmUnit *prev = u > 0 ? &g->units[u - 1] : NULL;
+    const MmBlock *bk = &model->blocks[un->block];
     gboolean same = prev && prev->block == un->block && prev->n_layers == un->n_layers;
+    /* an MLP mixture's last layer combines the experts' outputs: never a copy of the others */
+    if (bk->kind == MM_BLOCK_MLP && bk->experts > 0 && un->index == bk->count - 1) same = FALSE;
     for (guint k = 0; same && k < un->n_layers; k++) {
       const MmLayer *a = &g->layers[prev->first_layer + k], *b = &g->layers[un->first_layer + k];
       same = a->role == b->role && a->tp == b->tp && a->expert == b->expert && a->cls == b->cls &&

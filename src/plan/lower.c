@@ -61,6 +61,12 @@ typedef struct {
   gboolean valid;
 } CommMemo;
 
+static gboolean same_coll(const MmCollective *a, const MmCollective *b)
+{
+  return a->kind == b->kind && a->bytes == b->bytes && a->degree == b->degree && a->stride == b->stride &&
+         a->algorithm == b->algorithm;
+}
+
 typedef struct {
   const MmScenario *s;
   const MmGraph *g;
@@ -71,8 +77,13 @@ typedef struct {
   uint32_t n_ops, cap_ops;
   uint32_t *deps;
   uint32_t n_deps, cap_deps;
+  uint32_t *xfer_link;
+  double *xfer_bytes;
+  uint32_t n_xfer, cap_xfer;
+  MmLinks links;
   PartCost *parts; /* 3 per layer, indexed by canonical layer */
   double *unit_params;  /* per unit: parameters on one device after TP/MP, before FSDP */
+  struct Template *templates; /* V_COUNT per unit, built on first use */
   gboolean *unit_moe;   /* per unit: MoE experts spread over a TP group (all-to-alls) */
   CommMemo memo[MM_COLL_COUNT];
   uint32_t last_on[MM_STREAM_COUNT];
@@ -86,10 +97,15 @@ typedef struct {
 
 /* ---- emitting ---------------------------------------------------------- */
 
-static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, gboolean coll,
+static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *coll,
                      int64_t degree, int64_t stride)
 {
-  uint32_t idx = L->n_ops, nd = d ? d->n : 0;
+  uint32_t idx = L->n_ops, nd = d ? d->n : 0, nx = coll ? coll->n_use : 0;
+  if (L->n_xfer + nx > L->cap_xfer) {
+    L->cap_xfer = 2 * L->cap_xfer + nx + 64;
+    L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
+    L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
+  }
   if (L->n_ops == L->cap_ops) {
     L->cap_ops = 2 * L->cap_ops + 64;
     L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
@@ -102,7 +118,12 @@ static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo 
   L->ops[idx] = (MmEngineOp){
     .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
     .coll = coll ? idx : MM_NO_COLL, .degree = (uint32_t)degree, .stride = (uint32_t)stride,
+    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = coll && coll->sequential,
   };
+  for (uint32_t i = 0; i < nx; i++) {
+    L->xfer_link[L->n_xfer] = coll->link[i];
+    L->xfer_bytes[L->n_xfer++] = coll->bytes[i];
+  }
   for (uint32_t i = 0; i < nd; i++) {
     g_assert(d->v[i] < idx);
     L->deps[L->n_deps++] = d->v[i];
@@ -182,27 +203,6 @@ static void seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
   if (pc->lookup) seg->what = MM_OP_LOOKUP;
 }
 
-/* A chain of ops: the deps the next op waits for, and the latest op emitted. */
-typedef struct {
-  Deps d;
-  uint32_t last;
-  uint32_t unit, micro;
-  MmPhase phase;
-} Chain;
-
-static void flush(Lower *L, Chain *ch, Seg *seg)
-{
-  if (seg->kernels == 0) return;
-  MmOpInfo info = {
-    .what = (uint8_t)seg->what, .phase = (uint8_t)ch->phase, .unit = ch->unit, .micro = ch->micro, .first_layer = seg->first,
-    .last_layer = seg->last, .kernels = seg->kernels, .flops = seg->flops, .model_flops = seg->model_flops,
-    .bytes = seg->bytes, .time_s = seg->time_s,
-  };
-  ch->last = emit(L, MM_STREAM_COMPUTE, &ch->d, &info, FALSE, 0, 0);
-  ch->d = deps_one(ch->last);
-  *seg = (Seg){.what = MM_OP_COMPUTE};
-}
-
 /* Emits @kind over every level of strategy @strat of block @bi, innermost first
  * (AllGather outermost first, with the buffer growing), chained on @d. */
 static uint32_t emit_coll(Lower *L, guint bi, MmStrategy strat, MmCollKind kind, MmReason reason, double bytes,
@@ -223,35 +223,25 @@ static uint32_t emit_coll(Lower *L, guint bi, MmStrategy strat, MmCollKind kind,
     int li = kind == MM_COLL_ALL_GATHER ? idx[n - 1 - k] : idx[k];
     const MmLevel *lv = &bs->levels[li];
     if (kind == MM_COLL_ALL_GATHER) size *= (double)lv->degree;
-    MmCollective c = {kind, size, lv->degree, bs->stride[li]};
+    MmCollective c = {kind, size, lv->degree, bs->stride[li], L->s->cfg->algorithm[kind]};
     CommMemo *memo = &L->memo[kind];
-    if (!memo->valid || memcmp(&memo->in, &c, sizeof c) != 0) {
+    if (!memo->valid || !same_coll(&memo->in, &c)) {
       memo->in = c;
-      mm_comm_cost(L->hw, &c, &memo->out);
+      mm_comm_cost(L->hw, &L->links, &c, &memo->out); /* a forced algorithm that does not fit falls back to auto */
       memo->valid = TRUE;
     }
-    const MmCommCost cost = memo->out;
+    const MmCommCost *cost = &memo->out;
     MmOpInfo info = {
-      .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason, .unit = unit, .micro = micro,
-      .first_layer = NONE, .last_layer = NONE, .bytes = size, .time_s = cost.time_s,
+      .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason,
+      .unit = unit, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = size,
+      .time_s = cost->time_s, .fixed_s = cost->latency_s, .algorithm = (uint8_t)cost->algorithm,
     };
-    MmStreamId st = cost.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
-    op = emit(L, st, &cur, &info, TRUE, lv->degree, bs->stride[li]);
+    MmStreamId st = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+    op = emit(L, st, &cur, &info, cost, lv->degree, bs->stride[li]);
     cur = deps_one(op);
     if (kind == MM_COLL_REDUCE_SCATTER) size /= (double)lv->degree;
   }
   return op;
-}
-
-static void chain_coll(Lower *L, Chain *ch, Seg *seg, guint bi, MmStrategy strat, MmCollKind kind, MmReason reason,
-                       double bytes)
-{
-  flush(L, ch, seg);
-  uint32_t op = emit_coll(L, bi, strat, kind, reason, bytes, &ch->d, ch->unit, ch->micro, ch->phase);
-  if (op != NONE) {
-    ch->last = op;
-    ch->d = deps_one(op);
-  }
 }
 
 /* ---- per-unit lowering ------------------------------------------------- */
@@ -293,30 +283,6 @@ static double moe_bytes(const Lower *L, const MmLayer *l)
          b->capacity_factor / (double)bs->degree[MM_STRAT_TP];
 }
 
-/* Forward (or recompute) of one unit. Returns the op that produces its output. */
-static uint32_t lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in)
-{
-  const MmUnit *un = &L->g->units[u];
-  const MmBlockSetup *bs = &L->s->blocks[un->block];
-  const gboolean tp = bs->degree[MM_STRAT_TP] > 1;
-  const double n = bs->samples_per_micro;
-  const gboolean moe = L->unit_moe[u];
-  Chain ch = {.d = *in, .last = NONE, .unit = u, .micro = micro, .phase = phase};
-  Seg seg = {.what = MM_OP_COMPUTE};
-  for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
-    const MmLayer *l = &L->g->layers[li];
-    if (moe && moe_dispatch_before(L, l))
-      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
-    seg_add(L, &seg, li, PART_FWD);
-    if (tp && l->tp == MM_TP_ROW && !l->expert)
-      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.out_bytes);
-    if (moe && moe_combine_after(L, li))
-      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
-  }
-  flush(L, &ch, &seg);
-  return ch.last;
-}
-
 /* Sharded embedding tables exchange pooled outputs: All2All (table-, column-wise) or
  * ReduceScatter of partial sums (row-wise); backward the reverse. */
 static uint32_t emit_mp_exchange(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *d)
@@ -339,52 +305,180 @@ static uint32_t emit_mp_exchange(Lower *L, uint32_t u, uint32_t micro, MmPhase p
   return emit_coll(L, un->block, MM_STRAT_MP, kind, MM_REASON_MP, bytes, d, u, micro, phase);
 }
 
-/* Backward of one unit. Returns the op producing its input gradient; *weights_done
- * receives its last compute op (all its weight gradients exist once it ends: the
- * compute stream is FIFO). */
-static uint32_t lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
-                          uint32_t *weights_done)
+/* ---- unit templates ---------------------------------------------------- *
+ * Identical units (80 transformer layers) lower to identical op sequences. Each
+ * distinct unit is walked layer by layer once per variant, into a template of
+ * compute segments and collectives; every unit then replays its template. */
+
+typedef enum { T_SEG, T_COLL, T_WSEG } TKind;
+
+typedef struct {
+  uint8_t kind;   /* TKind */
+  uint8_t coll;   /* MmCollKind */
+  uint8_t reason; /* MmReason */
+  uint8_t strat;  /* MmStrategy */
+  double coll_bytes;
+  Seg seg;        /* first / last: offsets from the unit's first layer */
+} TItem;
+
+typedef struct Template {
+  TItem *items;
+  uint32_t n, cap;
+  gboolean built;
+} Template;
+
+enum { V_FWD, V_BWD_IN, V_BWD_NOIN, V_COUNT };
+
+static void t_push(Template *t, const TItem *it)
+{
+  if (t->n == t->cap) {
+    t->cap = 2 * t->cap + 8;
+    t->items = g_renew(TItem, t->items, t->cap);
+  }
+  t->items[t->n++] = *it;
+}
+
+static void t_seg(Template *t, Seg *seg, uint32_t first_layer, TKind kind)
+{
+  if (seg->kernels == 0) return;
+  TItem it = {.kind = (uint8_t)kind, .seg = *seg};
+  it.seg.first -= first_layer;
+  it.seg.last -= first_layer;
+  t_push(t, &it);
+  *seg = (Seg){.what = MM_OP_COMPUTE};
+}
+
+static void t_coll(Template *t, Seg *seg, uint32_t first_layer, MmCollKind kind, MmReason reason, double bytes)
+{
+  t_seg(t, seg, first_layer, T_SEG);
+  TItem it = {.kind = T_COLL, .coll = (uint8_t)kind, .reason = (uint8_t)reason, .strat = MM_STRAT_TP,
+              .coll_bytes = bytes};
+  t_push(t, &it);
+}
+
+/* Forward (and recompute) of unit @u: segments split by TP all-reduces and MoE all-to-alls. */
+static void record_fwd(Lower *L, uint32_t u, Template *t)
 {
   const MmUnit *un = &L->g->units[u];
   const MmBlockSetup *bs = &L->s->blocks[un->block];
-  const gboolean tp = bs->degree[MM_STRAT_TP] > 1;
-  const gboolean trained = !bs->frozen;
+  const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u];
   const double n = bs->samples_per_micro;
-  const uint32_t before = L->n_ops;
-  Deps d = *in;
-  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL) deps_add(&d, lower_fwd(L, u, micro, MM_PHASE_RECOMPUTE, in));
-  const gboolean moe = L->unit_moe[u];
-  Chain ch = {.d = d, .last = NONE, .unit = u, .micro = micro, .phase = MM_PHASE_BWD};
+  const uint32_t f = un->first_layer;
   Seg seg = {.what = MM_OP_COMPUTE};
-  for (uint32_t li = un->first_layer + un->n_layers; li-- > un->first_layer;) {
+  for (uint32_t li = f; li < f + un->n_layers; li++) {
     const MmLayer *l = &L->g->layers[li];
-    const gboolean input_grad = li != un->first_layer || need_input_grad;
-    if (moe && moe_combine_after(L, li))
-      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+    if (moe && moe_dispatch_before(L, l)) t_coll(t, &seg, f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+    seg_add(L, &seg, li, PART_FWD);
+    if (tp && l->tp == MM_TP_ROW && !l->expert)
+      t_coll(t, &seg, f, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.out_bytes);
+    if (moe && moe_combine_after(L, li)) t_coll(t, &seg, f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+  }
+  t_seg(t, &seg, f, T_SEG);
+}
+
+/* Backward of unit @u: input gradients in reverse; after a column-parallel op its
+ * input-gradient AllReduce, with its weight gradient beside it (a T_WSEG). */
+static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template *t)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u], trained = !bs->frozen;
+  const double n = bs->samples_per_micro;
+  const uint32_t f = un->first_layer;
+  Seg seg = {.what = MM_OP_COMPUTE};
+  for (uint32_t li = f + un->n_layers; li-- > f;) {
+    const MmLayer *l = &L->g->layers[li];
+    const gboolean input_grad = li != f || need_input_grad;
+    if (moe && moe_combine_after(L, li)) t_coll(t, &seg, f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
     if (input_grad) seg_add(L, &seg, li, PART_BWD_IN);
     if (tp && l->tp == MM_TP_COLUMN && !l->expert && input_grad) {
-      /* the input-gradient AllReduce; this layer's weight gradient runs beside it */
-      flush(L, &ch, &seg);
-      uint32_t ar = emit_coll(L, un->block, MM_STRAT_TP, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.act_bytes,
-                              &ch.d, u, micro, MM_PHASE_BWD);
+      t_coll(t, &seg, f, MM_COLL_ALL_REDUCE, MM_REASON_TP, n * l->cost.act_bytes);
       if (trained) {
         seg_add(L, &seg, li, PART_BWD_W);
-        flush(L, &ch, &seg);
-      }
-      if (ar != NONE) {
-        ch.last = ar;
-        ch.d = deps_one(ar);
+        t_seg(t, &seg, f, T_WSEG);
       }
     } else if (trained) {
       seg_add(L, &seg, li, PART_BWD_W);
     }
-    if (moe && moe_dispatch_before(L, l))
-      chain_coll(L, &ch, &seg, un->block, MM_STRAT_TP, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
+    if (moe && moe_dispatch_before(L, l)) t_coll(t, &seg, f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_bytes(L, l));
   }
-  flush(L, &ch, &seg);
-  uint32_t lc = L->last_on[MM_STREAM_COMPUTE];
-  *weights_done = lc != NONE && lc >= before ? lc : NONE;
-  return ch.last;
+  t_seg(t, &seg, f, T_SEG);
+}
+
+static const Template *template_for(Lower *L, uint32_t u, int variant)
+{
+  const MmGraph *g = L->g;
+  uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
+  Template *t = &L->templates[V_COUNT * cu + variant];
+  if (!t->built) {
+    if (variant == V_FWD) record_fwd(L, cu, t);
+    else record_bwd(L, cu, variant == V_BWD_IN, t);
+    t->built = TRUE;
+  }
+  return t;
+}
+
+/* Emits a template for unit @u. Returns the last op of the chain (the unit's output or
+ * input gradient); *last_compute receives the last compute op emitted (or NONE). */
+static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                       uint32_t *last_compute)
+{
+  const MmUnit *un = &L->g->units[u];
+  Deps d = *in, coll_deps = *in;
+  uint32_t last = NONE;
+  *last_compute = NONE;
+  for (uint32_t i = 0; i < t->n; i++) {
+    const TItem *it = &t->items[i];
+    if (it->kind == T_COLL) {
+      uint32_t op = emit_coll(L, un->block, (MmStrategy)it->strat, (MmCollKind)it->coll, (MmReason)it->reason,
+                              it->coll_bytes, &d, u, micro, phase);
+      if (op != NONE) {
+        coll_deps = d;
+        last = op;
+        d = deps_one(op);
+      }
+      continue;
+    }
+    const Seg *sg = &it->seg;
+    MmOpInfo info = {
+      .what = (uint8_t)sg->what, .phase = (uint8_t)phase, .unit = u, .micro = micro,
+      .first_layer = un->first_layer + sg->first, .last_layer = un->first_layer + sg->last, .kernels = sg->kernels,
+      .flops = sg->flops, .model_flops = sg->model_flops, .bytes = sg->bytes, .time_s = sg->time_s,
+      .fixed_s = sg->time_s,
+    };
+    if (it->kind == T_WSEG) {
+      /* the weight gradient waits for what the all-reduce waited for, not for the all-reduce */
+      *last_compute = emit(L, MM_STREAM_COMPUTE, &coll_deps, &info, NULL, 0, 0);
+      continue;
+    }
+    last = *last_compute = emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, 0, 0);
+    d = deps_one(last);
+  }
+  return last;
+}
+
+/* Forward (or recompute) of one unit. Returns the op that produces its output. */
+static uint32_t lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in)
+{
+  uint32_t lc;
+  return replay(L, template_for(L, u, V_FWD), u, micro, phase, in, &lc);
+}
+
+/* Backward of one unit (after its recompute). Returns the op producing its input
+ * gradient; *weights_done receives its last compute op (all its weight gradients
+ * exist once it ends: the compute stream is FIFO). */
+static uint32_t lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
+                          uint32_t *weights_done)
+{
+  Deps d = *in;
+  uint32_t rec_last = NONE;
+  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL) {
+    deps_add(&d, replay(L, template_for(L, u, V_FWD), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
+  }
+  uint32_t lc;
+  uint32_t out = replay(L, template_for(L, u, need_input_grad ? V_BWD_IN : V_BWD_NOIN), u, micro, MM_PHASE_BWD, &d, &lc);
+  *weights_done = lc != NONE ? lc : rec_last;
+  return out;
 }
 
 /* ---- FSDP gather sequence ---------------------------------------------- */
@@ -663,10 +757,8 @@ static void lower_iteration(Lower *L)
       const MmBlockSetup *bs = &L->s->blocks[b];
       if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG) continue; /* tables update inside their backward */
       double params = 0;
-      const MmUnit *u0 = &L->g->units[L->g->block_first_unit[b]];
-      const MmUnit *u1 = &L->g->units[L->g->block_first_unit[b] + L->g->block_units[b] - 1];
-      for (uint32_t li = u0->first_layer; li < u1->first_layer + u1->n_layers; li++)
-        params += (double)L->g->layers[li].cost.params * mm_plan_param_fraction(L->s, b, &L->g->layers[li]);
+      for (uint32_t u = L->g->block_first_unit[b]; u < L->g->block_first_unit[b] + L->g->block_units[b]; u++)
+        params += L->unit_params[u] / (double)bs->degree[MM_STRAT_FSDP];
       double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
       bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
       kernels++;
@@ -679,7 +771,8 @@ static void lower_iteration(Lower *L)
         .last_layer = NONE, .kernels = kernels, .bytes = bytes,
         .time_s = mm_plan_compute_time(L->hw, dtype, 0, bytes) + kernels * L->hw->device.launch_overhead_s,
       };
-      emit(L, MM_STREAM_COMPUTE, &d, &info, FALSE, 0, 0);
+      info.fixed_s = info.time_s;
+      emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, 0, 0);
     }
   }
   g_free(st.fwd_out);
@@ -697,6 +790,9 @@ void mm_plan_free(MmPlan *p)
   g_free(p->info);
   g_free(p->deps);
   g_free(p->dur);
+  g_free(p->xfer_link);
+  g_free(p->xfer_bytes);
+  g_free(p->link_bw);
   g_free(p->classes);
   g_free(p->class_count);
   g_free(p);
@@ -714,6 +810,7 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
     .deps = g_new(uint32_t, 2 * guess), .cap_deps = 2 * guess,
     .training = s->cfg->task != MM_TASK_INFERENCE,
   };
+  mm_comm_links(s->hw, &L.links);
   L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
   for (uint32_t li = 0; li < g->n_layers; li++)
     if (g->layers[li].canon == li)
@@ -726,11 +823,14 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
       break;
     }
   precompute_units(&L);
+  L.templates = g_new0(Template, V_COUNT * (gsize)g->n_units + 1);
   build_gather_queue(&L);
   lower_iteration(&L);
   g_free(L.gq);
   g_free(L.gq_op);
   g_free(L.parts);
+  for (uint32_t i = 0; i < V_COUNT * g->n_units; i++) g_free(L.templates[i].items);
+  g_free(L.templates);
   g_free(L.unit_params);
   g_free(L.unit_moe);
 
@@ -741,16 +841,21 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
   p->ops = L.ops;
   p->info = L.info;
   p->deps = L.deps;
+  p->xfer_link = L.xfer_link;
+  p->xfer_bytes = L.xfer_bytes;
+  p->links = L.links;
+  p->link_bw = g_new(double, L.links.n + 1);
+  for (uint32_t i = 0; i < L.links.n; i++) p->link_bw[i] = L.links.bw_Bps[i] / MM_PS_PER_S;
   p->dur = g_new(MmTime, p->n_ops + 1);
-  for (uint32_t i = 0; i < p->n_ops; i++) p->dur[i] = mm_time_from_s(p->info[i].time_s);
-  p->program = (MmEngineProgram){p->ops, p->n_ops, p->deps, MM_STREAM_COUNT};
+  for (uint32_t i = 0; i < p->n_ops; i++) p->dur[i] = mm_time_from_s(p->info[i].fixed_s);
+  p->program = (MmEngineProgram){p->ops, p->n_ops, p->deps, MM_STREAM_COUNT, p->xfer_link, p->xfer_bytes, L.links.n};
 
   gboolean per_device = opt && opt->per_device;
   p->n_classes = per_device ? (uint32_t)s->devices : 1;
   p->classes = g_new(MmEngineClass, p->n_classes);
   p->class_count = g_new(int64_t, p->n_classes);
   for (uint32_t c = 0; c < p->n_classes; c++) {
-    p->classes[c] = (MmEngineClass){0, p->dur, c};
+    p->classes[c] = (MmEngineClass){0, p->dur, c, p->link_bw};
     p->class_count[c] = per_device ? 1 : s->devices;
   }
 

@@ -77,7 +77,9 @@ typedef struct {
   double flops;       /* executed FLOPs on one device */
   double model_flops; /* the MFU count */
   double bytes;       /* compute: HBM bytes; collective: buffer bytes */
-  double time_s;      /* duration before scaling to picoseconds */
+  double time_s;      /* duration alone (collectives: on idle links) */
+  double fixed_s;     /* the engine's fixed part: compute time, or a collective's latency */
+  uint8_t algorithm;  /* collectives: MmAlgorithm chosen */
 } MmOpInfo;
 
 typedef struct {
@@ -94,6 +96,10 @@ typedef struct {
   uint32_t *deps;
   MmTime *dur;
   uint32_t n_ops;
+  uint32_t *xfer_link; /* collectives' per-link traffic (MmEngineProgram.xfer_*) */
+  double *xfer_bytes;
+  MmLinks links;       /* the resources of one device */
+  double *link_bw;     /* bytes per picosecond, per link */
   MmEngineClass *classes;
   int64_t *class_count; /* devices each class stands for */
   uint32_t n_classes;
