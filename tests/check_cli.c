@@ -142,6 +142,29 @@ START_TEST(test_schema_doc_is_current)
 }
 END_TEST
 
+/* The README's validation tables are the program's current output. */
+START_TEST(test_readme_tables_are_current)
+{
+  g_autofree char *path = mm_test_src("README.md");
+  g_autofree char *readme = NULL;
+  ck_assert(g_file_get_contents(path, &readme, NULL, NULL));
+  static const char *const names[] = {"training", "collectives"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autofree char *cases = g_strdup_printf("configs/validation/%s.json", names[i]);
+    const char *args[] = {"validate", cases, "--markdown", NULL};
+    g_autofree char *out = NULL;
+    ck_assert_int_eq(mm_test_cli(args, &out, NULL), 0);
+    g_autofree char *begin = g_strdup_printf("<!-- validate:%s -->\n", names[i]);
+    g_autofree char *end = g_strdup_printf("<!-- /validate:%s -->", names[i]);
+    const char *a = strstr(readme, begin), *b = strstr(readme, end);
+    ck_assert_msg(a && b && b > a, "README lacks the %s markers", names[i]);
+    a += strlen(begin);
+    g_autofree char *block = g_strndup(a, (gsize)(b - a));
+    ck_assert_msg(strcmp(block, out) == 0, "README's %s table is stale: run scripts/update-readme.sh", names[i]);
+  }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
   Suite *s = suite_create("cli");
@@ -155,6 +178,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_unwritable_output_leaves_nothing);
   tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_schema_doc_is_current);
+  tcase_add_test(tc, test_readme_tables_are_current);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -196,6 +196,8 @@ static const BadCase bad_cases[] = {
   {"NICs given twice", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":2," INTRA ",\"inter_node\":{\"topology\":\"fat_tree\",\"nics_per_node\":4,\"nics_per_gpu\":1,\"nic_bw_Gbps\":200}}", MM_CONFIG_ERROR_INCONSISTENT, "$.inter_node", NULL},
   {"nodes without a network", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":2," INTRA "}", MM_CONFIG_ERROR_MISSING_KEY, "inter_node", NULL},
   {"unknown topology", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":1,\"intra_node\":{\"topology\":\"star\",\"links_per_gpu\":4,\"link_bw_GBps\":25}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.intra_node.topology", NULL},
+  {"dims without a torus", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":2," INTRA ",\"inter_node\":{\"topology\":\"fat_tree\",\"nics_per_node\":4,\"nic_bw_Gbps\":200,\"dims\":[2,1]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.inter_node.dims", NULL},
+  {"torus without dims", K_SYSTEM, SYS_HEAD "\"gpus_per_node\":4,\"nodes\":2," INTRA ",\"inter_node\":{\"topology\":\"torus2d\",\"nics_per_node\":4,\"nic_bw_Gbps\":200}}", MM_CONFIG_ERROR_MISSING_KEY, "dims", NULL},
   {"utilization above 1", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":100},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":1.5,\"provenance\":\"paper\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_RANGE, "$.utilization.gemm.value", NULL},
   {"unknown provenance", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":100},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":0.5,\"provenance\":\"guess\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "provenance", NULL},
   {"no positive peak", K_DEVICE, "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":0},\"hbm_GiB\":16,\"hbm_bw_GBps\":1000,\"utilization\":{\"gemm\":{\"value\":0.5,\"provenance\":\"paper\"},\"hbm\":{\"value\":0.8,\"provenance\":\"paper\"}}}", MM_CONFIG_ERROR_RANGE, "$.peak_tflops", NULL},
@@ -212,6 +214,9 @@ static const BadCase bad_cases[] = {
   {"sharding on fsdp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\",\"sharding\":\"row\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "sharding", NULL},
   {"frozen while pretraining", K_CONFIG, CFG_HEAD "\"frozen\":[\"decoder\"]," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.frozen", NULL},
   {"finetune freezes nothing", K_CONFIG, "{\"name\":\"c\",\"task\":\"finetune\",\"global_batch\":8," FSDP_ALL "}", MM_CONFIG_ERROR_MISSING_KEY, "frozen", NULL},
+  {"grad_sync on fsdp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\",\"grad_sync\":\"sparse\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "grad_sync", NULL},
+  {"unknown algorithm", K_CONFIG, CFG_HEAD "\"collectives\":{\"all_reduce\":\"butterfly\"}," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.collectives.all_reduce", NULL},
+  {"unknown collective", K_CONFIG, CFG_HEAD "\"collectives\":{\"allreduce\":\"ring\"}," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_KEY, "allreduce", NULL},
   {"empty level list", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[]}}", MM_CONFIG_ERROR_RANGE, "$.parallelism.default", NULL},
   /* cross-file consistency (llama2-70b on 2048 A100 unless said) */
   {"degrees do not match the system", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":64}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default", NULL},
@@ -224,6 +229,7 @@ static const BadCase bad_cases[] = {
   {"group straddles nodes", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":3},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "degree", NULL},
   {"dtype without a peak", K_SCENARIO, CFG_HEAD "\"precision\":{\"compute\":\"fp8\"}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.precision.compute", NULL},
   {"block without strategy", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"transformer\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_MISSING_KEY, "$.parallelism", NULL},
+  {"sparse sync on a transformer", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"grad_sync\":\"sparse\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "grad_sync", NULL},
   {"tp on embedding tables", K_SCENARIO, "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":65536,\"parallelism\":{\"embedding_bag\":[{\"strategy\":\"tp\",\"degree\":\"all\"}],\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "embedding", "models/dlrm-a.json"},
 };
 

@@ -4,10 +4,9 @@
 #include "cli.h"
 #include "sweep/sweep.h"
 
-/* The default cases file: in the working directory, else in the source tree madmax was built from. */
-static char *default_cases(void)
+/* A default cases file: in the working directory, else in the source tree madmax was built from. */
+static char *default_cases(const char *rel)
 {
-  const char *rel = "configs/validation/training.json";
   if (g_file_test(rel, G_FILE_TEST_IS_REGULAR)) return g_strdup(rel);
   return g_build_filename(MM_DATA_DIR, rel, NULL);
 }
@@ -24,7 +23,8 @@ int mm_cmd_validate(int argc, char **argv)
   g_autoptr(GOptionContext) ctx = g_option_context_new("[CASES.json] - compare predictions with published measurements");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_summary(ctx,
-    "Runs every case of a validation file (default configs/validation/training.json): each names a\n"
+    "Runs every case of a validation file (default: configs/validation/training.json, end-to-end\n"
+    "runs, then configs/validation/collectives.json, collective bandwidth curves): each names a\n"
     "model, a system and node count, a config, and a value a publication measured (iteration time,\n"
     "tokens/s per GPU, TFLOP/s per GPU in the source's own FLOP count, ...). Prints measured,\n"
     "predicted and the error of each, then the median, 90th percentile and worst absolute error.\n"
@@ -35,14 +35,33 @@ int mm_cmd_validate(int argc, char **argv)
     fprintf(stderr, "madmax: one cases file at most\nTry 'madmax validate --help'.\n");
     return MM_EXIT_INPUT;
   }
-  g_autofree char *path = argc == 2 ? g_strdup(argv[1]) : default_cases();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(MmValidation) v = mm_validation_run(path, &error);
-  if (!v) return mm_cli_fail(error);
-  if (json_path) {
-    g_autoptr(cJSON) doc = mm_validation_json(v);
-    if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
+  if (argc == 2) {
+    g_ptr_array_add(paths, g_strdup(argv[1]));
+  } else {
+    g_ptr_array_add(paths, default_cases("configs/validation/training.json"));
+    g_ptr_array_add(paths, default_cases("configs/validation/collectives.json"));
   }
-  if (!json_path || g_strcmp0(json_path, "-") != 0) mm_validation_text(stdout, v, markdown);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(cJSON) all = cJSON_CreateArray();
+  for (guint i = 0; i < paths->len; i++) {
+    g_autoptr(MmValidation) v = mm_validation_run(g_ptr_array_index(paths, i), &error);
+    if (!v) return mm_cli_fail(error);
+    cJSON_AddItemToArray(all, mm_validation_json(v));
+    if (!json_path || g_strcmp0(json_path, "-") != 0) {
+      if (i > 0) printf("\n");
+      mm_validation_text(stdout, v, markdown);
+    }
+  }
+  if (json_path) {
+    /* one file: its document; several: {"validations": [...]} */
+    cJSON *doc = paths->len == 1 ? cJSON_DetachItemFromArray(all, 0) : NULL;
+    if (!doc) {
+      doc = cJSON_CreateObject();
+      cJSON_AddItemToObject(doc, "validations", cJSON_Duplicate(all, TRUE));
+    }
+    g_autoptr(cJSON) owned = doc;
+    if (!mm_report_write_json(owned, json_path, &error)) return mm_cli_fail(error);
+  }
   return MM_EXIT_OK;
 }

@@ -16,6 +16,7 @@ typedef struct {
 static const Command commands[] = {
   {"run", mm_cmd_run, "simulate one iteration: time, throughput, MFU, exposed communication, memory"},
   {"describe", mm_cmd_describe, "per-layer costs and, with hardware + config, per-device memory"},
+  {"op", mm_cmd_op, "one operation alone: a collective on a system, sparse gradient synchronization"},
   {"validate", mm_cmd_validate, "predicted vs measured on published runs (configs/validation/)"},
   {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},
 };

@@ -12,7 +12,7 @@ MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t s
 {
   const int64_t g = hw->gpus_per_node;
   MmGroupShape s;
-  if (degree <= 1 || g % (stride * degree) == 0) {
+  if (degree <= 1 || stride * degree <= g) { /* inside one node (5 of 8 GPUs, too) */
     s.scope = MM_SCOPE_INTRA;
     s.per_node = degree;
     s.nodes = 1;
@@ -181,12 +181,13 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
       lat += 2.0 * (k1 - 1.0) * x->ai + 2.0 * lg2(k2) * x->ae;
       break;
     case MM_ALGO_DIRECT:
-      if (inter) return FALSE;
+      /* direct algorithms need a link to every peer: full meshes (the fused-kernel paper's GEMV + AllReduce) */
+      if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
       put_intra(x, o, (p - 1.0) * S);
       lat += x->ai;
       break;
     case MM_ALGO_TWO_PHASE:
-      if (inter || hw->intra.topology == MM_TOPO_RING) return FALSE;
+      if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
       put_intra(x, o, 2.0 * (p - 1.0) / p * S);
       lat += 2.0 * x->ai;
       break;
@@ -243,7 +244,7 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
       lat += (p - 1.0) * step;
       break;
     case MM_ALGO_DIRECT:
-      if (inter) return FALSE;
+      if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
       put_intra(x, o, (p - 1.0) / p * S);
       lat += x->ai;
       break;

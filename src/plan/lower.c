@@ -630,6 +630,92 @@ static void flush_bucket(Lower *L, IterState *st, guint b, uint32_t micro)
 }
 
 /* Gradient synchronization of one unit after its backward. */
+/* The ddp level of a block that asked for sparse gradient synchronization, or -1. */
+static int sparse_level(const Lower *L, guint b)
+{
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  int found = -1, ddp_levels = 0;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    if (bs->levels[i].strategy != MM_STRAT_DDP || bs->levels[i].degree <= 1) continue;
+    ddp_levels++;
+    if (bs->levels[i].grad_sync != MM_GRAD_SYNC_DENSE) found = (int)i;
+  }
+  return ddp_levels == 1 ? found : -1; /* one data-parallel level: its group exchanges the rows */
+}
+
+/* The embedding gradient of block @b under uniform random access: rows one rank touches
+ * in an iteration, and their union over the ranks (distinct of n draws from R rows:
+ * R (1 - e^{-n/R})). */
+static MmSparseGrad sparse_grad(const Lower *L, guint b, int level)
+{
+  const MmBlock *bk = &L->m->blocks[b];
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  double rows, lookups, dim;
+  if (bk->kind == MM_BLOCK_EMBEDDING_BAG) {
+    rows = (double)bk->rows;
+    dim = (double)bk->dim;
+    lookups = bs->samples_per_micro * (double)L->s->micro_steps * bk->pooling; /* per table */
+  } else {
+    rows = (double)bk->vocab;
+    dim = (double)bk->hidden;
+    lookups = bs->samples_per_micro * (double)L->s->micro_steps * (double)bk->seq_len;
+  }
+  double p = (double)bs->levels[level].degree;
+  double local = rows * -expm1(-lookups / rows), uni = rows * -expm1(-p * lookups / rows);
+  double overlap = p > 1 && local > 0 ? CLAMP((p * local - uni) / ((p - 1.0) * local), 0.0, 1.0) : 1.0;
+  double tables = bk->kind == MM_BLOCK_EMBEDDING_BAG ? (double)bk->tables * bs->mp_fraction : 1.0;
+  MmSparseGrad g = {
+    .rows = (int64_t)(rows * tables), .dim = (int64_t)dim, .elem_bytes = mm_dtype_bytes(bs->grad_dtype),
+    .touched_frac = local / rows, .overlap = overlap, .degree = bs->levels[level].degree,
+    .stride = bs->stride[level],
+  };
+  return g;
+}
+
+/* Sparse synchronization of an embedding gradient: all-gather of the (padded) local row
+ * indices, de-duplication on the GPU, AllReduce of the union's rows; host staging folds
+ * the CPU de-duplication into the exchange. */
+static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t micro, uint32_t weights_done)
+{
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  MmSparseGrad g = sparse_grad(L, b, level);
+  MmSparseCost sc;
+  MmGradSync want = bs->levels[level].grad_sync;
+  if (want == MM_GRAD_SYNC_AUTO) mm_comm_sparse_best(L->hw, &L->links, &g, &sc);
+  else mm_comm_sparse_cost(L->hw, &L->links, &g, want == MM_GRAD_SYNC_HOST ? MM_SYNC_HOST : MM_SYNC_SPARSE, &sc);
+  Deps d = deps_one(weights_done);
+  if (sc.method == MM_SYNC_DENSE) {
+    emit_coll(L, b, MM_STRAT_DDP, MM_COLL_ALL_REDUCE, MM_REASON_DDP, sc.value_bytes, &d, u, micro, MM_PHASE_BWD);
+    return;
+  }
+  MmAlgorithm algo = sc.method == MM_SYNC_HOST ? MM_ALGO_HOST : MM_ALGO_AUTO;
+  MmCollective ag = {MM_COLL_ALL_GATHER, sc.index_bytes, g.degree, g.stride, algo};
+  MmCollective ar = {MM_COLL_ALL_REDUCE, sc.value_bytes, g.degree, g.stride, algo};
+  MmCommCost cag, car;
+  mm_comm_cost(L->hw, &L->links, &ag, &cag);
+  mm_comm_cost(L->hw, &L->links, &ar, &car);
+  double dedup = sc.time_s - cag.time_s - car.time_s; /* what the sparse path adds besides its two collectives */
+  MmStreamId st = cag.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  MmOpInfo info = {.what = MM_OP_COLLECTIVE, .phase = MM_PHASE_BWD, .coll = MM_COLL_ALL_GATHER, .reason = MM_REASON_DDP,
+                   .unit = u, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = ag.bytes,
+                   .time_s = cag.time_s, .fixed_s = cag.latency_s, .algorithm = (uint8_t)cag.algorithm};
+  uint32_t op = emit(L, st, &d, &info, &cag, g.degree, g.stride);
+  d = deps_one(op);
+  if (sc.method == MM_SYNC_SPARSE && dedup > 0) {
+    MmOpInfo di = {.what = MM_OP_COMPUTE, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
+                   .first_layer = L->g->units[u].first_layer, .last_layer = L->g->units[u].first_layer, .kernels = 2,
+                   .bytes = dedup * L->hw->device.hbm_bw_Bps * L->hw->device.util_hbm.value, .time_s = dedup, .fixed_s = dedup};
+    op = emit(L, MM_STREAM_COMPUTE, &d, &di, NULL, 0, 0);
+    d = deps_one(op);
+  }
+  info.coll = MM_COLL_ALL_REDUCE;
+  info.bytes = ar.bytes;
+  info.time_s = car.time_s + (sc.method == MM_SYNC_HOST ? dedup : 0);
+  info.fixed_s = car.latency_s + (sc.method == MM_SYNC_HOST ? dedup : 0); /* CPU de-duplication, on the host path */
+  info.algorithm = (uint8_t)car.algorithm;
+  emit(L, st, &d, &info, &car, g.degree, g.stride);
+}
+
 static void sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_t weights_done)
 {
   const MmUnit *un = &L->g->units[u];
@@ -650,6 +736,8 @@ static void sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint
       emit_coll(L, b, MM_STRAT_DDP, MM_COLL_ALL_REDUCE, MM_REASON_DDP, grads / (double)bs->degree[MM_STRAT_FSDP], &r,
                 u, micro, MM_PHASE_BWD);
     }
+  } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {
+    emit_sparse_sync(L, b, sparse_level(L, b), u, micro, weights_done);
   } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1) {
     /* DDP accumulates locally (no_sync) and all-reduces buckets during the last backward */
     st->bucket_bytes[b] += grads;

@@ -52,6 +52,7 @@ typedef struct {
   double error_frac; /* predicted / measured - 1 */
   gboolean fits;
   char *note;
+  char *curve;       /* collective curves: the case a point belongs to (NULL otherwise) */
 } MmValidationRow;
 
 typedef struct {

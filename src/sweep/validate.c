@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "config/json.h" /* the schema-table parser the config loaders use */
 #include "sweep.h"
 
@@ -56,8 +57,32 @@ static const MmField file_fields[] = {
   {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(FileRaw, name), NULL, "title of the table"},
   {"root", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(FileRaw, root), NULL,
    "directory the case paths are relative to, relative to this file"},
-  {"cases", MM_F_ARRAY, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "the cases"},
+  {"cases", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "end-to-end cases"},
   {"skipped", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "{id, reason} of measurements not expressible yet"},
+  {"collective_cases", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "measured collective curves: bus bandwidth per size (or per group size)"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  char *id, *group, *source, *hardware, *note;
+  int kind, algorithm;
+  int64_t ranks, stride;
+} CurveRaw;
+#define CURVE(f) ((gssize)offsetof(CurveRaw, f))
+
+static const MmField curve_fields[] = {
+  {"id", MM_F_STR, TRUE, 0, 0, 0, NULL, CURVE(id), NULL, "identifier"},
+  {"group", MM_F_STR, FALSE, 0, 0, 0, NULL, CURVE(group), NULL, "platform family"},
+  {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, CURVE(source), NULL, "publication"},
+  {"hardware", MM_F_STR, TRUE, 0, 0, 0, NULL, CURVE(hardware), NULL, "system file"},
+  {"kind", MM_F_ENUM, TRUE, 0, 0, 0, mm_coll_names, CURVE(kind), NULL, "collective"},
+  {"ranks", MM_F_INT, TRUE, 0, 1 << 24, 0, NULL, CURVE(ranks), NULL, "group size (0: given per point)"},
+  {"stride", MM_F_INT, FALSE, 1, 1 << 24, 1, NULL, CURVE(stride), NULL, "member distance"},
+  {"algorithm", MM_F_ENUM, FALSE, 0, 0, MM_ALGO_AUTO, mm_algorithm_names, CURVE(algorithm), NULL,
+   "what the measurement forced (auto: the library's choice)"},
+  {"points", MM_F_ARRAY, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "[bytes, bus GB/s] or [bytes, bus GB/s, ranks]"},
+  {"note", MM_F_STR, FALSE, 0, 0, 0, NULL, CURVE(note), NULL, "how the case maps onto madmax"},
   MM_FIELDS_END,
 };
 
@@ -70,6 +95,7 @@ static void row_free(gpointer p)
   g_free(r->metric);
   g_free(r->unit);
   g_free(r->note);
+  g_free(r->curve);
   g_free(r);
 }
 
@@ -173,7 +199,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
 
   const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
   int i = 0;
-  for (const cJSON *it = cases->child; it; it = it->next, i++) {
+  for (const cJSON *it = cases ? cases->child : NULL; it; it = it->next, i++) {
     g_autofree char *jp = g_strdup_printf("$.cases[%d]", i);
     if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a case object", error)) return NULL;
     CaseRaw c = {0};
@@ -202,6 +228,54 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     r->fits = sim->memory->fits;
     r->note = g_steal_pointer(&note);
     g_ptr_array_add(v->rows, r);
+  }
+  const cJSON *curves = cJSON_GetObjectItemCaseSensitive(root, "collective_cases");
+  i = 0;
+  for (const cJSON *it = curves ? curves->child : NULL; it; it = it->next, i++) {
+    g_autofree char *jp = g_strdup_printf("$.collective_cases[%d]", i);
+    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a curve object", error)) return NULL;
+    CurveRaw c = {0};
+    ok = mm_json_apply(&ctx, it, jp, curve_fields, &c, NULL, error);
+    g_autofree char *id = c.id, *group = c.group, *source = c.source, *hardware = c.hardware, *note = c.note;
+    if (!ok) return NULL;
+    g_autofree char *hp = g_build_filename(base, hardware, NULL);
+    g_autoptr(GError) herr = NULL;
+    g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
+    if (!hw) {
+      g_set_error(error, herr->domain, herr->code, "%s: curve %s: %s", cases_path, id, herr->message);
+      return NULL;
+    }
+    MmLinks links;
+    mm_comm_links(hw, &links);
+    int k = 0;
+    for (const cJSON *pt = cJSON_GetObjectItemCaseSensitive(it, "points")->child; pt; pt = pt->next, k++) {
+      g_autofree char *pp = g_strdup_printf("%s.points[%d]", jp, k);
+      int np = cJSON_GetArraySize(pt);
+      const cJSON *pb = cJSON_GetArrayItem(pt, 0), *pv = cJSON_GetArrayItem(pt, 1), *rk = cJSON_GetArrayItem(pt, 2);
+      if (!cJSON_IsArray(pt) || np < 2 || np > 3 || !cJSON_IsNumber(pb) || !cJSON_IsNumber(pv) || pb->valuedouble <= 0 ||
+          pv->valuedouble <= 0 || (np == 3 && (!cJSON_IsNumber(rk) || rk->valuedouble < 2)) || (np == 2 && c.ranks < 1)) {
+        mm_json_error(error, MM_CONFIG_ERROR_TYPE, &ctx, pp,
+                      "expected [bytes > 0, bus GB/s > 0] (or [bytes, GB/s, ranks >= 2] when \"ranks\" is 0)");
+        return NULL;
+      }
+      int64_t ranks = np == 3 ? (int64_t)rk->valuedouble : c.ranks;
+      MmCollective coll = {(MmCollKind)c.kind, pb->valuedouble, ranks, c.stride, (MmAlgorithm)c.algorithm};
+      MmCommCost cost;
+      mm_comm_cost(hw, &links, &coll, &cost);
+      MmValidationRow *r = g_new0(MmValidationRow, 1);
+      g_autofree char *size = np == 3 ? g_strdup_printf("%" G_GINT64_FORMAT " GPUs", ranks) : mm_fmt_bytes(pb->valuedouble);
+      r->id = g_strdup_printf("%s @ %s", id, size);
+      r->curve = g_strdup(id);
+      r->group = g_strdup(group ? group : "");
+      r->source = g_strdup(source);
+      r->metric = g_strdup("bus_bw_GBps");
+      r->measured = pv->valuedouble;
+      r->predicted = cost.bus_bw_Bps / 1e9;
+      r->error_frac = r->predicted / r->measured - 1.0;
+      r->fits = TRUE;
+      r->note = note ? g_strdup(note) : NULL;
+      g_ptr_array_add(v->rows, r);
+    }
   }
   const cJSON *skipped = cJSON_GetObjectItemCaseSensitive(root, "skipped");
   i = 0;
@@ -264,15 +338,57 @@ cJSON *mm_validation_json(const MmValidation *v)
   return root;
 }
 
+static guint t_rows(const MmValidation *v)
+{
+  guint n = 0;
+  for (guint k = 0; k < v->rows->len; k++) n += ((const MmValidationRow *)g_ptr_array_index(v->rows, k))->curve == NULL;
+  return n;
+}
+
+/* One line per collective curve: its points' median and worst error. */
+static void print_curves(FILE *out, const MmValidation *v, gboolean md)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  gboolean header = FALSE;
+  for (guint k = 0; k < v->rows->len; k++) {
+    const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+    if (!r->curve || !g_hash_table_add(seen, r->curve)) continue;
+    g_autofree double *e = g_new(double, v->rows->len);
+    guint n = 0;
+    double worst = 0, lo = 0, hi = 0;
+    for (guint j = k; j < v->rows->len; j++) {
+      const MmValidationRow *q = g_ptr_array_index(v->rows, j);
+      if (!q->curve || strcmp(q->curve, r->curve) != 0) continue;
+      e[n++] = fabs(q->error_frac);
+      if (fabs(q->error_frac) >= fabs(worst)) worst = q->error_frac;
+      if (n == 1 || q->measured < lo) lo = q->measured;
+      if (n == 1 || q->measured > hi) hi = q->measured;
+    }
+    qsort(e, n, sizeof(double), cmp_double);
+    double med = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+    if (!header) {
+      fprintf(out, md ? "\n| curve | points | measured bus GB/s | median abs. error | worst |\n|---|---:|---|---:|---:|\n"
+                      : "\n  collective curves (bus bandwidth; every point in --json):\n");
+      header = TRUE;
+    }
+    if (md)
+      fprintf(out, "| %s | %u | %.4g-%.4g | %.1f%% | %+.1f%% |\n", r->curve, n, lo, hi, 100 * med, 100 * worst);
+    else
+      fprintf(out, "    %-70s %3u pts  median %5.1f%%  worst %+6.1f%%\n", r->curve, n, 100 * med, 100 * worst);
+  }
+}
+
 void mm_validation_text(FILE *out, const MmValidation *v, gboolean md)
 {
   if (md) {
-    fprintf(out, "| case | metric | measured | predicted | error |\n|---|---|---:|---:|---:|\n");
+    if (t_rows(v)) fprintf(out, "| case | metric | measured | predicted | error |\n|---|---|---:|---:|---:|\n");
     for (guint k = 0; k < v->rows->len; k++) {
       const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+      if (r->curve) continue;
       fprintf(out, "| %s | %s | %.4g | %.4g | %+.1f%%%s |\n", r->id, r->metric, r->measured, r->predicted,
               100.0 * r->error_frac, r->fits ? "" : " (OOM)");
     }
+    print_curves(out, v, TRUE);
     fprintf(out, "\n%u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s).\n\n", v->rows->len,
             100.0 * v->median_abs_error, 100.0 * v->p90_abs_error, 100.0 * v->worst_abs_error,
             v->worst_id ? v->worst_id : "-");
@@ -285,12 +401,14 @@ void mm_validation_text(FILE *out, const MmValidation *v, gboolean md)
   g_autoptr(MmTable) t = mm_table_new(6, h);
   for (guint k = 0; k < v->rows->len; k++) {
     const MmValidationRow *r = g_ptr_array_index(v->rows, k);
+    if (r->curve) continue; /* curves: one line each below */
     char *cells[6] = {g_strdup(r->id), g_strdup(r->metric), g_strdup_printf("%.4g", r->measured),
                       g_strdup_printf("%.4g", r->predicted), g_strdup_printf("%+.1f%%", 100.0 * r->error_frac),
                       g_strdup(r->fits ? "yes" : "OOM")};
     mm_table_addv(t, cells);
   }
-  mm_table_print(t, out, "  ");
+  if (t_rows(v)) mm_table_print(t, out, "  ");
+  print_curves(out, v, FALSE);
   fprintf(out, "\n  %u cases: median |error| %.1f%%, 90th percentile %.1f%%, worst %.1f%% (%s)\n", v->rows->len,
           100.0 * v->median_abs_error, 100.0 * v->p90_abs_error, 100.0 * v->worst_abs_error,
           v->worst_id ? v->worst_id : "-");

@@ -1,0 +1,336 @@
+/* check_comm: collective algorithms, topologies, selection, sparse sync, and the measured curves. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "testutil.h"
+
+static MmHardware *load_hw(const char *rel)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *p = rel[0] == '{' ? mm_test_write("hw.json", rel) : mm_test_src(rel);
+  MmHardware *h = mm_hardware_load(p, &error);
+  ck_assert_msg(h != NULL, "%s", error ? error->message : "");
+  return h;
+}
+
+static MmCommCost cost(const MmHardware *hw, MmCollKind kind, double bytes, int64_t degree, int64_t stride,
+                       MmAlgorithm algo)
+{
+  MmLinks links;
+  mm_comm_links(hw, &links);
+  MmCollective c = {kind, bytes, degree, stride, algo};
+  MmCommCost o;
+  ck_assert(mm_comm_cost(hw, &links, &c, &o));
+  return o;
+}
+
+static double link_bytes(const MmCommCost *o, uint32_t link)
+{
+  for (uint32_t i = 0; i < o->n_use; i++)
+    if (o->link[i] == link) return o->bytes[i];
+  return 0;
+}
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+
+START_TEST(test_mesh_pair_gets_one_link)
+{
+  /* MI300X: 7 xGMI links; a pair uses one of them, the 8-GPU group all seven */
+  g_autoptr(MmHardware) hw = load_hw("hardware/mi300x-8.json");
+  MmCommCost pair = cost(hw, MM_COLL_ALL_REDUCE, 4 * GiB, 2, 1, MM_ALGO_AUTO);
+  MmCommCost all = cost(hw, MM_COLL_ALL_REDUCE, 4 * GiB, 8, 1, MM_ALGO_AUTO);
+  double ratio = pair.bus_bw_Bps / all.bus_bw_Bps;
+  ck_assert_msg(ratio > 1.0 / 7.0 * 0.85 && ratio < 1.0 / 7.0 * 1.15, "pair/all = %.3f", ratio);
+  ck_assert_uint_eq(pair.n_use, 1);
+  ck_assert_uint_eq(all.n_use, 7);
+  /* a pair at distance 4 uses the link at that offset */
+  MmCommCost far = cost(hw, MM_COLL_ALL_REDUCE, 4 * GiB, 2, 4, MM_ALGO_AUTO);
+  ck_assert_uint_eq(far.link[0], 3);
+}
+END_TEST
+
+START_TEST(test_switch_pair_gets_full_port)
+{
+  /* through NVSwitch a pair is as fast per rank as the whole node (ring bus bandwidth) */
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
+  MmCommCost pair = cost(hw, MM_COLL_ALL_REDUCE, 4 * GiB, 2, 1, MM_ALGO_RING);
+  MmCommCost all = cost(hw, MM_COLL_ALL_REDUCE, 4 * GiB, 8, 1, MM_ALGO_RING);
+  ck_assert_double_gt(pair.bus_bw_Bps / all.bus_bw_Bps, 0.95);
+}
+END_TEST
+
+START_TEST(test_volumes_closed_form)
+{
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-a100-2048.json");
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  double S = GiB;
+  MmCommCost ar = cost(hw, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_RING);
+  ck_assert_double_eq_tol(link_bytes(&ar, L.intra_first), 2.0 * 7.0 / 8.0 * S, 1);
+  MmCommCost ag = cost(hw, MM_COLL_ALL_GATHER, S, 8, 1, MM_ALGO_RING);
+  ck_assert_double_eq_tol(link_bytes(&ag, L.intra_first), 7.0 / 8.0 * S, 1);
+  /* 64 ranks over 8 nodes: the NIC carries 2(p-1)/p S / 8, NVLink 2(p-1)/p S */
+  MmCommCost mixed = cost(hw, MM_COLL_ALL_REDUCE, S, 64, 1, MM_ALGO_RING);
+  ck_assert_int_eq(mixed.shape.scope, MM_SCOPE_MIXED);
+  ck_assert_double_eq_tol(link_bytes(&mixed, L.nic), 2.0 * 63.0 / 64.0 * S / 8.0, 1);
+  /* time on idle links: latency + the slowest link */
+  double t = MAX(link_bytes(&mixed, L.nic) / L.bw_Bps[L.nic], link_bytes(&mixed, L.intra_first) / L.bw_Bps[L.intra_first]);
+  ck_assert_double_eq_tol(mixed.time_s, mixed.latency_s + t, 1e-12);
+  /* All2All over 2 nodes of 8: 7/16 of the buffer stays in the node, 8/16 leaves through the NIC */
+  MmCommCost a2a = cost(hw, MM_COLL_ALL_TO_ALL, S, 16, 1, MM_ALGO_AUTO);
+  ck_assert_int_eq(a2a.algorithm, MM_ALGO_PAIRWISE);
+  ck_assert_double_eq_tol(link_bytes(&a2a, L.nic), 8.0 / 16.0 * S, 1);
+  ck_assert_double_eq_tol(link_bytes(&a2a, L.intra_first), 7.0 / 16.0 * S, 1);
+  /* hierarchical phases run one after the other */
+  MmCommCost h = cost(hw, MM_COLL_ALL_REDUCE, S, 64, 1, MM_ALGO_HIERARCHICAL);
+  ck_assert(h.sequential);
+  double sum = link_bytes(&h, L.nic) / L.bw_Bps[L.nic] + link_bytes(&h, L.intra_first) / L.bw_Bps[L.intra_first];
+  ck_assert_double_eq_tol(h.time_s, h.latency_s + sum, 1e-12);
+}
+END_TEST
+
+START_TEST(test_in_network_reduction)
+{
+  /* NVLS: each GPU sends S into the switch and receives S, at the in-network efficiency */
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
+  MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, 16 * GiB, 8, 1, MM_ALGO_IN_NETWORK);
+  double algbw = 450e9 * hw->intra.in_network_efficiency;
+  ck_assert_double_eq_tol(o.alg_bw_Bps / algbw, 1.0, 0.01);
+  /* A100 has no NVLS: forcing it does not apply, and auto never picks it */
+  g_autoptr(MmHardware) a100 = load_hw("hardware/dgx-a100-2048.json");
+  MmLinks L;
+  mm_comm_links(a100, &L);
+  MmCollective c = {MM_COLL_ALL_REDUCE, GiB, 8, 1, MM_ALGO_IN_NETWORK};
+  ck_assert(!mm_comm_applies(a100, &L, &c, MM_ALGO_IN_NETWORK));
+  MmCommCost o2;
+  ck_assert(!mm_comm_cost(a100, &L, &c, &o2)); /* falls back to auto, says so */
+  ck_assert_int_ne(o2.algorithm, MM_ALGO_IN_NETWORK);
+}
+END_TEST
+
+START_TEST(test_auto_picks_fastest)
+{
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-a100-2048.json");
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  static const double sizes[] = {1024, 1 << 20, 64.0 * (1 << 20), 4 * GiB};
+  static const int64_t groups[][2] = {{8, 1}, {64, 1}, {256, 8}, {2048, 1}};
+  for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+    for (guint g = 0; g < G_N_ELEMENTS(groups); g++) {
+      MmCollective c = {MM_COLL_ALL_REDUCE, sizes[s], groups[g][0], groups[g][1], MM_ALGO_AUTO};
+      MmCommCost best;
+      mm_comm_cost(hw, &L, &c, &best);
+      for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
+        if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL || !mm_comm_applies(hw, &L, &c, (MmAlgorithm)a)) continue;
+        c.algorithm = (MmAlgorithm)a;
+        MmCommCost o;
+        mm_comm_cost(hw, &L, &c, &o);
+        ck_assert_double_le(best.time_s, o.time_s);
+        c.algorithm = MM_ALGO_AUTO;
+      }
+    }
+  }
+  /* latency-bound small AllReduce across 256 nodes: a logarithmic algorithm, not a 2048-rank ring */
+  MmCommCost small = cost(hw, MM_COLL_ALL_REDUCE, 1024, 2048, 1, MM_ALGO_AUTO);
+  ck_assert(small.algorithm == MM_ALGO_TREE || small.algorithm == MM_ALGO_HALVING_DOUBLING);
+  MmCommCost ring = cost(hw, MM_COLL_ALL_REDUCE, 1024, 2048, 1, MM_ALGO_RING);
+  ck_assert_double_lt(10 * small.time_s, ring.time_s);
+}
+END_TEST
+
+START_TEST(test_torus)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/mi210.json");
+  g_autofree char *sys = g_strdup_printf(
+    "{\"name\":\"torus\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":128,\"inter_node\":{\"topology\":\"torus2d\","
+    "\"dims\":[8,16],\"nics_per_node\":4,\"nic_bw_Gbps\":200,\"latency_us\":0.7,\"base_latency_us\":0}}",
+    dev);
+  g_autoptr(MmHardware) hw = load_hw(sys);
+  ck_assert_uint_eq(hw->inter.n_dims, 2);
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  double S = GiB;
+  MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, S, 128, 1, MM_ALGO_RING);
+  /* dimension rings: 2 (7/8) S then 2 (15/16) S/8, each on two of the four links */
+  double link = 200e9 / 8.0;
+  double expect = (2.0 * 7.0 / 8.0 * S + 2.0 * 15.0 / 16.0 * S / 8.0) / (2.0 * link);
+  ck_assert_double_eq_tol(o.time_s - o.latency_s, expect, expect * 1e-9);
+  ck_assert_double_eq_tol(o.latency_s, 2.0 * (7 + 15) * 0.7e-6, 1e-12);
+  /* the dims must multiply to the node count */
+  g_autofree char *bad = g_strdup_printf(
+    "{\"name\":\"torus\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":100,\"inter_node\":{\"topology\":\"torus2d\","
+    "\"dims\":[8,16],\"nics_per_node\":4,\"nic_bw_Gbps\":200}}",
+    dev);
+  g_autofree char *bp = mm_test_write("badtorus.json", bad);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) none = mm_hardware_load(bp, &error);
+  ck_assert_ptr_null(none);
+  ck_assert(g_error_matches(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_INCONSISTENT));
+}
+END_TEST
+
+START_TEST(test_sparse_allreduce)
+{
+  /* the PyTorch blog's case: 5e6 x 2048 fp32 on 8 H100, ~1% of rows per rank */
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  MmSparseGrad g = {5000000, 2048, 4, 0.01, 0.0, 8, 1};
+  MmSparseCost dense, sparse, host;
+  mm_comm_sparse_cost(hw, &L, &g, MM_SYNC_DENSE, &dense);
+  mm_comm_sparse_cost(hw, &L, &g, MM_SYNC_SPARSE, &sparse);
+  mm_comm_sparse_cost(hw, &L, &g, MM_SYNC_HOST, &host);
+  ck_assert_double_eq_tol(sparse.union_rows, 8 * 50000.0, 1);        /* disjoint rows */
+  ck_assert_double_eq_tol(dense.value_bytes, 5e6 * 2048 * 4, 1);
+  ck_assert_double_lt(sparse.time_s, dense.time_s);                    /* the blog's final result */
+  ck_assert_double_gt(host.time_s, sparse.time_s);                     /* host staging is the slow path */
+  MmSparseCost best;
+  ck_assert_int_eq(mm_comm_sparse_best(hw, &L, &g, &best), MM_SYNC_SPARSE);
+  /* every row touched: the dense AllReduce wins */
+  g.touched_frac = 1.0;
+  g.overlap = 1.0;
+  ck_assert_int_eq(mm_comm_sparse_best(hw, &L, &g, &best), MM_SYNC_DENSE);
+}
+END_TEST
+
+/* The measured curves of public.json: median |error| of bus bandwidth <= 15% for >= 1 MiB. */
+START_TEST(test_measured_curves)
+{
+  g_autofree char *p = mm_test_src("configs/validation/collectives.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmValidation) v = mm_validation_run(p, &error);
+  ck_assert_msg(v != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_ge(v->rows->len, 100);
+  ck_assert_msg(v->median_abs_error <= 0.15, "median |error| %.1f%%", 100 * v->median_abs_error);
+  /* every platform family on its own, too */
+  g_autoptr(GHashTable) groups = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < v->rows->len; i++) {
+    const MmValidationRow *r = g_ptr_array_index(v->rows, i);
+    g_hash_table_add(groups, r->group);
+  }
+  ck_assert_uint_ge(g_hash_table_size(groups), 5);
+}
+END_TEST
+
+/* MAD-Max: moving DLRM-A from DGX H100 to an H100 SuperPOD (inter-node bandwidth alone) gives 1.82x. */
+START_TEST(test_superpod_speedup)
+{
+  g_autoptr(MmSimulation) dgx = mm_test_sim_ok("models/dlrm-a.json", "hardware/dgx-h100-2048.json",
+                                               "configs/dlrm-pretrain-ddp-mp.json", 32);
+  g_autoptr(MmSimulation) pod = mm_test_sim_ok("models/dlrm-a.json", "hardware/h100-superpod-256.json",
+                                               "configs/dlrm-pretrain-ddp-mp.json", 0);
+  ck_assert_int_eq(dgx->scenario->devices, pod->scenario->devices);
+  double speedup = dgx->metrics.iteration_time_s / pod->metrics.iteration_time_s;
+  ck_assert_msg(speedup > 1.6 && speedup < 2.1, "speedup %.2f", speedup);
+  /* the All2All is what got faster */
+  ck_assert_double_gt(dgx->metrics.comm_by_kind_s[MM_COLL_ALL_TO_ALL], 3 * pod->metrics.comm_by_kind_s[MM_COLL_ALL_TO_ALL]);
+}
+END_TEST
+
+/* TP all-reduces (intra-node stream) and FSDP all-gathers spanning two nodes (inter-node
+ * stream, but their ring also crosses NVLink) share the NVLink port and slow each other. */
+START_TEST(test_contention_in_a_run)
+{
+  const char *model = "{\"name\":\"t\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+                      "\"hidden\":4096,\"heads\":32,\"ffn\":16384}]}";
+  const char *cfg = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":32,\"parallelism\":{\"default\":"
+                    "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":8}]}}";
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(model, "hardware/dgx-a100-2048.json", cfg, 2);
+  g_autofree MmTime *t0 = g_new(MmTime, 2 * x->plan->n_ops);
+  mm_engine_class_times(x->engine, 0, t0, t0 + x->plan->n_ops);
+  guint slowed = 0;
+  for (uint32_t i = 0; i < x->plan->n_ops; i++) {
+    const MmOpInfo *in = &x->plan->info[i];
+    if (in->what != MM_OP_COLLECTIVE) continue;
+    double took = mm_time_to_s(t0[x->plan->n_ops + i] - t0[i]);
+    ck_assert_double_ge(took, in->time_s * (1 - 1e-9)); /* never faster than alone */
+    if (took > 1.2 * in->time_s) slowed++;
+  }
+  ck_assert_uint_gt(slowed, 0);
+}
+END_TEST
+
+START_TEST(test_sparse_grad_sync_in_a_run)
+{
+  const char *model = "{\"name\":\"e\",\"seq_len\":512,\"blocks\":[{\"kind\":\"token_embedding\",\"vocab\":2000000,"
+                      "\"hidden\":1024},{\"kind\":\"transformer\",\"count\":2,\"hidden\":1024,\"heads\":8,\"ffn\":4096},"
+                      "{\"kind\":\"lm_head\",\"vocab\":32000,\"hidden\":1024}]}";
+  g_autofree char *hw = mm_test_node8();
+  const char *dense = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"parallelism\":{\"default\":"
+                      "[{\"strategy\":\"ddp\",\"degree\":8}]}}";
+  const char *sparse = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"parallelism\":{\"default\":"
+                       "[{\"strategy\":\"ddp\",\"degree\":8}],\"token_embedding\":[{\"strategy\":\"ddp\",\"degree\":8,"
+                       "\"grad_sync\":\"sparse\"}]}}";
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(model, hw, dense, 0);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(model, hw, sparse, 0);
+  guint gathers = 0;
+  for (uint32_t i = 0; i < b->plan->n_ops; i++)
+    gathers += b->plan->info[i].what == MM_OP_COLLECTIVE && b->plan->info[i].coll == MM_COLL_ALL_GATHER;
+  ck_assert_uint_eq(gathers, 1); /* the index exchange */
+  ck_assert_double_lt(b->metrics.comm_s, a->metrics.comm_s);
+  ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+}
+END_TEST
+
+START_TEST(test_cli_op_collective)
+{
+  const char *args[] = {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--hardware",
+                        "hardware/dgx-h100-2048.json", "--json", "-", NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &out, &err), 0);
+  cJSON *root = cJSON_Parse(out);
+  ck_assert_ptr_nonnull(root);
+  static const char *const keys[] = {"time_s", "alg_bw_GBps", "bus_bw_GBps"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, keys[i])));
+  ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "algorithm")));
+  cJSON_Delete(root);
+  const char *sweep[] = {"op", "collective", "--kind", "all_gather", "--sweep", "8B:16GiB", "--hardware",
+                         "hardware/mi300x-8.json", "--json", "-", NULL};
+  g_autofree char *o2 = NULL;
+  ck_assert_int_eq(mm_test_cli(sweep, &o2, NULL), 0);
+  cJSON *r2 = cJSON_Parse(o2);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r2, "points")), 32);
+  cJSON_Delete(r2);
+  static const char *const bad[][10] = {
+    {"op", "collective", "--kind", "allreduce", "--bytes", "1GiB", "--hardware", "hardware/mi300x-8.json", NULL},
+    {"op", "collective", "--kind", "all_reduce", "--bytes", "lots", "--hardware", "hardware/mi300x-8.json", NULL},
+    {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--hardware", "hardware/mi300x-8.json", "--ranks", "9"},
+    {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--hardware", "hardware/mi300x-8.json",
+     "--algorithm", "in_network"},
+    {"op", "frobnicate", NULL},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *e = NULL;
+    ck_assert_msg(mm_test_cli(bad[i], NULL, &e) == 1, "case %u", i);
+  }
+}
+END_TEST
+
+static Suite *comm_suite(void)
+{
+  Suite *s = suite_create("comm");
+  TCase *tc = tcase_create("comm");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_mesh_pair_gets_one_link);
+  tcase_add_test(tc, test_switch_pair_gets_full_port);
+  tcase_add_test(tc, test_volumes_closed_form);
+  tcase_add_test(tc, test_in_network_reduction);
+  tcase_add_test(tc, test_auto_picks_fastest);
+  tcase_add_test(tc, test_torus);
+  tcase_add_test(tc, test_sparse_allreduce);
+  tcase_add_test(tc, test_measured_curves);
+  tcase_add_test(tc, test_superpod_speedup);
+  tcase_add_test(tc, test_contention_in_a_run);
+  tcase_add_test(tc, test_sparse_grad_sync_in_a_run);
+  tcase_add_test(tc, test_cli_op_collective);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(comm_suite());
+}
