@@ -20,7 +20,7 @@ static MmCommCost cost(const MmHardware *hw, MmCollKind kind, double bytes, int6
 {
   MmLinks links;
   mm_comm_links(hw, &links);
-  MmCollective c = {kind, bytes, degree, stride, algo};
+  MmCollective c = {kind, bytes, degree, stride, algo, 1.0};
   MmCommCost o;
   ck_assert(mm_comm_cost(hw, &links, &c, &o));
   return o;
@@ -83,6 +83,11 @@ START_TEST(test_volumes_closed_form)
   ck_assert_int_eq(a2a.algorithm, MM_ALGO_PAIRWISE);
   ck_assert_double_eq_tol(link_bytes(&a2a, L.nic), 8.0 / 16.0 * S, 1);
   ck_assert_double_eq_tol(link_bytes(&a2a, L.intra_first), 7.0 / 16.0 * S, 1);
+  /* uneven routing: the busiest rank moves skew x the average */
+  MmCollective sk = {MM_COLL_ALL_TO_ALL, S, 16, 1, MM_ALGO_AUTO, 2.0};
+  MmCommCost a2s;
+  mm_comm_cost(hw, &L, &sk, &a2s);
+  ck_assert_double_eq_tol(link_bytes(&a2s, L.nic), 2.0 * link_bytes(&a2a, L.nic), 1);
   /* hierarchical phases run one after the other */
   MmCommCost h = cost(hw, MM_COLL_ALL_REDUCE, S, 64, 1, MM_ALGO_HIERARCHICAL);
   ck_assert(h.sequential);
@@ -102,7 +107,7 @@ START_TEST(test_in_network_reduction)
   g_autoptr(MmHardware) a100 = load_hw("hardware/dgx-a100-2048.json");
   MmLinks L;
   mm_comm_links(a100, &L);
-  MmCollective c = {MM_COLL_ALL_REDUCE, GiB, 8, 1, MM_ALGO_IN_NETWORK};
+  MmCollective c = {MM_COLL_ALL_REDUCE, GiB, 8, 1, MM_ALGO_IN_NETWORK, 1.0};
   ck_assert(!mm_comm_applies(a100, &L, &c, MM_ALGO_IN_NETWORK));
   MmCommCost o2;
   ck_assert(!mm_comm_cost(a100, &L, &c, &o2)); /* falls back to auto, says so */
@@ -119,7 +124,7 @@ START_TEST(test_auto_picks_fastest)
   static const int64_t groups[][2] = {{8, 1}, {64, 1}, {256, 8}, {2048, 1}};
   for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
     for (guint g = 0; g < G_N_ELEMENTS(groups); g++) {
-      MmCollective c = {MM_COLL_ALL_REDUCE, sizes[s], groups[g][0], groups[g][1], MM_ALGO_AUTO};
+      MmCollective c = {MM_COLL_ALL_REDUCE, sizes[s], groups[g][0], groups[g][1], MM_ALGO_AUTO, 1.0};
       MmCommCost best;
       mm_comm_cost(hw, &L, &c, &best);
       for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {

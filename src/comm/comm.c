@@ -276,9 +276,13 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
       break;
     }
     if (a != MM_ALGO_PAIRWISE) return FALSE;
-    /* every pair at once; remote shares leave through the NICs, local ones over the intra links */
-    put_intra(x, o, (k1 - 1.0) / p * S);
-    put(o, L->nic, (p - k1) / p * S);
+    {
+      /* every pair at once; remote shares leave through the NICs, local ones over the intra links;
+       * with uneven routing the busiest rank sets the pace */
+      double sk = x->c->skew > 1.0 ? x->c->skew : 1.0;
+      put_intra(x, o, (k1 - 1.0) / p * S * sk);
+      put(o, L->nic, (p - k1) / p * S * sk);
+    }
     lat += step;
     break;
   case MM_COLL_BROADCAST:
@@ -377,7 +381,7 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
   /* distinct rows across ranks: a share `overlap` of each rank's rows is common to all */
   double uni = local * g->overlap + (1.0 - g->overlap) * local * p;
   out->union_rows = MIN(rows, MAX(local, uni));
-  MmCollective ar = {MM_COLL_ALL_REDUCE, 0, g->degree, g->stride, MM_ALGO_AUTO};
+  MmCollective ar = {MM_COLL_ALL_REDUCE, 0, g->degree, g->stride, MM_ALGO_AUTO, 1.0};
   if (m == MM_SYNC_DENSE) {
     ar.bytes = rows * (double)g->dim * g->elem_bytes;
     out->value_bytes = ar.bytes;
@@ -386,7 +390,7 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
     return;
   }
   /* indices: int64 per touched row, padded to the largest count (PyTorch blog, step 1) */
-  MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO};
+  MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO, 1.0};
   if (m == MM_SYNC_HOST) ag.algorithm = ar.algorithm = MM_ALGO_HOST;
   MmCommCost agc;
   mm_comm_cost(hw, links, &ag, &agc);

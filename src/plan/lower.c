@@ -64,7 +64,7 @@ typedef struct {
 static gboolean same_coll(const MmCollective *a, const MmCollective *b)
 {
   return a->kind == b->kind && a->bytes == b->bytes && a->degree == b->degree && a->stride == b->stride &&
-         a->algorithm == b->algorithm;
+         a->algorithm == b->algorithm && a->skew == b->skew;
 }
 
 typedef struct {
@@ -223,7 +223,7 @@ static uint32_t emit_coll(Lower *L, guint bi, MmStrategy strat, MmCollKind kind,
     int li = kind == MM_COLL_ALL_GATHER ? idx[n - 1 - k] : idx[k];
     const MmLevel *lv = &bs->levels[li];
     if (kind == MM_COLL_ALL_GATHER) size *= (double)lv->degree;
-    MmCollective c = {kind, size, lv->degree, bs->stride[li], L->s->cfg->algorithm[kind]};
+    MmCollective c = {kind, size, lv->degree, bs->stride[li], L->s->cfg->algorithm[kind], 1.0};
     CommMemo *memo = &L->memo[kind];
     if (!memo->valid || !same_coll(&memo->in, &c)) {
       memo->in = c;
@@ -689,8 +689,8 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
     return;
   }
   MmAlgorithm algo = sc.method == MM_SYNC_HOST ? MM_ALGO_HOST : MM_ALGO_AUTO;
-  MmCollective ag = {MM_COLL_ALL_GATHER, sc.index_bytes, g.degree, g.stride, algo};
-  MmCollective ar = {MM_COLL_ALL_REDUCE, sc.value_bytes, g.degree, g.stride, algo};
+  MmCollective ag = {MM_COLL_ALL_GATHER, sc.index_bytes, g.degree, g.stride, algo, 1.0};
+  MmCollective ar = {MM_COLL_ALL_REDUCE, sc.value_bytes, g.degree, g.stride, algo, 1.0};
   MmCommCost cag, car;
   mm_comm_cost(L->hw, &L->links, &ag, &cag);
   mm_comm_cost(L->hw, &L->links, &ar, &car);
