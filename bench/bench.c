@@ -63,7 +63,7 @@ int main(int argc, char **argv)
   }
   qsort(rates, BATCHES, sizeof(double), cmp_double);
   printf("sims_per_s=%.0f us_per_sim=%.2f ops=%u events=%" G_GUINT64_FORMAT " (min %.0f, max %.0f; checksum %.6g)\n",
-         rates[BATCHES / 2], 1e6 / rates[BATCHES / 2], sim->plan->n_ops, sim->metrics.events, rates[0],
+         rates[BATCHES / 2], 1e6 / rates[BATCHES / 2], sim->plan->programs[0].n_ops, sim->metrics.events, rates[0],
          rates[BATCHES - 1], sink);
   return 0;
 }

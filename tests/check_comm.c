@@ -243,13 +243,13 @@ START_TEST(test_contention_in_a_run)
   const char *cfg = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":32,\"parallelism\":{\"default\":"
                     "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":8}]}}";
   g_autoptr(MmSimulation) x = mm_test_sim_ok(model, "hardware/dgx-a100-2048.json", cfg, 2);
-  g_autofree MmTime *t0 = g_new(MmTime, 2 * x->plan->n_ops);
-  mm_engine_class_times(x->engine, 0, t0, t0 + x->plan->n_ops);
+  g_autofree MmTime *t0 = g_new(MmTime, 2 * x->plan->programs[0].n_ops);
+  mm_engine_class_times(x->engine, 0, t0, t0 + x->plan->programs[0].n_ops);
   guint slowed = 0;
-  for (uint32_t i = 0; i < x->plan->n_ops; i++) {
-    const MmOpInfo *in = &x->plan->info[i];
+  for (uint32_t i = 0; i < x->plan->programs[0].n_ops; i++) {
+    const MmOpInfo *in = &x->plan->programs[0].info[i];
     if (in->what != MM_OP_COLLECTIVE) continue;
-    double took = mm_time_to_s(t0[x->plan->n_ops + i] - t0[i]);
+    double took = mm_time_to_s(t0[x->plan->programs[0].n_ops + i] - t0[i]);
     ck_assert_double_ge(took, in->time_s * (1 - 1e-9)); /* never faster than alone */
     if (took > 1.2 * in->time_s) slowed++;
   }
@@ -271,8 +271,8 @@ START_TEST(test_sparse_grad_sync_in_a_run)
   g_autoptr(MmSimulation) a = mm_test_sim_ok(model, hw, dense, 0);
   g_autoptr(MmSimulation) b = mm_test_sim_ok(model, hw, sparse, 0);
   guint gathers = 0;
-  for (uint32_t i = 0; i < b->plan->n_ops; i++)
-    gathers += b->plan->info[i].what == MM_OP_COLLECTIVE && b->plan->info[i].coll == MM_COLL_ALL_GATHER;
+  for (uint32_t i = 0; i < b->plan->programs[0].n_ops; i++)
+    gathers += b->plan->programs[0].info[i].what == MM_OP_COLLECTIVE && b->plan->programs[0].info[i].coll == MM_COLL_ALL_GATHER;
   ck_assert_uint_eq(gathers, 1); /* the index exchange */
   ck_assert_double_lt(b->metrics.comm_s, a->metrics.comm_s);
   ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);

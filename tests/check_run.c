@@ -21,8 +21,8 @@ static void rerun(Sim *x)
 static guint count_ops(const Sim *x, MmCollKind kind, MmReason reason, int phase)
 {
   guint n = 0;
-  for (uint32_t i = 0; i < x->plan->n_ops; i++) {
-    const MmOpInfo *in = &x->plan->info[i];
+  for (uint32_t i = 0; i < x->plan->programs[0].n_ops; i++) {
+    const MmOpInfo *in = &x->plan->programs[0].info[i];
     if (in->what == MM_OP_COLLECTIVE && in->coll == kind && in->reason == reason && (phase < 0 || in->phase == phase))
       n++;
   }
@@ -48,8 +48,8 @@ START_TEST(test_tp_allreduces)
   ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD), 4);
   ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0);
   /* activations of 8 samples x 256 tokens x 512 x 2 bytes */
-  for (uint32_t i = 0; i < x->plan->n_ops; i++)
-    if (x->plan->info[i].what == MM_OP_COLLECTIVE) ck_assert_double_eq_tol(x->plan->info[i].bytes, 64.0 * 256 * 512 * 2, 0.5);
+  for (uint32_t i = 0; i < x->plan->programs[0].n_ops; i++)
+    if (x->plan->programs[0].info[i].what == MM_OP_COLLECTIVE) ck_assert_double_eq_tol(x->plan->programs[0].info[i].bytes, 64.0 * 256 * 512 * 2, 0.5);
   g_autofree char *rc = cfg("\"recompute\":\"full\",", "[{\"strategy\":\"tp\",\"degree\":8}]");
   g_autoptr(MmSimulation) y = sim(TINY_GPT, hw, rc, 0);
   ck_assert_uint_eq(count_ops(y, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_RECOMPUTE), 4);
@@ -66,14 +66,14 @@ START_TEST(test_fsdp_gathers_and_order)
   ck_assert_uint_eq(count_ops(x, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, MM_PHASE_BWD), 2);
   /* optimized backward order: the gather of layer 0 is issued before the reduce-scatter of layer 1 */
   uint32_t ag0 = UINT32_MAX, rs1 = UINT32_MAX;
-  for (uint32_t i = 0; i < x->plan->n_ops; i++) {
-    const MmOpInfo *in = &x->plan->info[i];
+  for (uint32_t i = 0; i < x->plan->programs[0].n_ops; i++) {
+    const MmOpInfo *in = &x->plan->programs[0].info[i];
     if (in->phase != MM_PHASE_BWD || in->what != MM_OP_COLLECTIVE) continue;
     if (in->coll == MM_COLL_ALL_GATHER && in->unit == 0) ag0 = i;
     if (in->coll == MM_COLL_REDUCE_SCATTER && in->unit == 1) rs1 = i;
   }
   ck_assert_uint_lt(ag0, rs1);
-  ck_assert_uint_eq(x->plan->ops[ag0].stream, x->plan->ops[rs1].stream);
+  ck_assert_uint_eq(x->plan->programs[0].ops[ag0].stream, x->plan->programs[0].ops[rs1].stream);
 }
 END_TEST
 
@@ -141,14 +141,14 @@ START_TEST(test_hierarchy_order_matters)
   g_autoptr(MmSimulation) b = sim(model, "hardware/dgx-a100-2048.json", ddp_tp, 2);
   /* ((TP),(DDP)): activations on NVLink; ((DDP),(TP)): activations cross nodes (MAD-Max insight 3) */
   ck_assert_double_lt(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
-  for (uint32_t i = 0; i < a->plan->n_ops; i++)
-    if (a->plan->info[i].what == MM_OP_COLLECTIVE)
-      ck_assert_uint_eq(a->plan->ops[i].stream,
-                        a->plan->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER);
-  for (uint32_t i = 0; i < b->plan->n_ops; i++)
-    if (b->plan->info[i].what == MM_OP_COLLECTIVE)
-      ck_assert_uint_eq(b->plan->ops[i].stream,
-                        b->plan->info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTER : MM_STREAM_COMM_INTRA);
+  for (uint32_t i = 0; i < a->plan->programs[0].n_ops; i++)
+    if (a->plan->programs[0].info[i].what == MM_OP_COLLECTIVE)
+      ck_assert_uint_eq(a->plan->programs[0].ops[i].stream,
+                        a->plan->programs[0].info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER);
+  for (uint32_t i = 0; i < b->plan->programs[0].n_ops; i++)
+    if (b->plan->programs[0].info[i].what == MM_OP_COLLECTIVE)
+      ck_assert_uint_eq(b->plan->programs[0].ops[i].stream,
+                        b->plan->programs[0].info[i].reason == MM_REASON_TP ? MM_STREAM_COMM_INTER : MM_STREAM_COMM_INTRA);
 }
 END_TEST
 
@@ -163,7 +163,7 @@ START_TEST(test_finetune_and_inference)
   ck_assert_double_lt(ft->metrics.model_flops, pre->metrics.model_flops);
 
   g_autoptr(MmSimulation) inf = sim("models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", 0);
-  for (uint32_t i = 0; i < inf->plan->n_ops; i++) ck_assert_int_eq(inf->plan->info[i].phase, MM_PHASE_FWD);
+  for (uint32_t i = 0; i < inf->plan->programs[0].n_ops; i++) ck_assert_int_eq(inf->plan->programs[0].info[i].phase, MM_PHASE_FWD);
   ck_assert_double_eq_tol(inf->metrics.model_flops, 256.0 * inf->graph->total.fwd_flops, 1);
 }
 END_TEST
@@ -174,9 +174,9 @@ START_TEST(test_dlrm_all_to_all)
   ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_FWD), 1);
   ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_TO_ALL, MM_REASON_MP, MM_PHASE_BWD), 1);
   /* each GPU sends the pooled outputs of its 32 tables for the 65536-sample batch */
-  for (uint32_t i = 0; i < x->plan->n_ops; i++)
-    if (x->plan->info[i].what == MM_OP_COLLECTIVE && x->plan->info[i].coll == MM_COLL_ALL_TO_ALL)
-      ck_assert_double_eq_tol(x->plan->info[i].bytes, 65536.0 * 32 * 94 * 2, 1);
+  for (uint32_t i = 0; i < x->plan->programs[0].n_ops; i++)
+    if (x->plan->programs[0].info[i].what == MM_OP_COLLECTIVE && x->plan->programs[0].info[i].coll == MM_COLL_ALL_TO_ALL)
+      ck_assert_double_eq_tol(x->plan->programs[0].info[i].bytes, 65536.0 * 32 * 94 * 2, 1);
   /* the bottom MLP runs while the forward All2All is in flight */
   ck_assert_double_gt(x->metrics.hidden_comm_s, 0);
   ck_assert_double_gt(x->metrics.embedding_s, 0);

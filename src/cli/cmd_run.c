@@ -6,6 +6,7 @@
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "report/report.h"
+#include "sweep/sweep.h"
 
 int mm_cmd_run(int argc, char **argv)
 {
@@ -51,41 +52,33 @@ int mm_cmd_run(int argc, char **argv)
   }
 
   g_autoptr(GError) error = NULL;
-  MmInputs in;
-  if (!mm_inputs_load(&in, model_path, hw_path, cfg_path, paths.nodes, &error)) {
-    mm_inputs_clear(&in);
-    return mm_cli_fail(error);
-  }
-  int rc = MM_EXIT_OK;
-  g_autoptr(MmGraph) graph = mm_graph_new(in.model);
-  g_autoptr(MmMemory) mem = mm_memory_new(in.scenario, graph);
-  MmPlanOptions opt = {.per_device = per_device};
-  g_autoptr(MmPlan) plan = mm_plan_new(in.scenario, graph, &opt, &error);
-  g_autoptr(MmEngine) engine = plan ? mm_engine_new(&plan->program, 1, plan->classes, plan->n_classes, &error) : NULL;
-  if (!engine || !mm_engine_run(engine, &error)) {
-    rc = mm_cli_fail(error);
-    goto out;
-  }
-  MmRunMetrics r;
-  mm_report_run_metrics(plan, engine, &r);
+  MmSimOptions sopt = {.nodes = paths.nodes, .per_device = per_device};
+  g_autoptr(MmSimulation) sim = mm_simulation_new(model_path, hw_path, cfg_path, &sopt, &error);
+  if (!sim) return mm_cli_fail(error);
+  const MmMemory *mem = sim->memory;
+  const gboolean serving = sim->decode_plan != NULL;
   if (json_path) {
-    g_autoptr(cJSON) doc = mm_report_run_json(plan, &r, mem);
-    if (!mm_report_write_json(doc, json_path, &error)) {
-      rc = mm_cli_fail(error);
-      goto out;
+    g_autoptr(cJSON) doc = mm_report_run_json(sim->plan, sim->engine, &sim->metrics, mem);
+    if (serving) {
+      cJSON_AddItemToObject(doc, "serving", mm_report_serving_json(&sim->serving));
+      cJSON *dec = mm_report_run_json(sim->decode_plan, sim->decode_engine, &sim->decode_metrics, NULL);
+      cJSON_DeleteItemFromObject(dec, "model");
+      cJSON_DeleteItemFromObject(dec, "hardware");
+      cJSON_DeleteItemFromObject(dec, "config");
+      cJSON_AddItemToObject(doc, "decode_step", dec);
     }
+    if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
   }
-  if (trace_path && !mm_report_write_trace(plan, engine, trace_path, &error)) {
-    rc = mm_cli_fail(error);
-    goto out;
+  if (trace_path && !mm_report_write_trace(sim->plan, sim->engine, trace_path, &error)) return mm_cli_fail(error);
+  if (!json_path || g_strcmp0(json_path, "-") != 0) {
+    if (serving) printf("prefill (one forward pass over the prompts):\n");
+    mm_report_run_text(stdout, sim->plan, &sim->metrics, mem);
+    if (serving) mm_report_serving_text(stdout, &sim->serving);
   }
-  if (!json_path || g_strcmp0(json_path, "-") != 0) mm_report_run_text(stdout, plan, &r, mem);
   if (!mem->fits) {
     g_autofree char *need = mm_fmt_bytes(mem->per_device_bytes);
     g_autofree char *cap = mm_fmt_bytes(mem->capacity_bytes);
     fprintf(stderr, "madmax: warning: OUT OF MEMORY: %s per device needed, %s available (\"fits\": false)\n", need, cap);
   }
-out:
-  mm_inputs_clear(&in);
-  return rc;
+  return MM_EXIT_OK;
 }

@@ -135,9 +135,14 @@ typedef struct {
   guint *inputs;
   guint n_inputs;
 
+  /* transformer attention shape: per-head query/key and value widths (default hidden / heads);
+   * multi-head latent attention (DeepSeek MLA) when kv_lora_rank > 0 */
+  int64_t head_dim, v_head_dim, q_lora_rank, kv_lora_rank, rope_head_dim;
+
   /* mixture of experts on mlp / transformer FFN (experts == 0: dense) */
   int64_t experts, top_k;
   double capacity_factor;
+  int64_t shared_experts; /* transformer: experts every token uses (a dense FFN of shared x ffn) */
 } MmBlock;
 
 typedef struct {
@@ -231,11 +236,10 @@ typedef enum {
   MM_STRAT_TP,
   MM_STRAT_DDP,
   MM_STRAT_MP,
-  /* reserved for pipeline / sequence / expert / context parallelism */
-  MM_STRAT_PP,
-  MM_STRAT_SP,
-  MM_STRAT_EP,
-  MM_STRAT_CP,
+  MM_STRAT_PP, /* the top-level "pipeline" object; not a level */
+  MM_STRAT_SP, /* a level name only: tp with sequence_parallel */
+  MM_STRAT_EP, /* experts sharded; data parallel for the rest of the block */
+  MM_STRAT_CP, /* sequence split: ring attention or K/V all-gather */
   MM_STRAT_COUNT
 } MmStrategy;
 extern const char *const mm_strategy_names[];
@@ -246,6 +250,10 @@ extern const char *const mm_shard_names[];
 /* How a degree was written: a number, or a shorthand resolved against the system. */
 typedef enum { MM_DEG_NUMBER, MM_DEG_NODE, MM_DEG_NODES, MM_DEG_ALL } MmDegreeSpec;
 
+/* Context parallelism: how a rank gets the keys and values of the other sequence chunks. */
+typedef enum { MM_CP_RING, MM_CP_ALL_GATHER } MmCpImpl;
+extern const char *const mm_cp_impl_names[];
+
 #define MM_MAX_LEVELS 6
 
 typedef struct {
@@ -254,6 +262,9 @@ typedef struct {
   int64_t degree;       /* resolved (equals the number for MM_DEG_NUMBER) */
   MmShardKind sharding; /* mp only */
   MmGradSync grad_sync; /* ddp levels of embedding blocks: how their gradient is synchronized */
+  gboolean sequence_parallel; /* tp levels: Megatron sequence parallelism */
+  int zero;             /* ddp levels: ZeRO stage 0 (plain), 1 (optimizer states sharded), 2 (+ gradients) */
+  MmCpImpl cp_impl;     /* cp levels */
 } MmLevel;
 
 typedef struct {
@@ -272,8 +283,27 @@ typedef struct {
   gboolean momentum;       /* sgd only */
 } MmOptimizer;
 
-typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL } MmRecompute;
+typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE } MmRecompute;
 extern const char *const mm_recompute_names[];
+
+typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED } MmPipeSchedule;
+extern const char *const mm_pipe_schedule_names[];
+
+/* Pipeline parallelism: the outermost digit of the device index. */
+typedef struct {
+  int64_t degree;          /* stages (1: none) */
+  MmPipeSchedule schedule;
+  int64_t virtual_stages;  /* model chunks per stage (interleaved 1F1B) */
+  int64_t *layers;         /* optional: layers per chunk, in model order (NULL: balanced) */
+  guint n_layers;
+} MmPipeline;
+
+/* Serving: a prefill of the prompt, then one decode step per generated token. */
+typedef struct {
+  gboolean present;        /* the "inference" object was given (else: one forward pass) */
+  int64_t prompt_tokens;
+  int64_t output_tokens;
+} MmServing;
 
 typedef struct {
   char *path;
@@ -294,6 +324,9 @@ typedef struct {
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: choose) */
+  MmPipeline pipeline;
+  double expert_skew;        /* EP: the busiest rank's routed tokens / the mean, minus 1 */
+  MmServing serving;
   MmStrategyEntry *strategies; guint n_strategies;
 } MmParallelConfig;
 
@@ -336,8 +369,11 @@ typedef struct {
   int64_t stride[MM_MAX_LEVELS];          /* device-index distance between group members */
   guint n_levels;
   int64_t degree[MM_STRAT_COUNT];         /* product of the degrees of each strategy */
-  int64_t dp;                             /* data-parallel degree: fsdp x ddp */
+  int64_t dp;                             /* ranks with different samples: fsdp x ddp x ep */
   int64_t shard;                          /* weight sharding degree: fsdp x tp x mp */
+  gboolean sp;                            /* Megatron sequence parallelism on its tp levels */
+  int zero;                               /* ZeRO stage of its ddp levels (0: plain DDP) */
+  MmCpImpl cp_impl;
   gboolean frozen;                        /* no weight gradients, no optimizer state */
   MmDtype compute_dtype, grad_dtype;
   const MmOptimizer *optimizer;           /* (transfer none) */
@@ -354,7 +390,12 @@ typedef struct {
   guint ref_block;                 /* block whose data-parallel ranks micro_batch counts */
   int64_t dp_ref;
   int64_t micro_batch;             /* samples per dp_ref rank per micro-step */
-  int64_t micro_steps;             /* gradient-accumulation steps per iteration */
+  int64_t micro_steps;             /* gradient-accumulation steps (pipeline micro-batches) per iteration */
+  int64_t pp;                      /* pipeline stages (outermost device digit) */
+  int64_t vstages;                 /* model chunks per stage */
+  int64_t stage_devices;           /* devices per stage: the block levels multiply to this */
+  int64_t layer_units;             /* repeated layers the pipeline splits (transformer and mlp units) */
+  int64_t ep_stride, ep_degree;    /* the expert-parallel group of the first MoE block (degree 1: none) */
   MmBlockSetup *blocks;            /* one per model block */
 } MmScenario;
 

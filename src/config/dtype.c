@@ -19,7 +19,9 @@ const char *const mm_task_names[] = {"pretrain", "finetune", "inference", NULL};
 const char *const mm_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "pp", "sp", "ep", "cp", NULL};
 const char *const mm_shard_names[] = {"table", "row", "column", NULL};
 const char *const mm_optimizer_names[] = {"adam", "sgd", "adagrad", "rowwise_adagrad", NULL};
-const char *const mm_recompute_names[] = {"none", "full", NULL};
+const char *const mm_recompute_names[] = {"none", "full", "selective", NULL};
+const char *const mm_pipe_schedule_names[] = {"gpipe", "1f1b", "interleaved_1f1b", NULL};
+const char *const mm_cp_impl_names[] = {"ring", "all_gather", NULL};
 const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p",
                                      "broadcast",  "permute",    NULL};
 const char *const mm_algorithm_names[] = {"auto", "ring", "tree", "direct", "two_phase", "halving_doubling",

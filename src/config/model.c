@@ -107,6 +107,19 @@ static const MmField transformer_fields[] = {
    "dropout on attention probabilities and both residual branches: masks kept for backward, extra memory passes (fused into flash attention)"},
   {"causal", MM_F_BOOL, FALSE, 0, 0, 1, NULL, BLK(causal), NULL,
    "causal (decoder) attention: flash kernels skip the masked half; model FLOPs still count the full matrix"},
+  {"head_dim", MM_F_INT, FALSE, 1, 1 << 16, NAN, NULL, BLK(head_dim), NULL,
+   "query/key width per head (default hidden / heads)"},
+  {"v_head_dim", MM_F_INT, FALSE, 1, 1 << 16, NAN, NULL, BLK(v_head_dim), NULL,
+   "value width per head (default head_dim)"},
+  {"q_lora_rank", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, BLK(q_lora_rank), NULL,
+   "MLA: queries through a low-rank bottleneck of this width (0: a full projection)"},
+  {"kv_lora_rank", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, BLK(kv_lora_rank), NULL,
+   "MLA (DeepSeek-V2/V3): keys and values from a compressed latent of this width, which is also what "
+   "the KV cache stores (0: ordinary multi-/grouped-query attention)"},
+  {"rope_head_dim", MM_F_INT, FALSE, 0, 1 << 16, 0, NULL, BLK(rope_head_dim), NULL,
+   "MLA: decoupled RoPE key width shared by all heads (part of head_dim)"},
+  {"shared_experts", MM_F_INT, FALSE, 0, 1024, 0, NULL, BLK(shared_experts), NULL,
+   "MoE: experts every token goes through besides its top_k routed ones (DeepSeek)"},
   MOE_FIELDS,
   MM_FIELDS_END,
 };
@@ -203,7 +216,24 @@ static gboolean finish_block(const MmJsonCtx *ctx, MmModel *m, guint bi, const c
   }
   case MM_BLOCK_TRANSFORMER:
     if (!GIVEN("kv_heads")) b->kv_heads = b->heads;
-    if (b->hidden % b->heads != 0) {
+    if (!GIVEN("head_dim")) b->head_dim = b->hidden / b->heads;
+    if (!GIVEN("v_head_dim")) b->v_head_dim = b->head_dim;
+    if (b->rope_head_dim >= b->head_dim && b->kv_lora_rank > 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "rope_head_dim %" G_GINT64_FORMAT " must be less than head_dim %" G_GINT64_FORMAT,
+                    b->rope_head_dim, b->head_dim);
+      return FALSE;
+    }
+    if ((b->q_lora_rank > 0 || b->rope_head_dim > 0) && b->kv_lora_rank == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "q_lora_rank and rope_head_dim describe latent attention; give kv_lora_rank too");
+      return FALSE;
+    }
+    if (b->shared_experts > 0 && b->experts == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp, "shared_experts needs a mixture (experts >= 2)");
+      return FALSE;
+    }
+    if (!GIVEN("head_dim") && b->hidden % b->heads != 0) {
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
                     "heads %" G_GINT64_FORMAT " does not divide hidden %" G_GINT64_FORMAT, b->heads,
                     b->hidden);

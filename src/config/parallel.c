@@ -28,7 +28,8 @@ static const MmField config_fields[] = {
    "optimizer of embedding_bag tables (default rowwise_adagrad, fp32 state)"},
   {"recompute", MM_F_ENUM, FALSE, 0, 0, MM_RECOMPUTE_NONE, mm_recompute_names, CFG(recompute), NULL,
    "activation recomputation: none keeps every activation; full keeps only layer inputs and "
-   "recomputes the forward pass during backward"},
+   "recomputes the forward pass during backward; selective (Korthikanti et al. 2022) drops and "
+   "recomputes only the attention core (its s x s scores; little with flash attention)"},
   {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",
@@ -40,8 +41,46 @@ static const MmField config_fields[] = {
    "buckets after the backward pass (Megatron-LM before 2023)"},
   {"collectives", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "force an algorithm per collective kind, e.g. {\"all_reduce\": \"ring\"}; unnamed kinds pick the fastest"},
+  {"pipeline", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "pipeline parallelism, the outermost device digit: {\"degree\": stages, \"schedule\", "
+   "\"virtual_stages\", \"layers\"}; the parallelism levels then split one stage's devices"},
+  {"expert_skew", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, CFG(expert_skew), NULL,
+   "expert parallelism: routing imbalance; the busiest ep rank receives (1 + skew) x the mean "
+   "tokens, the others share the rest (0: even)"},
+  {"inference", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "task inference: {\"prompt_tokens\", \"output_tokens\"}: a prefill of the prompt, then one "
+   "decode step per generated token with a KV cache (without it: one forward pass of seq_len tokens)"},
   {"parallelism", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "per block kind, block name or \"default\": a list of levels, innermost first"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int64_t degree;
+  int schedule;
+  int64_t virtual_stages;
+} PipelineRaw;
+
+static const MmField pipeline_fields[] = {
+  {"degree", MM_F_INT, TRUE, 1, 1 << 20, 1, NULL, (gssize)offsetof(PipelineRaw, degree), "stages",
+   "pipeline stages; device index = local + stage x (devices / degree)"},
+  {"schedule", MM_F_ENUM, FALSE, 0, 0, MM_PIPE_1F1B, mm_pipe_schedule_names, (gssize)offsetof(PipelineRaw, schedule),
+   NULL, "gpipe: all forwards, then all backwards; 1f1b: warm-up forwards, then one forward one backward "
+   "(PipeDream-Flush, Megatron); interleaved_1f1b: 1f1b over virtual_stages model chunks per stage"},
+  {"virtual_stages", MM_F_INT, FALSE, 1, 1024, 1, NULL, (gssize)offsetof(PipelineRaw, virtual_stages), "chunks",
+   "model chunks per stage (interleaved_1f1b); chunk c of stage s holds the (c x degree + s)-th slice of layers"},
+  {"layers", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "layers",
+   "layers per chunk in model order (degree x virtual_stages integers >= 1 summing to the model's "
+   "transformer and mlp layers); default: as even as possible. Blocks before the first layer join "
+   "the first chunk, the others the chunk of the layer before them"},
+  MM_FIELDS_END,
+};
+
+static const MmField serving_fields[] = {
+  {"prompt_tokens", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, (gssize)offsetof(MmServing, prompt_tokens), "tokens",
+   "prompt length per sequence (the prefill)"},
+  {"output_tokens", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, (gssize)offsetof(MmServing, output_tokens), "tokens",
+   "tokens generated per sequence; the first comes from the prefill, each other from one decode step"},
   MM_FIELDS_END,
 };
 
@@ -73,13 +112,18 @@ typedef struct {
   int strategy;
   int sharding;
   int grad_sync;
+  gboolean sequence_parallel;
+  int64_t zero;
+  int kv_exchange;
 } LevelRaw;
 
 static const MmField level_fields[] = {
   {"strategy", MM_F_ENUM, TRUE, 0, 0, 0, mm_strategy_names, (gssize)offsetof(LevelRaw, strategy), NULL,
-   "fsdp (shard weights, grads, optimizer; AllGather + ReduceScatter), tp (Megatron tensor "
-   "parallel; activation AllReduce), ddp (replicate; gradient AllReduce), mp (embedding tables "
-   "sharded; All2All). pp, sp, ep, cp are reserved"},
+   "fsdp (ZeRO-3: shard weights, grads, optimizer; AllGather + ReduceScatter), tp (Megatron tensor "
+   "parallel; activation AllReduce), sp (tp with sequence parallelism), ddp (replicate; gradient "
+   "AllReduce; ZeRO-1/2 with \"zero\"), mp (embedding tables sharded; All2All), ep (experts sharded "
+   "over the group, tokens dispatched by All2All; data parallel for the rest of the block), cp "
+   "(context parallel: the sequence split over the group). Pipeline stages: the top-level \"pipeline\""},
   {"degree", MM_F_CUSTOM, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, "devices",
    "a positive integer, \"node\" (GPUs per node), \"nodes\" (number of nodes) or \"all\" (what "
    "the other levels leave: devices / their product)"},
@@ -88,12 +132,22 @@ static const MmField level_fields[] = {
   {"grad_sync", MM_F_ENUM, FALSE, 0, 0, MM_GRAD_SYNC_DENSE, mm_grad_sync_names, (gssize)offsetof(LevelRaw, grad_sync),
    NULL, "ddp levels of embedding blocks: dense AllReduce of the table gradient, sparse (index all-gather, "
    "de-duplication, AllReduce of the touched rows), host (the sparse exchange through host memory, Gloo), or auto"},
+  {"sequence_parallel", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(LevelRaw, sequence_parallel), NULL,
+   "tp levels: Megatron sequence parallelism (AllReduce -> ReduceScatter + AllGather; norms, dropout "
+   "and their activations sharded); strategy \"sp\" is tp with this set"},
+  {"zero", MM_F_INT, FALSE, 0, 2, 0, NULL, (gssize)offsetof(LevelRaw, zero), NULL,
+   "ddp levels: ZeRO stage; 1 shards optimizer states (AllReduce, then AllGather of updated weights), "
+   "2 also gradients (ReduceScatter instead of AllReduce); stage 3 is strategy fsdp"},
+  {"kv_exchange", MM_F_ENUM, FALSE, 0, 0, MM_CP_RING, mm_cp_impl_names, (gssize)offsetof(LevelRaw, kv_exchange),
+   NULL, "cp levels: ring (ring attention: K/V chunks passed around the group, overlapped with attention "
+   "blocks) or all_gather (K/V gathered before attention, as Llama 3)"},
   MM_FIELDS_END,
 };
 
 void mm_parallel_free(MmParallelConfig *c)
 {
   if (!c) return;
+  g_free(c->pipeline.layers);
   g_free(c->path);
   g_free(c->name);
   for (guint i = 0; i < c->n_frozen; i++) g_free(c->frozen[i]);
@@ -120,12 +174,31 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
     return FALSE;
   }
   g_autofree char *sp = g_strdup_printf("%s.strategy", jp);
-  if (out->strategy >= MM_STRAT_PP) {
-    static const char *const what[] = {"pipeline", "sequence", "expert", "context"};
+  if (out->strategy == MM_STRAT_PP) {
     mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, sp,
-                  "\"%s\" (%s parallelism) is reserved and not modelled yet; use fsdp, tp, ddp or mp",
-                  mm_strategy_names[out->strategy], what[out->strategy - MM_STRAT_PP]);
+                  "pipeline stages are not a level: give the top-level \"pipeline\": {\"degree\": N} (stages "
+                  "are the outermost device digit) and list the levels of one stage here");
     return FALSE;
+  }
+  if (out->strategy == MM_STRAT_SP) { /* Megatron's name for tp + sequence parallelism */
+    out->strategy = MM_STRAT_TP;
+    raw.sequence_parallel = TRUE;
+  }
+  out->sequence_parallel = raw.sequence_parallel;
+  out->zero = (int)raw.zero;
+  out->cp_impl = (MmCpImpl)raw.kv_exchange;
+  static const struct {
+    const char *key;
+    MmStrategy only;
+  } scoped[] = {{"sequence_parallel", MM_STRAT_TP}, {"zero", MM_STRAT_DDP}, {"kv_exchange", MM_STRAT_CP}};
+  for (guint k = 0; k < G_N_ELEMENTS(scoped); k++) {
+    if (((present >> mm_json_field_index(level_fields, scoped[k].key)) & 1) && out->strategy != scoped[k].only &&
+        !(scoped[k].only == MM_STRAT_TP && raw.strategy == MM_STRAT_SP)) {
+      g_autofree char *kp = g_strdup_printf("%s.%s", jp, scoped[k].key);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, kp, "\"%s\" applies to %s levels only", scoped[k].key,
+                    mm_strategy_names[scoped[k].only]);
+      return FALSE;
+    }
   }
   if (((present >> mm_json_field_index(level_fields, "sharding")) & 1) && out->strategy != MM_STRAT_MP) {
     g_autofree char *shp = g_strdup_printf("%s.sharding", jp);
@@ -192,6 +265,45 @@ static gboolean parse_parallelism(const MmJsonCtx *ctx, const cJSON *obj, MmPara
                       "only one level per list may use \"all\" (it takes what the others leave)");
         return FALSE;
       }
+    }
+  }
+  return TRUE;
+}
+
+static gboolean parse_pipeline(const MmJsonCtx *ctx, const cJSON *obj, MmParallelConfig *c, GError **error)
+{
+  MmPipeline *p = &c->pipeline;
+  p->degree = 1;
+  p->schedule = MM_PIPE_1F1B;
+  p->virtual_stages = 1;
+  if (!obj) return TRUE;
+  PipelineRaw raw = {0};
+  guint64 present = 0;
+  if (!mm_json_apply(ctx, obj, "$.pipeline", pipeline_fields, &raw, &present, error)) return FALSE;
+  p->degree = raw.degree;
+  p->schedule = (MmPipeSchedule)raw.schedule;
+  p->virtual_stages = raw.virtual_stages;
+  if (p->virtual_stages > 1 && p->schedule != MM_PIPE_INTERLEAVED) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.virtual_stages",
+                  "virtual stages need \"schedule\": \"interleaved_1f1b\" (schedule is \"%s\")",
+                  mm_pipe_schedule_names[p->schedule]);
+    return FALSE;
+  }
+  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(obj, "layers");
+  if (layers) {
+    int n = cJSON_GetArraySize(layers);
+    if (n != (int)(p->degree * p->virtual_stages)) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.layers",
+                    "expected %" G_GINT64_FORMAT " entries (degree x virtual_stages), got %d",
+                    p->degree * p->virtual_stages, n);
+      return FALSE;
+    }
+    p->layers = g_new0(int64_t, (gsize)n + 1);
+    static const MmField lf = {"layers", MM_F_INT, TRUE, 1, 1 << 20, 0, NULL, 0, NULL, NULL};
+    for (const cJSON *it = layers->child; it; it = it->next) {
+      g_autofree char *jp = g_strdup_printf("$.pipeline.layers[%u]", p->n_layers);
+      if (!mm_json_apply_field(ctx, &lf, it, jp, &p->layers[p->n_layers], error)) return FALSE;
+      p->n_layers++;
     }
   }
   return TRUE;
@@ -272,6 +384,17 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
     if (!mm_json_apply(&ctx, colls, "$.collectives", cf, c->algorithm, NULL, error)) return NULL;
   }
   if (!parse_parallelism(&ctx, cJSON_GetObjectItemCaseSensitive(root, "parallelism"), c, error)) return NULL;
+  if (!parse_pipeline(&ctx, cJSON_GetObjectItemCaseSensitive(root, "pipeline"), c, error)) return NULL;
+  const cJSON *inf = cJSON_GetObjectItemCaseSensitive(root, "inference");
+  if (inf) {
+    if (c->task != MM_TASK_INFERENCE) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.inference",
+                    "\"inference\" applies to task \"inference\" only (task is \"%s\")", mm_task_names[c->task]);
+      return NULL;
+    }
+    if (!mm_json_apply(&ctx, inf, "$.inference", serving_fields, &c->serving, NULL, error)) return NULL;
+    c->serving.present = TRUE;
+  }
 #undef GIVEN
   return g_steal_pointer(&c);
 }
@@ -331,7 +454,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
                               MmBlockSetup *bs, GError **error)
 {
   const MmHardware *hw = s->hw;
-  const int64_t n = s->devices, g = hw->gpus_per_node;
+  const int64_t n = s->stage_devices, g = hw->gpus_per_node;
   const MmStrategyEntry *e = bs->entry;
   g_autofree char *jp = g_strdup_printf("$.parallelism.%s", e->key);
   int64_t prod = 1;
@@ -353,19 +476,25 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     if (prod > n || n % prod != 0) {
       g_autofree char *dp = g_strdup_printf("%s[%d].degree", jp, all_at);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
-                    "\"all\" must fill %" G_GINT64_FORMAT " devices of %s, but the other levels multiply "
+                    "\"all\" must fill %" G_GINT64_FORMAT " devices of %s%s, but the other levels multiply "
                     "to %" G_GINT64_FORMAT ", which does not divide it",
-                    n, hw->path, prod);
+                    n, hw->path, s->pp > 1 ? " (one pipeline stage)" : "", prod);
       return FALSE;
     }
     bs->levels[all_at].degree = n / prod;
     prod = n;
   }
   if (prod != n) {
-    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
-                  "degrees multiply to %s%" G_GINT64_FORMAT " but %s has %" G_GINT64_FORMAT
-                  " devices (%" G_GINT64_FORMAT " nodes x %" G_GINT64_FORMAT "); the product must equal it",
-                  prod > n ? "more than " : "", prod > n ? n : prod, hw->path, n, hw->nodes, g);
+    if (s->pp > 1)
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "degrees multiply to %s%" G_GINT64_FORMAT " but one of the %" G_GINT64_FORMAT
+                    " pipeline stages of %s has %" G_GINT64_FORMAT " devices; the product must equal it",
+                    prod > n ? "more than " : "", prod > n ? n : prod, s->pp, hw->path, n);
+    else
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "degrees multiply to %s%" G_GINT64_FORMAT " but %s has %" G_GINT64_FORMAT
+                    " devices (%" G_GINT64_FORMAT " nodes x %" G_GINT64_FORMAT "); the product must equal it",
+                    prod > n ? "more than " : "", prod > n ? n : prod, hw->path, n, hw->nodes, g);
     return FALSE;
   }
   int64_t stride = 1;
@@ -388,8 +517,23 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     bs->degree[l->strategy] *= l->degree;
     stride = span;
   }
-  bs->dp = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_DDP];
+  bs->dp = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP];
   bs->shard = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_TP] * bs->degree[MM_STRAT_MP];
+  bs->zero = -1;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->sp |= l->sequence_parallel;
+    if (l->strategy == MM_STRAT_CP) bs->cp_impl = l->cp_impl;
+    if (l->strategy != MM_STRAT_DDP) continue;
+    if (bs->zero >= 0 && bs->zero != l->zero) {
+      g_autofree char *zp = g_strdup_printf("%s[%u].zero", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, zp,
+                    "every ddp level of a list must use the same ZeRO stage (%d here, %d before)", l->zero, bs->zero);
+      return FALSE;
+    }
+    bs->zero = l->zero;
+  }
+  if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP] <= 1) bs->zero = 0;
 
   /* Strategy / block-kind compatibility. */
   for (guint i = 0; i < bs->n_levels; i++) {
@@ -406,6 +550,40 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp,
                     "sparse gradient synchronization applies to embedding blocks; \"%s\" is a %s", b->name,
                     mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_MP && s->pp > 1) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "mp (sharded embedding tables) is not modelled with pipeline stages");
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_EP && b->experts == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "ep shards experts; block \"%s\" has none (experts = 0 in %s)", b->name, s->model->path);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_EP && l->degree > 1 && b->experts % l->degree != 0) {
+      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                    "ep degree %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT " experts of block \"%s\"",
+                    l->degree, b->experts, b->name);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_CP && b->kind != MM_BLOCK_TRANSFORMER && b->kind != MM_BLOCK_TOKEN_EMBEDDING &&
+        b->kind != MM_BLOCK_LM_HEAD) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "cp splits sequences; block \"%s\" is a %s (cp applies to transformer, token_embedding and "
+                    "lm_head blocks)", b->name, mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_CP && l->degree > 1 && (s->cfg->serving.present || b->seq_len % l->degree != 0)) {
+      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      if (s->cfg->serving.present)
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp, "cp is not modelled for prefill/decode serving");
+      else
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                      "cp degree %" G_GINT64_FORMAT " does not divide seq_len %" G_GINT64_FORMAT " of block \"%s\"",
+                      l->degree, b->seq_len, b->name);
       return FALSE;
     }
     if (l->strategy == MM_STRAT_TP && b->kind == MM_BLOCK_EMBEDDING_BAG) {
@@ -456,6 +634,69 @@ gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint l
   return s->hw->gpus_per_node % (b->stride[level] * b->levels[level].degree) == 0;
 }
 
+static gboolean layer_block(const MmBlock *b)
+{
+  return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_MLP;
+}
+
+/* Pipeline stages: the outermost digit; checks the model can be cut into chunks. */
+static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **error)
+{
+  const MmPipeline *p = &s->cfg->pipeline;
+  const MmModel *m = s->model;
+  const int64_t g = s->hw->gpus_per_node;
+  s->pp = p->degree;
+  s->vstages = p->virtual_stages;
+  s->stage_devices = s->devices / s->pp;
+  for (guint i = 0; i < m->n_blocks; i++)
+    if (layer_block(&m->blocks[i])) s->layer_units += m->blocks[i].count;
+  if (s->pp == 1) return TRUE;
+  if (s->devices % s->pp != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
+                  "%" G_GINT64_FORMAT " stages do not divide the %" G_GINT64_FORMAT " devices of %s", s->pp,
+                  s->devices, s->hw->path);
+    return FALSE;
+  }
+  const int64_t st = s->stage_devices;
+  if (!(g % (st * s->pp) == 0 || st % g == 0)) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
+                  "stages of %" G_GINT64_FORMAT " devices straddle the %" G_GINT64_FORMAT
+                  "-GPU nodes of %s; a stage must fill whole nodes, or all stages fit in one node",
+                  st, g, s->hw->path);
+    return FALSE;
+  }
+  const int64_t chunks = s->pp * s->vstages;
+  if (s->layer_units < chunks) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline",
+                  "%" G_GINT64_FORMAT " chunks (degree x virtual_stages) but model %s has only %" G_GINT64_FORMAT
+                  " transformer/mlp layers to split",
+                  chunks, m->path, s->layer_units);
+    return FALSE;
+  }
+  if (p->layers) {
+    int64_t sum = 0;
+    for (guint i = 0; i < p->n_layers; i++) sum += p->layers[i];
+    if (sum != s->layer_units) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.layers",
+                    "the chunks hold %" G_GINT64_FORMAT " layers but model %s has %" G_GINT64_FORMAT, sum, m->path,
+                    s->layer_units);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    gboolean chain = i == 0 ? b->n_inputs == 0 : b->n_inputs == 1 && b->inputs[0] == i - 1;
+    if (!chain) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline",
+                    "pipeline stages need a chain of blocks; block \"%s\" of %s reads other blocks than the one "
+                    "before it",
+                    b->name, m->path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* The block micro_batch refers to: the first transformer, else the first mlp, else block 0. */
 static guint main_block(const MmModel *m)
 {
@@ -477,6 +718,7 @@ MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmPara
   s->cfg = c;
   s->devices = mm_hardware_devices(hw);
   s->blocks = g_new0(MmBlockSetup, m->n_blocks);
+  if (!resolve_pipeline(&ctx, s, error)) return NULL;
 
   for (guint i = 0; i < c->n_strategies; i++) {
     gboolean is_kind;
@@ -572,6 +814,37 @@ MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmPara
   double global_micro = (double)s->micro_batch * (double)s->dp_ref;
   for (guint i = 0; i < m->n_blocks; i++)
     s->blocks[i].samples_per_micro = global_micro / (double)s->blocks[i].dp;
+  if (s->pp > 1 && c->pipeline.schedule == MM_PIPE_INTERLEAVED && s->vstages > 1 && s->micro_steps % s->pp != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.micro_batch",
+                  "the interleaved schedule needs the micro-batches per iteration (%" G_GINT64_FORMAT
+                  ") to be a multiple of the %" G_GINT64_FORMAT " pipeline stages",
+                  s->micro_steps, s->pp);
+    return NULL;
+  }
+  /* expert parallelism: the group of the first block that has one */
+  s->ep_degree = 1;
+  s->ep_stride = 1;
+  for (guint i = 0; i < m->n_blocks && s->ep_degree == 1; i++) {
+    const MmBlockSetup *bs = &s->blocks[i];
+    for (guint k = 0; k < bs->n_levels; k++) {
+      if (bs->levels[k].strategy == MM_STRAT_EP && bs->levels[k].degree > 1) {
+        s->ep_degree = bs->levels[k].degree;
+        s->ep_stride = bs->stride[k];
+        break;
+      }
+    }
+  }
+  if (c->expert_skew > 0 && (s->ep_degree == 1 || c->expert_skew > (double)(s->ep_degree - 1))) {
+    if (s->ep_degree == 1)
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.expert_skew",
+                    "routing skew needs an ep level (experts sharded over a group) on a MoE block");
+    else
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.expert_skew",
+                    "%g is more than the %" G_GINT64_FORMAT " other ranks of the ep group can give up; expected at "
+                    "most ep degree - 1 = %" G_GINT64_FORMAT,
+                    c->expert_skew, s->ep_degree - 1, s->ep_degree - 1);
+    return NULL;
+  }
   return g_steal_pointer(&s);
 }
 

@@ -53,6 +53,7 @@ struct MmEngine {
 
   uint32_t n_slots;
   uint32_t *slot_needed, *slot_arrived, *slot_first; /* slot_first: n_slots + 1 into members */
+  uint32_t *slot_done; /* members whose own part has finished (all complete with the last) */
   uint32_t *member_cls, *member_op;
   MmTime *slot_dur;
 
@@ -136,7 +137,7 @@ static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **
       }
       ix->succ_first[d + 1]++;
     }
-    if (op->coll != MM_NO_COLL && (op->degree == 0 || op->stride == 0)) {
+    if (op->coll != MM_NO_COLL && op->peer == 0 && (op->degree == 0 || op->stride == 0)) {
       g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "op %u: collective without a group", i);
       return FALSE;
     }
@@ -192,7 +193,8 @@ static void build_slots(MmEngine *e)
     for (uint32_t i = 0; i < p->n_ops; i++) {
       const MmEngineOp *op = &p->ops[i];
       if (op->coll == MM_NO_COLL) continue;
-      uint64_t gid = d - ((d / op->stride) % op->degree) * op->stride;
+      uint64_t gid = op->peer != 0 ? MIN(d, (uint64_t)((int64_t)d + op->peer))
+                                   : d - ((d / op->stride) % op->degree) * op->stride;
       refs[k++] = (SlotRef){((uint64_t)op->coll << 32) | gid, c, i};
     }
   }
@@ -214,6 +216,7 @@ static void build_slots(MmEngine *e)
   e->n_slots = slots;
   e->slot_needed = g_new0(uint32_t, slots + 1);
   e->slot_arrived = g_new0(uint32_t, slots + 1);
+  e->slot_done = g_new0(uint32_t, slots + 1);
   e->slot_dur = g_new0(MmTime, slots + 1);
   for (uint32_t s = 0; s < slots; s++) {
     e->slot_needed[s] = e->slot_first[s + 1] - e->slot_first[s];
@@ -302,6 +305,7 @@ void mm_engine_free(MmEngine *e)
   g_free(e->slot_first);
   g_free(e->slot_needed);
   g_free(e->slot_arrived);
+  g_free(e->slot_done);
   g_free(e->slot_dur);
   g_free(e->member_cls);
   g_free(e->member_op);
@@ -449,6 +453,19 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
   try_start(e, c, s);
 }
 
+/* An op's own part is over: a collective member waits until every member's part is,
+ * then all complete together (the slowest member sets the end). */
+static void finish(MmEngine *e, uint32_t c, uint32_t op)
+{
+  const uint32_t slot = e->st[e->op_base[c] + op].slot;
+  if (slot == UINT32_MAX || e->slot_needed[slot] == 1) {
+    complete(e, c, op);
+    return;
+  }
+  if (++e->slot_done[slot] < e->slot_needed[slot]) return;
+  for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++) complete(e, e->member_cls[m], e->member_op[m]);
+}
+
 gboolean mm_engine_run(MmEngine *e, GError **error)
 {
   for (uint32_t c = 0; c < e->n_classes; c++) {
@@ -458,6 +475,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   memset(e->cursor, 0, sizeof(uint32_t) * e->total_streams);
   memset(e->busy, 0, e->total_streams);
   memset(e->slot_arrived, 0, sizeof(uint32_t) * e->n_slots);
+  memset(e->slot_done, 0, sizeof(uint32_t) * e->n_slots);
   for (uint32_t i = 0; i < e->total_ops; i++) e->st[i].version = 0;
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->link_users, 0, sizeof(uint32_t) * e->total_links);
@@ -474,13 +492,13 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     switch ((EventKind)ev.kind) {
     case EV_DONE:
       e->now = ev.t;
-      complete(e, ev.cls, ev.op);
+      finish(e, ev.cls, ev.op);
       break;
     case EV_FLOW:
       if (ev.version != e->st[e->op_base[ev.cls] + ev.op].version) break; /* re-planned since */
       e->now = ev.t;
       flow_end(e, ev.cls, ev.op);
-      complete(e, ev.cls, ev.op);
+      finish(e, ev.cls, ev.op);
       break;
     }
   }

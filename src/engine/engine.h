@@ -22,8 +22,10 @@ static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
  * are FIFO queues in program order), its stream is idle and every dependency
  * has finished. A collective (coll != MM_NO_COLL) additionally waits until every
  * member of its group has reached it; members are the devices whose index
- * differs from this device's only in the level digit (stride, degree), and all
- * members start together.
+ * differs from this device's only in the level digit (stride, degree), or, when
+ * peer != 0, this device and device + peer (a point-to-point pair: the sender's and
+ * the receiver's op share the collective id). All members start together, and all
+ * end together, when the slowest member's transfer is done.
  *
  * An op with transfers (n_xfer > 0) is a flow: it moves the given bytes through the
  * given links of its device, and ends its fixed time (the class's dur: latency) later.
@@ -37,6 +39,7 @@ typedef struct {
   uint32_t coll;      /* collective id shared by matching ops of all programs, or MM_NO_COLL */
   uint32_t degree;    /* collective group shape */
   uint32_t stride;
+  int32_t peer;       /* point-to-point: the other member's device-index offset (0: a level group) */
   uint32_t xfer_first; /* into the program's xfer_link / xfer_bytes */
   uint16_t n_xfer;
   uint16_t sequential;

@@ -31,6 +31,7 @@ void mm_cost_add(MmCost *acc, const MmCost *c)
   acc->weight_bytes += c->weight_bytes;
   acc->params += c->params;
   acc->act_bytes += c->act_bytes;
+  acc->recompute_bytes += c->recompute_bytes;
   acc->out_bytes += c->out_bytes;
 }
 
@@ -38,7 +39,26 @@ typedef struct {
   GArray *layers; /* MmLayer */
   GArray *units;  /* MmUnit */
   guint block;
+  MmGraphPass pass;
 } Builder;
+
+/* Query tokens and keys per query of block @b in this pass. */
+static double pass_tokens(const Builder *bd, const MmBlock *b)
+{
+  return (double)(bd->pass.tokens > 0 ? bd->pass.tokens : b->seq_len);
+}
+
+static double pass_context(const Builder *bd, const MmBlock *b)
+{
+  return bd->pass.context > 0 ? (double)bd->pass.context : pass_tokens(bd, b);
+}
+
+double mm_graph_kv_bytes_per_token(const MmBlock *b)
+{
+  double e = mm_dtype_bytes(b->dtype);
+  if (b->kv_lora_rank > 0) return (double)(b->kv_lora_rank + b->rope_head_dim) * e;
+  return (double)b->kv_heads * (double)(b->head_dim + b->v_head_dim) * e;
+}
 
 /* Appends a layer with its cost to the current unit. Costs are built in locals
  * first: pointers into the growing array would not survive the next append. */
@@ -114,6 +134,7 @@ static void scale_work(MmCost *c, double f)
   c->bwd_input_bytes *= f;
   c->bwd_weight_bytes *= f;
   c->act_bytes *= f;
+  c->recompute_bytes *= f;
   c->out_bytes *= f;
 }
 
@@ -123,35 +144,45 @@ static void scale_params(MmCost *c, double f)
   c->weight_bytes *= f;
 }
 
-/* Attention core for one sequence: QK^T (2 s^2 h) + softmax + AV (2 s^2 h).
- * Model FLOPs count the full s x s matrix (the MFU convention); executed FLOPs
- * halve it for causal flash kernels (masked blocks skipped) and add the flash
- * backward's recomputation of QK^T (FlashAttention-2: 5 matmuls vs 2 forward). */
-static void attention(MmCost *c, const MmBlock *b, double e)
+/* Attention core for one sequence of q query tokens against kv keys: QK^T (2 q kv a d_k)
+ * + softmax + AV (2 q kv a d_v). Model FLOPs count the full q x kv matrix (the MFU
+ * convention); executed FLOPs halve it for causal flash kernels over a whole sequence
+ * (masked blocks skipped) and add the flash backward's recomputation of QK^T
+ * (FlashAttention-2: 5 matmuls vs 2 forward). Serving reads the cached K/V of the
+ * earlier kv - q tokens and writes the new ones. */
+static void attention(MmCost *c, const MmBlock *b, double q, double kv, gboolean cache, double e)
 {
-  double s = (double)b->seq_len, h = (double)b->hidden, a = (double)b->heads;
-  double kvh = (double)b->kv_heads * (h / a);
+  double a = (double)b->heads, dk = (double)b->head_dim, dv = (double)b->v_head_dim;
+  double kvh = (double)b->kv_heads;
   gboolean flash = b->attention == MM_ATTN_FLASH;
-  double mm = 4.0 * s * s * h, sm = FLOPS_SOFTMAX * a * s * s;
+  double qk = 2.0 * q * kv * a * dk, av = 2.0 * q * kv * a * dv, mm = qk + av, sm = FLOPS_SOFTMAX * a * q * kv;
   c->fwd_flops = mm + sm;
   c->bwd_input_flops = 2.0 * mm + 2.0 * sm;
-  double causal = flash && b->causal ? 0.5 : 1.0; /* eager kernels compute the masked half too */
+  double causal = flash && b->causal && q == kv ? 0.5 : 1.0; /* eager kernels compute the masked half too */
   c->fwd_exec_flops = causal * c->fwd_flops;
-  c->bwd_input_exec_flops = causal * (c->bwd_input_flops + (flash ? 0.5 * mm : 0));
-  double qkv = s * (h + 2.0 * kvh) * e, o = s * h * e;
+  c->bwd_input_exec_flops = causal * (c->bwd_input_flops + (flash ? qk : 0));
+  /* this pass's q, k, v (MLA: k and v expanded from the latent per head) */
+  double kvw = b->kv_lora_rank > 0 ? a * (dk + dv) : kvh * (dk + dv);
+  double qkv = q * (a * dk + kvw) * e, o = q * a * dv * e;
   c->fwd_bytes = qkv + o;
   c->bwd_input_bytes = qkv + 2.0 * o + qkv;
-  c->act_bytes = qkv + s * a * 4.0; /* q, k, v + fp32 log-sum-exp per row */
+  c->act_bytes = qkv + q * a * 4.0; /* q, k, v + fp32 log-sum-exp per row */
+  if (cache) {
+    double per_token = mm_graph_kv_bytes_per_token(b);
+    c->fwd_bytes += (kv - q) * per_token + q * per_token; /* read the context, write the new entries */
+  }
   if (!flash) {
-    double scores = a * s * s * e;
+    double scores = a * q * kv * e;
     c->fwd_bytes += 4.0 * scores;
     c->bwd_input_bytes += 6.0 * scores;
     c->act_bytes += scores; /* softmax probabilities */
+    c->recompute_bytes += scores;
     if (b->dropout) {
       /* a separate pass over the probabilities; a 1-byte mask kept for backward */
-      c->fwd_bytes += 2.0 * scores + a * s * s;
-      c->bwd_input_bytes += 2.0 * scores + a * s * s;
-      c->act_bytes += a * s * s;
+      c->fwd_bytes += 2.0 * scores + a * q * kv;
+      c->bwd_input_bytes += 2.0 * scores + a * q * kv;
+      c->act_bytes += a * q * kv;
+      c->recompute_bytes += a * q * kv;
     }
   }
   c->out_bytes = o;
@@ -166,13 +197,61 @@ static void residual_dropout(MmCost *c, double n, double e)
   c->act_bytes += n;
 }
 
-static void build_transformer(Builder *bd, const MmBlock *b)
+/* Query, key and value projections of one layer. MLA: x -> q latent -> per-head queries,
+ * x -> kv latent + shared RoPE key -> per-head keys and values (no weight absorption);
+ * the down-projections are counted with the column-parallel up-projections. */
+static void qkv_projection(MmCost *c, const MmBlock *b, double s, double e)
 {
-  double s = (double)b->seq_len, h = (double)b->hidden, f = (double)b->ffn;
-  double e = mm_dtype_bytes(b->dtype);
-  double kv = (double)b->kv_heads * (h / (double)b->heads);
+  double h = (double)b->hidden, a = (double)b->heads, dk = (double)b->head_dim, dv = (double)b->v_head_dim;
+  if (b->kv_lora_rank == 0) {
+    gemm(c, s, h, a * dk + 2.0 * (double)b->kv_heads * ((dk + dv) / 2.0), e, b->bias);
+    return;
+  }
+  double ql = (double)b->q_lora_rank, kl = (double)b->kv_lora_rank, r = (double)b->rope_head_dim;
+  MmCost part = {0};
+  *c = (MmCost){0};
+  if (ql > 0) {
+    gemm(&part, s, h, ql, e, FALSE);
+    mm_cost_add(c, &part);
+    gemm(&part, s, ql, a * dk, e, FALSE);
+    mm_cost_add(c, &part);
+  } else {
+    gemm(&part, s, h, a * dk, e, FALSE);
+    mm_cost_add(c, &part);
+  }
+  gemm(&part, s, h, kl + r, e, FALSE);
+  mm_cost_add(c, &part);
+  gemm(&part, s, kl, a * (dk - r + dv), e, FALSE);
+  mm_cost_add(c, &part);
+  c->act_bytes = s * (h + ql + kl) * e; /* the inputs of the four matmuls */
+  c->out_bytes = s * a * (2.0 * dk + dv) * e;
+}
+
+/* The FFN of one layer: up (+ gate), activation, down over @f inner width. */
+static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, double copies, gboolean expert)
+{
+  double h = (double)b->hidden, e = mm_dtype_bytes(b->dtype);
   gboolean gated = b->ffn_kind == MM_FFN_SWIGLU || b->ffn_kind == MM_FFN_GEGLU;
   double act_flops = gated ? FLOPS_GATED : b->ffn_kind == MM_FFN_RELU ? FLOPS_RELU : FLOPS_GELU;
+  MmCost c = {0};
+  gemm(&c, s, h, gated ? 2.0 * f : f, e, b->bias);
+  scale_work(&c, work), scale_params(&c, copies);
+  push(bd, MM_ROLE_FFN_UP, MM_LAYER_GEMM, MM_TP_COLUMN, &c, expert);
+  c = (MmCost){0};
+  elementwise(&c, (gated ? 2.0 : 1.0) * s * f, s * f, act_flops, e, (gated ? 2.0 : 1.0) * s * f);
+  scale_work(&c, work);
+  push(bd, MM_ROLE_FFN_ACT, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, expert);
+  c = (MmCost){0};
+  gemm(&c, s, f, h, e, b->bias);
+  scale_work(&c, work), scale_params(&c, copies);
+  if (b->dropout) residual_dropout(&c, s * h, e);
+  push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, expert);
+}
+
+static void build_transformer(Builder *bd, const MmBlock *b)
+{
+  double s = pass_tokens(bd, b), kvn = pass_context(bd, b), h = (double)b->hidden, f = (double)b->ffn;
+  double e = mm_dtype_bytes(b->dtype);
   gboolean moe = b->experts > 0;
   double work = moe ? (double)b->top_k * b->capacity_factor : 1.0;
 
@@ -183,13 +262,13 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     norm(&c, b->norm, s, h, e);
     push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
     c = (MmCost){0};
-    gemm(&c, s, h, h + 2.0 * kv, e, b->bias);
+    qkv_projection(&c, b, s, e);
     push(bd, MM_ROLE_QKV, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE);
     c = (MmCost){0};
-    attention(&c, b, e);
+    attention(&c, b, s, kvn, bd->pass.kv_cache, e);
     push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE);
     c = (MmCost){0};
-    gemm(&c, s, h, h, e, b->bias);
+    gemm(&c, s, (double)b->heads * (double)b->v_head_dim, h, e, b->bias);
     if (b->dropout) residual_dropout(&c, s * h, e);
     push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE);
     c = (MmCost){0};
@@ -202,21 +281,11 @@ static void build_transformer(Builder *bd, const MmBlock *b)
       c.fwd_bytes += 2.0 * (double)b->top_k * s * h * e;
       c.bwd_input_bytes += 2.0 * (double)b->top_k * s * h * e;
       push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE);
+      /* shared experts: a dense FFN every token goes through */
+      if (b->shared_experts > 0) ffn(bd, b, s, f * (double)b->shared_experts, 1.0, 1.0, FALSE);
     }
     /* FFN (per expert for MoE: work x top_k x capacity, params x experts) */
-    c = (MmCost){0};
-    gemm(&c, s, h, gated ? 2.0 * f : f, e, b->bias);
-    if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
-    push(bd, MM_ROLE_FFN_UP, MM_LAYER_GEMM, MM_TP_COLUMN, &c, moe);
-    c = (MmCost){0};
-    elementwise(&c, (gated ? 2.0 : 1.0) * s * f, s * f, act_flops, e, (gated ? 2.0 : 1.0) * s * f);
-    if (moe) scale_work(&c, work);
-    push(bd, MM_ROLE_FFN_ACT, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, moe);
-    c = (MmCost){0};
-    gemm(&c, s, f, h, e, b->bias);
-    if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
-    if (b->dropout) residual_dropout(&c, s * h, e);
-    push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, moe);
+    ffn(bd, b, s, f, work, moe ? (double)b->experts : 1.0, moe);
   }
 }
 
@@ -294,7 +363,7 @@ static void build_interaction(Builder *bd, const MmBlock *b)
 static void build_token_embedding(Builder *bd, const MmBlock *b)
 {
   double e = mm_dtype_bytes(b->dtype);
-  double s = (double)b->seq_len, h = (double)b->hidden;
+  double s = pass_tokens(bd, b), h = (double)b->hidden;
   begin_unit(bd, 0);
   MmCost cost = {0}, *c = &cost;
   double pos = b->positions > 0 ? 1.0 : 0.0;
@@ -311,7 +380,7 @@ static void build_token_embedding(Builder *bd, const MmBlock *b)
 static void build_lm_head(Builder *bd, const MmBlock *b)
 {
   double e = mm_dtype_bytes(b->dtype);
-  double s = (double)b->seq_len, h = (double)b->hidden, v = (double)b->vocab;
+  double s = bd->pass.last_logits ? 1.0 : pass_tokens(bd, b), h = (double)b->hidden, v = (double)b->vocab;
   MmCost c = {0};
   begin_unit(bd, 0);
   norm(&c, b->norm, s, h, e);
@@ -339,8 +408,14 @@ void mm_graph_free(MmGraph *g)
 
 MmGraph *mm_graph_new(const MmModel *model)
 {
+  return mm_graph_new_pass(model, NULL);
+}
+
+MmGraph *mm_graph_new_pass(const MmModel *model, const MmGraphPass *pass)
+{
   g_return_val_if_fail(model != NULL, NULL);
-  Builder bd = {g_array_new(FALSE, FALSE, sizeof(MmLayer)), g_array_new(FALSE, FALSE, sizeof(MmUnit)), 0};
+  Builder bd = {g_array_new(FALSE, FALSE, sizeof(MmLayer)), g_array_new(FALSE, FALSE, sizeof(MmUnit)), 0, {0}};
+  if (pass) bd.pass = *pass;
   for (guint i = 0; i < model->n_blocks; i++) {
     const MmBlock *b = &model->blocks[i];
     bd.block = i;
@@ -356,6 +431,7 @@ MmGraph *mm_graph_new(const MmModel *model)
   }
   MmGraph *g = g_new0(MmGraph, 1);
   g->model = model;
+  g->pass = bd.pass;
   g->n_layers = bd.layers->len;
   g->n_units = bd.units->len;
   g->layers = (MmLayer *)(void *)g_array_free(bd.layers, FALSE);
@@ -398,7 +474,7 @@ MmGraph *mm_graph_new(const MmModel *model)
     const MmBlock *b = &model->blocks[ly->block];
     g->active_params += (double)ly->cost.params * (ly->expert ? (double)b->top_k / (double)b->experts : 1.0);
   }
-  g->tokens_per_sample = model->seq_len > 0 ? (double)model->seq_len : 1.0;
+  g->tokens_per_sample = bd.pass.tokens > 0 ? (double)bd.pass.tokens : model->seq_len > 0 ? (double)model->seq_len : 1.0;
   return g;
 }
 

@@ -56,6 +56,7 @@ typedef struct {
   double weight_bytes; /* weights read per call (independent of the batch) */
   int64_t params;
   double act_bytes;    /* kept from forward for backward */
+  double recompute_bytes; /* part of act_bytes that selective recompute drops (attention scores) */
   double out_bytes;    /* output activation */
 } MmCost;
 
@@ -81,8 +82,20 @@ typedef struct {
   MmCost cost;        /* sum over its layers */
 } MmUnit;
 
+/* Which pass of a sequence model the graph describes. Training and single-pass
+ * inference: every block's seq_len against itself. Serving: a prefill of the prompt
+ * (K/V written to the cache, logits for the last token) or a decode step (one query
+ * token per sequence against a context of cached keys). */
+typedef struct {
+  int64_t tokens;       /* query tokens per sample (0: each block's seq_len) */
+  int64_t context;      /* keys each query attends to (0: tokens) */
+  gboolean kv_cache;    /* K/V of earlier tokens read from the cache, the new ones written */
+  gboolean last_logits; /* lm_head projects the last token only */
+} MmGraphPass;
+
 typedef struct {
   const MmModel *model; /* (transfer none) */
+  MmGraphPass pass;
   MmLayer *layers;
   guint n_layers;
   MmUnit *units;
@@ -98,6 +111,12 @@ typedef struct {
 
 /* Expands @model into layers and units. The model must outlive the graph. */
 MmGraph *mm_graph_new(const MmModel *model);
+/* The same for one serving pass (@pass NULL: as mm_graph_new). */
+MmGraph *mm_graph_new_pass(const MmModel *model, const MmGraphPass *pass);
+
+/* KV-cache bytes one token adds in one layer of transformer block @b (the whole
+ * model width: K and V of every kv head, or MLA's latent and RoPE key). */
+double mm_graph_kv_bytes_per_token(const MmBlock *b);
 void mm_graph_free(MmGraph *g);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmGraph, mm_graph_free)
 

@@ -1,11 +1,14 @@
 /* memory: per-device bytes of weights, gradients, optimizer states, activations and comm buffers. */
 #include <math.h>
+#include <string.h>
 
 #include "plan.h"
 
 void mm_memory_free(MmMemory *m)
 {
   if (!m) return;
+  g_free(m->stage_bytes);
+  g_free(m->stage_inflight);
   g_free(m->blocks);
   g_free(m);
 }
@@ -16,17 +19,21 @@ double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *l
   double frac = bs->mp_fraction / (double)bs->degree[MM_STRAT_FSDP];
   if (layer && layer->tp != MM_TP_REPLICATED && s->model->blocks[block].kind != MM_BLOCK_EMBEDDING_BAG)
     frac /= (double)bs->degree[MM_STRAT_TP];
+  if (layer && layer->expert) frac /= (double)bs->degree[MM_STRAT_EP];
   return frac;
 }
 
-/* Fraction of a layer's activations kept on one device under TP / MP. */
+/* Fraction of a layer's activations kept on one device under TP / MP / SP / CP. */
 static double act_fraction(const MmScenario *s, guint block, const MmLayer *l)
 {
   const MmBlockSetup *bs = &s->blocks[block];
-  if (s->model->blocks[block].kind == MM_BLOCK_EMBEDDING_BAG)
+  const MmBlock *b = &s->model->blocks[block];
+  if (b->kind == MM_BLOCK_EMBEDDING_BAG)
     return mm_plan_param_fraction(s, block, l) * (double)bs->degree[MM_STRAT_FSDP];
-  if (l->tp == MM_TP_SHARDED || l->tp == MM_TP_ROW) return 1.0 / (double)bs->degree[MM_STRAT_TP];
-  return 1.0;
+  double f = 1.0, tp = (double)bs->degree[MM_STRAT_TP];
+  if (l->tp == MM_TP_SHARDED || l->tp == MM_TP_ROW) f = 1.0 / tp;
+  else if (bs->sp && b->kind == MM_BLOCK_TRANSFORMER) f = 1.0 / tp; /* sequence-sharded norms and GEMM inputs */
+  return f / (double)bs->degree[MM_STRAT_CP];
 }
 
 double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
@@ -51,113 +58,189 @@ static guint first_trained_block(const MmScenario *s)
   return s->model->n_blocks;
 }
 
+/* What one unit needs on one device (micro-batch quantities for one micro-batch). */
+typedef struct {
+  MmMemoryParts parts;  /* weights, gradients, optimizer; activations: kept per micro-batch */
+  double transient;     /* full recompute: rebuilt during its backward; inference: its working set */
+  double params_local;  /* parameters after TP/MP/EP, before FSDP */
+  double tp_out;        /* largest TP collective buffer */
+  double a2a;           /* MP exchange buffers */
+} UnitMem;
+
+static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft, UnitMem *um)
+{
+  const MmUnit *un = &g->units[u];
+  const guint bi = un->block;
+  const MmBlock *b = &s->model->blocks[bi];
+  const MmBlockSetup *bs = &s->blocks[bi];
+  const MmParallelConfig *c = s->cfg;
+  const gboolean training = c->task != MM_TASK_INFERENCE;
+  const double e = mm_dtype_bytes(b->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
+  const double samples = bs->samples_per_micro;
+  const gboolean trained = training && !bs->frozen;
+  /* ZeRO: optimizer states (stage 1) and gradients (stage 2) sharded over the replicas */
+  const double z_dense = bs->zero > 0 ? (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP]) : 1.0;
+  const double z_expert = bs->zero > 0 ? (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_CP]) : 1.0;
+  double act = 0, in = 0, peak_io = 0, dropped = 0;
+  memset(um, 0, sizeof *um);
+  for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+    const MmLayer *l = &g->layers[li];
+    double pf = mm_plan_param_fraction(s, bi, l);
+    double params = (double)l->cost.params * pf;
+    double z = l->expert ? z_expert : z_dense;
+    um->params_local += params * (double)bs->degree[MM_STRAT_FSDP];
+    um->parts.weights += params * e;
+    if (trained) {
+      double grads = params * ge / (bs->zero >= 2 ? z : 1.0);
+      if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
+        /* fused backward + optimizer (FBGEMM TBE, as TorchRec and ZionEX): rows are updated in
+         * place; only the gradient of the pooled outputs is materialized */
+        double pooled = samples * l->cost.out_bytes / e * ge * pf * (double)bs->degree[MM_STRAT_FSDP];
+        grads = MIN(grads, pooled);
+      }
+      um->parts.gradients += grads;
+      um->parts.optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b) / z;
+    }
+    double af = act_fraction(s, bi, l);
+    act += samples * l->cost.act_bytes * af;
+    dropped += samples * l->cost.recompute_bytes * af;
+    if (li == un->first_layer) in = samples * l->cost.act_bytes * af;
+    peak_io = MAX(peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);
+    if (l->tp == MM_TP_ROW || l->tp == MM_TP_COLUMN) um->tp_out = MAX(um->tp_out, samples * l->cost.out_bytes);
+  }
+  if (training && bi >= ft) {
+    if (c->recompute == MM_RECOMPUTE_FULL) {
+      um->parts.activations = in;
+      um->transient = act - in;
+    } else if (c->recompute == MM_RECOMPUTE_SELECTIVE) {
+      um->parts.activations = act - dropped;
+      um->transient = dropped;
+    } else {
+      um->parts.activations = act;
+    }
+  } else if (!training) {
+    um->transient = peak_io;
+  }
+  if (bs->degree[MM_STRAT_MP] > 1) {
+    const MmCost *cc = &g->block_cost[bi];
+    double frac = mm_plan_param_fraction(s, bi, NULL) * (double)bs->degree[MM_STRAT_FSDP];
+    double send = samples * cc->out_bytes * frac;
+    double recv = (double)s->micro_batch * (double)s->dp_ref / (double)s->devices * cc->out_bytes;
+    um->a2a = (trained ? 2.0 : 1.0) * (send + recv);
+  }
+}
+
+/* KV-cache bytes of transformer unit @u on one device while serving: every resident
+ * sequence's context (kv heads split by TP; MLA's latent is whole on every TP rank). */
+static double unit_kv_cache(const MmScenario *s, const MmGraph *g, guint u)
+{
+  const MmServing *sv = &s->cfg->serving;
+  const MmUnit *un = &g->units[u];
+  const MmBlock *b = &s->model->blocks[un->block];
+  const MmBlockSetup *bs = &s->blocks[un->block];
+  if (!sv->present || b->kind != MM_BLOCK_TRANSFORMER) return 0;
+  double tp = (double)bs->degree[MM_STRAT_TP];
+  double frac = b->kv_lora_rank > 0 ? 1.0 : 1.0 / MIN(tp, (double)b->kv_heads);
+  double sequences = bs->samples_per_micro * (double)s->micro_steps;
+  return sequences * (double)(sv->prompt_tokens + sv->output_tokens) * mm_graph_kv_bytes_per_token(b) * frac;
+}
+
+/* The peak number of micro-batches whose activations chunk-local index c holds, weighted
+ * by @chunk_act, over stage @st's schedule. */
+static double stage_activations(const MmScenario *s, guint st, const double *chunk_act, double *inflight0)
+{
+  const guint p = (guint)s->pp, v = (guint)s->vstages, m = (guint)s->micro_steps;
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 2 * (gsize)m * v + 1);
+  guint n = mm_pipe_schedule(s->cfg->pipeline.schedule, p, v, m, st, TRUE, steps);
+  g_autofree int64_t *live = g_new0(int64_t, v + 1);
+  double now = 0, peak = 0;
+  int64_t peak0 = 0;
+  for (guint i = 0; i < n; i++) {
+    const guint c = steps[i].chunk, k = c * p + st;
+    live[c] += steps[i].bwd ? -1 : 1;
+    now += (steps[i].bwd ? -1.0 : 1.0) * chunk_act[k];
+    if (now > peak) peak = now;
+    peak0 = MAX(peak0, live[0]);
+  }
+  *inflight0 = (double)peak0;
+  return peak;
+}
+
 MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
 {
   g_return_val_if_fail(s && g && g->model == s->model, NULL);
   const MmModel *m = s->model;
   const MmParallelConfig *c = s->cfg;
-  gboolean training = c->task != MM_TASK_INFERENCE;
+  const gboolean training = c->task != MM_TASK_INFERENCE;
+  const guint ft = first_trained_block(s), p = (guint)s->pp, K = (guint)(s->pp * s->vstages);
+  g_autofree uint32_t *chunk = mm_pipe_unit_chunks(s, g);
+  g_autofree UnitMem *um = g_new0(UnitMem, g->n_units + 1);
+  g_autofree double *chunk_act = g_new0(double, K + 1);
+  for (guint u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) um[u] = um[u - 1]; /* identical unit */
+    else unit_memory(s, g, u, ft, &um[u]);
+    chunk_act[chunk[u]] += um[u].parts.activations;
+  }
+
   MmMemory *mem = g_new0(MmMemory, 1);
   mem->n_blocks = m->n_blocks;
   mem->blocks = g_new0(MmMemoryParts, m->n_blocks);
-  guint ft = first_trained_block(s);
-
-  double fsdp_gather = 0, fsdp_grad = 0, ddp_bucket = 0, tp_buf = 0, a2a_buf = 0;
-  double max_unit_act = 0; /* full recompute: one unit's activations are rebuilt at a time */
-
-  MmMemoryParts last = {0}; /* the previous unit's contributions, reused by identical units */
-  double last_params = 0, last_act = 0, last_in = 0, last_io = 0, last_tp = 0;
-  for (guint u = 0; u < g->n_units; u++) {
-    const MmUnit *un = &g->units[u];
-    const guint bi = un->block;
-    const gboolean same = u > 0 && g->layers[un->first_layer].canon != un->first_layer;
-    const MmBlock *b = &m->blocks[bi];
-    const MmBlockSetup *bs = &s->blocks[bi];
-    MmMemoryParts *p = &mem->blocks[bi];
-    const double e = mm_dtype_bytes(b->dtype);
-    const double ge = mm_dtype_bytes(bs->grad_dtype);
-    const double samples = bs->samples_per_micro;
-    const gboolean trained = training && !bs->frozen;
-    const gboolean keeps_acts = training && bi >= ft;
-    double unit_params_local = 0, unit_act = 0, unit_in = 0, unit_peak_io = 0, unit_tp_out = 0;
-    MmMemoryParts mine = {0};
-
-    for (guint li = un->first_layer; !same && li < un->first_layer + un->n_layers; li++) {
-      const MmLayer *l = &g->layers[li];
-      double pf = mm_plan_param_fraction(s, bi, l);
-      double params = (double)l->cost.params * pf;
-      unit_params_local += (double)l->cost.params * pf * (double)bs->degree[MM_STRAT_FSDP];
-      mine.weights += params * e;
-      if (trained) {
-        double grads = params * ge;
-        if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
-          /* fused backward + optimizer (FBGEMM TBE, as TorchRec and ZionEX): rows are updated in
-           * place; only the gradient of the pooled outputs is materialized */
-          double pooled = samples * l->cost.out_bytes / e * ge * pf * (double)bs->degree[MM_STRAT_FSDP];
-          grads = MIN(grads, pooled);
-        }
-        mine.gradients += grads;
-        mine.optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b);
+  mem->n_stages = p;
+  mem->stage_bytes = g_new0(double, p);
+  mem->stage_inflight = g_new0(double, p);
+  mem->kv_tokens = c->serving.present ? (double)(c->serving.prompt_tokens + c->serving.output_tokens) : 0;
+  g_autofree MmMemoryParts *blocks = g_new0(MmMemoryParts, m->n_blocks);
+  for (guint st = 0; st < p; st++) {
+    memset(blocks, 0, sizeof(MmMemoryParts) * m->n_blocks);
+    MmMemoryParts tot = {0};
+    double transient = 0, fsdp_gather = 0, fsdp_grad = 0, tp_buf = 0, a2a_buf = 0, ddp_bucket = 0, kept = 0;
+    for (guint u = 0; u < g->n_units; u++) {
+      if (chunk[u] % p != st) continue;
+      const guint bi = g->units[u].block;
+      const MmBlockSetup *bs = &s->blocks[bi];
+      MmMemoryParts *bp = &blocks[bi];
+      bp->weights += um[u].parts.weights;
+      bp->gradients += um[u].parts.gradients;
+      bp->optimizer += um[u].parts.optimizer;
+      bp->activations += um[u].parts.activations;
+      bp->kv_cache += unit_kv_cache(s, g, u);
+      kept += um[u].parts.activations;
+      transient = MAX(transient, um[u].transient);
+      if (bs->degree[MM_STRAT_FSDP] > 1) {
+        const double e = mm_dtype_bytes(m->blocks[bi].dtype);
+        fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * um[u].params_local * e);
+        if (training && !bs->frozen) fsdp_grad = MAX(fsdp_grad, um[u].params_local * mm_dtype_bytes(bs->grad_dtype));
       }
-      double af = act_fraction(s, bi, l);
-      double act = samples * l->cost.act_bytes * af;
-      unit_act += act;
-      if (li == un->first_layer) unit_in = act;
-      unit_peak_io = MAX(unit_peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);
-      if (l->tp == MM_TP_ROW || l->tp == MM_TP_COLUMN) unit_tp_out = MAX(unit_tp_out, samples * l->cost.out_bytes);
+      if (bs->degree[MM_STRAT_TP] > 1) tp_buf = MAX(tp_buf, um[u].tp_out);
+      a2a_buf = MAX(a2a_buf, um[u].a2a);
     }
-    if (same) {
-      mine = last;
-      unit_params_local = last_params, unit_act = last_act, unit_in = last_in, unit_peak_io = last_io;
-      unit_tp_out = last_tp;
-    } else {
-      last = mine;
-      last_params = unit_params_local, last_act = unit_act, last_in = unit_in, last_io = unit_peak_io;
-      last_tp = unit_tp_out;
+    double inflight0 = 1;
+    double acts = p > 1 && training ? stage_activations(s, st, chunk_act, &inflight0) : kept;
+    for (guint bi = 0; bi < m->n_blocks; bi++) {
+      const MmBlockSetup *bs = &s->blocks[bi];
+      if (training && !bs->frozen && bs->degree[MM_STRAT_DDP] > 1)
+        ddp_bucket = MAX(ddp_bucket, MIN(2.0 * c->ddp_bucket_bytes, blocks[bi].gradients));
+      if (kept > 0) blocks[bi].activations *= acts / kept; /* in-flight micro-batches, pro rata */
+      tot.weights += blocks[bi].weights;
+      tot.gradients += blocks[bi].gradients;
+      tot.optimizer += blocks[bi].optimizer;
+      tot.activations += blocks[bi].activations;
+      tot.kv_cache += blocks[bi].kv_cache;
     }
-    p->weights += mine.weights;
-    p->gradients += mine.gradients;
-    p->optimizer += mine.optimizer;
-
-    if (keeps_acts) {
-      if (c->recompute == MM_RECOMPUTE_FULL) {
-        p->activations += unit_in;
-        max_unit_act = MAX(max_unit_act, unit_act - unit_in);
-      } else {
-        p->activations += unit_act;
-      }
-    } else if (!training) {
-      max_unit_act = MAX(max_unit_act, unit_peak_io);
-    }
-
-    /* Communication buffers: the largest need of each mechanism. */
-    double tp = (double)bs->degree[MM_STRAT_TP];
-    if (bs->degree[MM_STRAT_FSDP] > 1) {
-      fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * unit_params_local * e);
-      if (trained) fsdp_grad = MAX(fsdp_grad, unit_params_local * ge);
-    }
-    if (tp > 1) tp_buf = MAX(tp_buf, unit_tp_out);
-    if (bs->degree[MM_STRAT_MP] > 1) {
-      const MmCost *cc = &g->block_cost[bi];
-      double frac = mm_plan_param_fraction(s, bi, NULL) * (double)bs->degree[MM_STRAT_FSDP];
-      double send = samples * cc->out_bytes * frac;
-      double recv = (double)s->micro_batch * (double)s->dp_ref / (double)s->devices * cc->out_bytes;
-      a2a_buf = MAX(a2a_buf, (trained ? 2.0 : 1.0) * (send + recv));
+    tot.activations += transient;
+    tot.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + tp_buf + a2a_buf;
+    const double bytes = mm_memory_parts_sum(&tot);
+    mem->stage_bytes[st] = bytes;
+    mem->stage_inflight[st] = inflight0;
+    if (st == 0 || bytes > mem->per_device_bytes) {
+      mem->stage = st;
+      mem->total = tot;
+      mem->per_device_bytes = bytes;
+      mem->transient_activations = transient;
+      memcpy(mem->blocks, blocks, sizeof(MmMemoryParts) * m->n_blocks);
     }
   }
-  for (guint bi = 0; bi < m->n_blocks; bi++) {
-    const MmBlockSetup *bs = &s->blocks[bi];
-    if (training && !bs->frozen && bs->degree[MM_STRAT_DDP] > 1)
-      ddp_bucket = MAX(ddp_bucket, MIN(2.0 * c->ddp_bucket_bytes, mem->blocks[bi].gradients));
-    mem->total.weights += mem->blocks[bi].weights;
-    mem->total.gradients += mem->blocks[bi].gradients;
-    mem->total.optimizer += mem->blocks[bi].optimizer;
-    mem->total.activations += mem->blocks[bi].activations;
-  }
-  mem->transient_activations = max_unit_act;
-  mem->total.activations += max_unit_act;
-  mem->total.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + tp_buf + a2a_buf;
-  mem->per_device_bytes = mm_memory_parts_sum(&mem->total);
   mem->capacity_bytes = s->hw->device.hbm_bytes;
   mem->fits = mem->per_device_bytes <= mem->capacity_bytes;
   return mem;

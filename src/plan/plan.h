@@ -14,25 +14,32 @@ typedef struct {
   double gradients;
   double optimizer;
   double activations;
+  double kv_cache;
   double comm_buffers;
 } MmMemoryParts;
 
 static inline double mm_memory_parts_sum(const MmMemoryParts *p)
 {
-  return p->weights + p->gradients + p->optimizer + p->activations + p->comm_buffers;
+  return p->weights + p->gradients + p->optimizer + p->activations + p->kv_cache + p->comm_buffers;
 }
 
 /* Per-device memory of the busiest device (uneven table-wise sharding puts
- * ceil(tables / degree) tables on some devices). */
+ * ceil(tables / degree) tables on some devices; with pipeline stages, the stage
+ * that needs most). */
 typedef struct {
   MmMemoryParts total;
-  MmMemoryParts *blocks;    /* per model block; comm buffers are global (0 here) */
+  MmMemoryParts *blocks;    /* per model block (of the busiest stage); comm buffers are global (0 here) */
   double transient_activations; /* in total.activations: the unit being recomputed (full
                                  * recompute) or the largest working set (inference) */
   guint n_blocks;
   double per_device_bytes;  /* sum of total */
   double capacity_bytes;    /* HBM of the device */
   gboolean fits;
+  uint32_t n_stages;        /* pipeline stages (1: none) */
+  uint32_t stage;           /* the busiest */
+  double *stage_bytes;      /* per stage: per-device bytes */
+  double *stage_inflight;   /* per stage: micro-batches whose activations its first chunk holds at the peak */
+  double kv_tokens;         /* serving: tokens of context one sequence caches */
 } MmMemory;
 
 /* Computes per-device memory of @s (training: weights, gradients, optimizer
@@ -50,7 +57,16 @@ double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *l
 
 /* ---- lowering: op streams ----------------------------------------------- */
 
-typedef enum { MM_STREAM_COMPUTE, MM_STREAM_COMM_INTRA, MM_STREAM_COMM_INTER, MM_STREAM_COUNT } MmStreamId;
+typedef enum {
+  MM_STREAM_COMPUTE,
+  MM_STREAM_COMM_INTRA,
+  MM_STREAM_COMM_INTER,
+  MM_STREAM_PP_SEND_FWD, /* pipeline: activations to the next stage */
+  MM_STREAM_PP_SEND_BWD, /* gradients to the previous stage */
+  MM_STREAM_PP_RECV_FWD,
+  MM_STREAM_PP_RECV_BWD,
+  MM_STREAM_COUNT
+} MmStreamId;
 extern const char *const mm_stream_names[];
 
 typedef enum { MM_PHASE_FWD, MM_PHASE_BWD, MM_PHASE_RECOMPUTE, MM_PHASE_OPTIMIZER, MM_PHASE_COUNT } MmPhase;
@@ -59,7 +75,17 @@ extern const char *const mm_phase_names[];
 typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE } MmOpWhat;
 
 /* Why a collective exists. */
-typedef enum { MM_REASON_FSDP, MM_REASON_TP, MM_REASON_DDP, MM_REASON_MP, MM_REASON_MOE } MmReason;
+typedef enum {
+  MM_REASON_FSDP,
+  MM_REASON_TP,
+  MM_REASON_DDP,
+  MM_REASON_MP,
+  MM_REASON_MOE,  /* expert dispatch / combine */
+  MM_REASON_PP,   /* pipeline sends and receives, tied-embedding gradient */
+  MM_REASON_CP,   /* context parallel K/V exchange */
+  MM_REASON_ZERO, /* ZeRO-1/2: updated weights gathered after the optimizer step */
+  MM_REASON_COUNT
+} MmReason;
 extern const char *const mm_reason_names[];
 
 #define MM_NO_UNIT UINT32_MAX
@@ -70,6 +96,8 @@ typedef struct {
   uint8_t phase;    /* MmPhase */
   uint8_t coll;     /* MmCollKind (collectives) */
   uint8_t reason;   /* MmReason (collectives) */
+  uint8_t stream;
+  uint16_t chunk;   /* pipeline model chunk (0 without pipeline) */
   uint32_t unit;    /* graph unit or MM_NO_UNIT */
   uint32_t micro;   /* micro-step */
   uint32_t first_layer, last_layer; /* compute: graph layers covered */
@@ -86,10 +114,27 @@ typedef struct {
   gboolean per_device; /* one class per device instead of one per behaviour */
 } MmPlanOptions;
 
-/* The lowered iteration: one program of ops, and the device classes running it. */
+/* One step of a pipeline schedule on one stage. */
 typedef struct {
-  const MmScenario *scenario; /* (transfer none) */
-  const MmGraph *graph;
+  uint8_t bwd;    /* 0 forward, 1 backward */
+  uint16_t chunk; /* local model chunk (0 .. virtual_stages - 1) */
+  uint32_t micro; /* micro-batch */
+} MmPipeStep;
+
+/* The order in which stage @stage of @p stages runs the forwards (and with @backward the
+ * backwards) of @m micro-batches over @v chunks: GPipe, 1F1B (PipeDream-Flush) or
+ * Megatron's interleaved 1F1B. Writes m * v (x 2 with backward) steps into @out. */
+guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
+                       MmPipeStep *out);
+
+/* Model chunk (stage-major: chunk k runs on stage k mod stages) of every graph unit:
+ * transformer and mlp layers split by count (or per the config's layers), other
+ * blocks with the neighbouring layers. (transfer full, n_units entries) */
+uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g);
+
+/* A device behaviour: its pipeline stage and, with routing skew, whether it is the ep
+ * rank that receives the excess tokens. Each behaviour lowers to its own program. */
+typedef struct {
   MmEngineProgram program;
   MmEngineOp *ops;
   MmOpInfo *info;
@@ -98,6 +143,19 @@ typedef struct {
   uint32_t n_ops;
   uint32_t *xfer_link; /* collectives' per-link traffic (MmEngineProgram.xfer_*) */
   double *xfer_bytes;
+  uint32_t stage;
+  gboolean hot;
+  int64_t devices;     /* devices behaving like this */
+  uint32_t rep_device; /* one of them */
+} MmPlanProgram;
+
+/* The lowered iteration: a program per device behaviour, and the device classes running them. */
+typedef struct {
+  const MmScenario *scenario; /* (transfer none) */
+  const MmGraph *graph;
+  MmPlanProgram *programs;
+  MmEngineProgram *engine_programs; /* the programs' engine views, for mm_engine_new */
+  uint32_t n_programs;
   MmLinks links;       /* the resources of one device */
   double *link_bw;     /* bytes per picosecond, per link */
   MmEngineClass *classes;
@@ -106,18 +164,27 @@ typedef struct {
   double model_flops_per_iteration; /* all devices */
   double peak_flops_per_device;     /* dense peak of the main block's compute dtype */
   MmDtype mfu_dtype;
+  uint32_t *unit_chunk; /* per graph unit: its pipeline chunk */
 } MmPlan;
+
+/* The program class @c runs. */
+static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32_t c)
+{
+  return &p->programs[p->classes[c].program];
+}
 
 /* Lowers one training (or inference) iteration of @s: forward, backward
  * (input- and weight-gradient), recompute, optimizer; FSDP gathers with
- * prefetch and reduce-scatters, TP all-reduces, DDP bucketed all-reduces,
- * MP and MoE all-to-alls. (transfer full) */
+ * prefetch and reduce-scatters, TP all-reduces (SP: reduce-scatters and
+ * all-gathers), DDP bucketed all-reduces (ZeRO: reduce-scatters, weight
+ * all-gathers), MP and MoE all-to-alls, CP K/V exchange, pipeline stages with
+ * their schedule and point-to-point transfers. (transfer full) */
 MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *opt, GError **error);
 void mm_plan_free(MmPlan *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmPlan, mm_plan_free)
 
 /* "decoder.17 bwd" / "all_gather fsdp decoder.17 fwd" (transfer full) */
-char *mm_plan_op_name(const MmPlan *p, uint32_t op);
+char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op);
 
 /* Compute time of @flops executed FLOPs and @bytes of HBM traffic in @dtype:
  * the roofline max(flops / (peak x util_gemm), bytes / (hbm_bw x util_hbm)).

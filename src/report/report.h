@@ -47,13 +47,15 @@ typedef struct {
   double embedding_s; /* serialized embedding lookups */
   double comm_s;      /* serialized collectives */
   double comm_by_kind_s[MM_COLL_COUNT];
-  double comm_by_reason_s[8];
+  double comm_by_reason_s[MM_REASON_COUNT];
   double compute_by_phase_s[MM_PHASE_COUNT];
   double comm_active_s;    /* wall time with any collective running */
   double compute_active_s; /* wall time with the compute stream busy */
   double exposed_comm_s;   /* comm_active minus its overlap with compute */
   double hidden_comm_s;
   double exposed_comm_fraction; /* exposed / comm_active, in [0, 1] */
+  double idle_s;           /* neither computing nor communicating: pipeline bubble, waiting for peers */
+  double bubble_fraction;  /* 1 - compute_active / iteration */
   double stream_busy_s[MM_STREAM_COUNT];
   uint32_t stream_ops[MM_STREAM_COUNT];
   uint32_t critical_class;
@@ -62,8 +64,35 @@ typedef struct {
 } MmRunMetrics;
 
 void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *out);
-cJSON *mm_report_run_json(const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem);
+/* The run document; @e (may be NULL) adds the per-behaviour table (stages, skewed ranks). */
+cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics *r, const MmMemory *mem);
+/* Per device behaviour (pipeline stage, busiest expert rank): end, compute busy, idle, memory. */
+cJSON *mm_report_classes_json(const MmPlan *p, const MmEngine *e, const MmMemory *mem);
 void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem);
+
+/* Serving (task inference with an "inference" object): a prefill and a decode step. */
+typedef struct {
+  int64_t sequences;        /* served together (the global batch) */
+  int64_t prompt_tokens, output_tokens;
+  double decode_context;    /* mean context of a decode step: prompt + output / 2 */
+  double ttft_s;            /* time to first token: the prefill */
+  double tpot_s;            /* time per output token: one decode step */
+  double latency_s;         /* ttft + (output - 1) x tpot */
+  double tokens_per_s;      /* generated tokens of all sequences / latency */
+  double tokens_per_s_per_device;
+  double decode_tokens_per_s; /* sequences / tpot: the steady decode rate */
+  double kv_cache_bytes;    /* per device */
+  double decode_hbm_bytes;  /* HBM bytes one decode step moves on the slowest device */
+  double decode_flops;      /* executed FLOPs of that step */
+  double decode_hbm_time_s; /* decode_hbm_bytes / nominal HBM bandwidth: the memory-bound floor */
+} MmServingMetrics;
+
+/* Fills @out from the prefill and decode runs. */
+void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, const MmPlan *decode,
+                               const MmEngine *decode_engine, const MmRunMetrics *rd, const MmMemory *mem,
+                               MmServingMetrics *out);
+cJSON *mm_report_serving_json(const MmServingMetrics *sv);
+void mm_report_serving_text(FILE *out, const MmServingMetrics *sv);
 
 /* Chrome trace-event JSON (Perfetto, chrome://tracing): a process per device class,
  * a thread per stream, an event per op. Written atomically. */

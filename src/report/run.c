@@ -1,5 +1,6 @@
 /* run: iteration metrics from a simulated plan (throughput, MFU, serialized and exposed time), JSON, text, trace. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
@@ -31,32 +32,25 @@ static int span_cmp(const void *x, const void *y)
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
-void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
+/* Busy union of the compute stream and of all communication streams of class @c:
+ * serialized sums, overlap and idle time. */
+static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMetrics *r)
 {
-  memset(r, 0, sizeof *r);
-  const MmScenario *s = p->scenario;
-  MmTime worst = 0;
-  for (uint32_t c = 0; c < p->n_classes; c++) {
-    MmTime t = mm_engine_class_end(e, c);
-    if (t > worst || c == 0) worst = t, r->critical_class = c;
-  }
-  r->iteration_time_s = mm_time_to_s(mm_engine_makespan(e));
-  r->events = mm_engine_events(e);
-  r->ops = p->n_ops;
-  const uint32_t c = r->critical_class;
-
-  g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)p->n_ops + 1);
-  MmTime *t1 = t0 + p->n_ops;
+  const MmPlanProgram *pr = mm_plan_class_program(p, c);
+  const uint32_t n = pr->n_ops;
+  g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)n + 1);
+  MmTime *t1 = t0 + n;
   mm_engine_class_times(e, c, t0, t1);
-  g_autofree Span *comp = g_new(Span, 3 * (gsize)p->n_ops + 1);
-  Span *intra = comp + p->n_ops, *inter = intra + p->n_ops, *comm = inter; /* comm reuses inter after merging */
-  guint nc = 0, ni = 0, ne = 0, nm = 0;
-  for (uint32_t i = 0; i < p->n_ops; i++) {
-    const MmOpInfo *in = &p->info[i];
+  g_autofree Span *comp = g_new(Span, 2 * (gsize)n + 1);
+  Span *comm = comp + n;
+  guint nc = 0, nm = 0;
+  gboolean sorted = TRUE;
+  for (uint32_t i = 0; i < n; i++) {
+    const MmOpInfo *in = &pr->info[i];
     MmTime a = t0[i], b = t1[i];
     double d = mm_time_to_s(b - a);
-    r->stream_busy_s[p->ops[i].stream] += d;
-    r->stream_ops[p->ops[i].stream]++;
+    r->stream_busy_s[in->stream] += d;
+    r->stream_ops[in->stream]++;
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
@@ -73,17 +67,14 @@ void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
       r->comm_s += d;
       r->comm_by_kind_s[in->coll] += d;
       r->comm_by_reason_s[in->reason] += d;
-      if (p->ops[i].stream == MM_STREAM_COMM_INTRA) intra[ni++] = (Span){a, b};
-      else inter[ne++] = (Span){a, b};
+      if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){a, b}) > 0) sorted = FALSE;
+      comm[nm++] = (Span){a, b};
       break;
     }
   }
-  /* each stream is FIFO: its spans are disjoint and ordered; merge the two comm streams */
-  g_autofree Span *merged = g_new(Span, ni + ne + 1);
-  for (guint x = 0, y = 0; x < ni || y < ne;)
-    merged[nm++] = y >= ne || (x < ni && span_cmp(&intra[x], &inter[y]) <= 0) ? intra[x++] : inter[y++];
-  nm = union_spans(merged, nm, merged);
-  comm = merged;
+  /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
+  if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
+  nm = union_spans(comm, nm, comm);
   double active = 0, overlap = 0, comp_active = 0;
   for (guint i = 0; i < nc; i++) comp_active += mm_time_to_s(comp[i].b - comp[i].a);
   guint j = 0;
@@ -100,13 +91,60 @@ void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
   r->exposed_comm_s = MAX(0.0, active - overlap);
   r->hidden_comm_s = active - r->exposed_comm_s;
   r->exposed_comm_fraction = active > 0 ? r->exposed_comm_s / active : 0;
+}
+
+void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
+{
+  memset(r, 0, sizeof *r);
+  const MmScenario *s = p->scenario;
+  MmTime worst = 0;
+  for (uint32_t c = 0; c < p->n_classes; c++) {
+    MmTime t = mm_engine_class_end(e, c);
+    if (t > worst || c == 0) worst = t, r->critical_class = c;
+  }
+  r->iteration_time_s = mm_time_to_s(mm_engine_makespan(e));
+  r->events = mm_engine_events(e);
+  r->ops = mm_plan_class_program(p, r->critical_class)->n_ops;
+  class_spans(p, e, r->critical_class, r);
+  r->idle_s = MAX(0.0, r->iteration_time_s - r->compute_active_s - r->exposed_comm_s);
+  r->bubble_fraction = r->iteration_time_s > 0 ? 1.0 - r->compute_active_s / r->iteration_time_s : 0;
 
   r->samples_per_s = r->iteration_time_s > 0 ? (double)s->global_batch / r->iteration_time_s : 0;
-  r->tokens_per_s = s->model->seq_len > 0 ? r->samples_per_s * (double)s->model->seq_len : 0;
+  r->tokens_per_s = s->model->seq_len > 0 ? r->samples_per_s * p->graph->tokens_per_sample : 0;
   r->model_flops = p->model_flops_per_iteration;
   r->mfu = r->iteration_time_s > 0
                ? p->model_flops_per_iteration / (r->iteration_time_s * (double)s->devices * p->peak_flops_per_device)
                : 0;
+}
+
+cJSON *mm_report_classes_json(const MmPlan *p, const MmEngine *e, const MmMemory *mem)
+{
+  cJSON *arr = cJSON_CreateArray();
+  for (uint32_t g = 0; g < p->n_programs; g++) {
+    /* the slowest class running this behaviour */
+    uint32_t best = UINT32_MAX;
+    for (uint32_t c = 0; c < p->n_classes; c++)
+      if (p->classes[c].program == g && (best == UINT32_MAX || mm_engine_class_end(e, c) > mm_engine_class_end(e, best)))
+        best = c;
+    if (best == UINT32_MAX) continue;
+    const MmPlanProgram *pr = &p->programs[g];
+    MmRunMetrics m;
+    memset(&m, 0, sizeof m);
+    class_spans(p, e, best, &m);
+    double end = mm_time_to_s(mm_engine_class_end(e, best));
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "stage", pr->stage);
+    if (p->scenario->cfg->expert_skew > 0) cJSON_AddBoolToObject(o, "busiest_expert_rank", pr->hot);
+    cJSON_AddNumberToObject(o, "devices", (double)pr->devices);
+    cJSON_AddNumberToObject(o, "end_s", end);
+    cJSON_AddNumberToObject(o, "compute_busy_s", m.compute_active_s);
+    cJSON_AddNumberToObject(o, "exposed_comm_s", m.exposed_comm_s);
+    cJSON_AddNumberToObject(o, "compute_idle_fraction", end > 0 ? 1.0 - m.compute_active_s / end : 0);
+    cJSON_AddNumberToObject(o, "ops", pr->n_ops);
+    if (mem && pr->stage < mem->n_stages) cJSON_AddNumberToObject(o, "memory_per_device_bytes", mem->stage_bytes[pr->stage]);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
 }
 
 /* ---- JSON -------------------------------------------------------------- */
@@ -132,15 +170,18 @@ cJSON *mm_report_inputs_json(const MmScenario *s, cJSON *root)
   cJSON_AddNumberToObject(c, "micro_batch_samples", (double)s->micro_batch);
   cJSON_AddNumberToObject(c, "micro_steps", (double)s->micro_steps);
   cJSON_AddStringToObject(c, "recompute", mm_recompute_names[s->cfg->recompute]);
+  cJSON_AddNumberToObject(c, "pipeline_stages", (double)s->pp);
+  if (s->cfg->expert_skew > 0) cJSON_AddNumberToObject(c, "expert_skew", s->cfg->expert_skew);
   return root;
 }
 
-cJSON *mm_report_run_json(const MmPlan *p, const MmRunMetrics *r, const MmMemory *mem)
+cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics *r, const MmMemory *mem)
 {
   const MmScenario *s = p->scenario;
   cJSON *root = cJSON_CreateObject();
   mm_report_inputs_json(s, root);
-  cJSON_AddStringToObject(root, "mode", p->n_classes > 1 ? "per_device" : "symmetric");
+  gboolean per_device = p->n_classes == (uint32_t)s->devices && s->devices > (int64_t)p->n_programs;
+  cJSON_AddStringToObject(root, "mode", per_device ? "per_device" : "symmetric");
   cJSON_AddNumberToObject(root, "device_classes", p->n_classes);
   cJSON_AddNumberToObject(root, "iteration_time_s", r->iteration_time_s);
   cJSON *tp = cJSON_AddObjectToObject(root, "throughput");
@@ -180,6 +221,17 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmRunMetrics *r, const MmMemory
     cJSON_AddNumberToObject(o, "ops", r->stream_ops[k]);
     cJSON_AddItemToArray(sts, o);
   }
+  cJSON_AddNumberToObject(root, "idle_s", r->idle_s);
+  cJSON_AddNumberToObject(root, "compute_idle_fraction", r->bubble_fraction);
+  if (s->pp > 1) {
+    cJSON *pp = cJSON_AddObjectToObject(root, "pipeline");
+    cJSON_AddNumberToObject(pp, "stages", (double)s->pp);
+    cJSON_AddStringToObject(pp, "schedule", mm_pipe_schedule_names[s->cfg->pipeline.schedule]);
+    cJSON_AddNumberToObject(pp, "virtual_stages", (double)s->vstages);
+    cJSON_AddNumberToObject(pp, "micro_batches", (double)s->micro_steps);
+    cJSON_AddNumberToObject(pp, "critical_stage", mm_plan_class_program(p, r->critical_class)->stage);
+  }
+  if (e) cJSON_AddItemToObject(root, "behaviours", mm_report_classes_json(p, e, mem));
   cJSON_AddNumberToObject(root, "ops_per_device", r->ops);
   cJSON_AddNumberToObject(root, "events", (double)r->events);
   if (mem) cJSON_AddItemToObject(root, "memory", mm_report_memory_json(mem, s->model));
@@ -195,7 +247,12 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
   fprintf(out, "config   %s: %s, %" G_GINT64_FORMAT " samples, %" G_GINT64_FORMAT " micro-step%s of %" G_GINT64_FORMAT
           "%s\n",
           s->cfg->name, mm_task_names[s->cfg->task], s->global_batch, s->micro_steps, s->micro_steps > 1 ? "s" : "",
-          s->micro_batch, p->n_classes > 1 ? " (per-device simulation)" : "");
+          s->micro_batch, p->n_classes == (uint32_t)s->devices && s->devices > (int64_t)p->n_programs ? " (per-device simulation)" : "");
+  if (s->pp > 1)
+    fprintf(out, "pipeline %" G_GINT64_FORMAT " stages, %s, %" G_GINT64_FORMAT " chunk%s per stage, %" G_GINT64_FORMAT
+            " micro-batches\n",
+            s->pp, mm_pipe_schedule_names[s->cfg->pipeline.schedule], s->vstages, s->vstages > 1 ? "s" : "",
+            s->micro_steps);
   g_autofree char *it = mm_fmt_seconds(r->iteration_time_s);
   fprintf(out, "\n  iteration time     %s\n", it);
   if (s->model->seq_len > 0)
@@ -220,12 +277,88 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
   g_autofree char *hi = mm_fmt_seconds(r->hidden_comm_s);
   fprintf(out, "  exposed comm       %s (%.1f%% of communication time; %s hidden under compute)\n", ex,
           100.0 * r->exposed_comm_fraction, hi);
+  if (r->idle_s > 1e-3 * r->iteration_time_s) {
+    g_autofree char *id = mm_fmt_seconds(r->idle_s);
+    fprintf(out, "  idle               %s (%.1f%% of the iteration: pipeline bubble, waiting for peers)\n", id,
+            100.0 * r->idle_s / r->iteration_time_s);
+  }
   if (mem) {
     g_autofree char *tot = mm_fmt_bytes(mem->per_device_bytes);
     g_autofree char *cap = mm_fmt_bytes(mem->capacity_bytes);
     fprintf(out, "  memory per device  %s of %s: %s\n", tot, cap,
             mem->fits ? "fits" : "DOES NOT FIT - OUT OF MEMORY (time reported as if it fit)");
+    if (mem->n_stages > 1) fprintf(out, "                     (stage %u, the fullest of %u)\n", mem->stage, mem->n_stages);
   }
+}
+
+/* ---- serving ----------------------------------------------------------- */
+
+void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, const MmPlan *decode,
+                               const MmEngine *decode_engine, const MmRunMetrics *rd, const MmMemory *mem,
+                               MmServingMetrics *out)
+{
+  const MmScenario *s = prefill->scenario;
+  const MmServing *sv = &s->cfg->serving;
+  memset(out, 0, sizeof *out);
+  out->sequences = s->global_batch;
+  out->prompt_tokens = sv->prompt_tokens;
+  out->output_tokens = sv->output_tokens;
+  out->decode_context = (double)decode->graph->pass.context;
+  out->ttft_s = rp->iteration_time_s;
+  out->tpot_s = rd->iteration_time_s;
+  out->latency_s = out->ttft_s + (double)(sv->output_tokens - 1) * out->tpot_s;
+  double tokens = (double)s->global_batch * (double)sv->output_tokens;
+  out->tokens_per_s = out->latency_s > 0 ? tokens / out->latency_s : 0;
+  out->tokens_per_s_per_device = out->tokens_per_s / (double)s->devices;
+  out->decode_tokens_per_s = out->tpot_s > 0 ? (double)s->global_batch / out->tpot_s : 0;
+  out->kv_cache_bytes = mem ? mem->total.kv_cache : 0;
+  const MmPlanProgram *pr = mm_plan_class_program(decode, rd->critical_class);
+  for (uint32_t i = 0; i < pr->n_ops; i++) {
+    if (pr->info[i].what == MM_OP_COLLECTIVE) continue;
+    out->decode_hbm_bytes += pr->info[i].bytes;
+    out->decode_flops += pr->info[i].flops;
+  }
+  out->decode_hbm_time_s = out->decode_hbm_bytes / s->hw->device.hbm_bw_Bps;
+  (void)decode_engine;
+}
+
+cJSON *mm_report_serving_json(const MmServingMetrics *sv)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "sequences", (double)sv->sequences);
+  cJSON_AddNumberToObject(o, "prompt_tokens", (double)sv->prompt_tokens);
+  cJSON_AddNumberToObject(o, "output_tokens", (double)sv->output_tokens);
+  cJSON_AddNumberToObject(o, "decode_context_tokens", sv->decode_context);
+  cJSON_AddNumberToObject(o, "time_to_first_token_s", sv->ttft_s);
+  cJSON_AddNumberToObject(o, "time_per_output_token_s", sv->tpot_s);
+  cJSON_AddNumberToObject(o, "latency_s", sv->latency_s);
+  cJSON_AddNumberToObject(o, "tokens_per_s", sv->tokens_per_s);
+  cJSON_AddNumberToObject(o, "tokens_per_s_per_device", sv->tokens_per_s_per_device);
+  cJSON_AddNumberToObject(o, "decode_tokens_per_s", sv->decode_tokens_per_s);
+  cJSON_AddNumberToObject(o, "kv_cache_per_device_bytes", sv->kv_cache_bytes);
+  cJSON *d = cJSON_AddObjectToObject(o, "decode_step_terms");
+  cJSON_AddNumberToObject(d, "hbm_bytes_per_device", sv->decode_hbm_bytes);
+  cJSON_AddNumberToObject(d, "flops_per_device", sv->decode_flops);
+  cJSON_AddNumberToObject(d, "hbm_bytes_over_peak_bandwidth_s", sv->decode_hbm_time_s);
+  return o;
+}
+
+void mm_report_serving_text(FILE *out, const MmServingMetrics *sv)
+{
+  g_autofree char *tt = mm_fmt_seconds(sv->ttft_s);
+  g_autofree char *tp = mm_fmt_seconds(sv->tpot_s);
+  g_autofree char *lat = mm_fmt_seconds(sv->latency_s);
+  g_autofree char *kv = mm_fmt_bytes(sv->kv_cache_bytes);
+  g_autofree char *hb = mm_fmt_bytes(sv->decode_hbm_bytes);
+  g_autofree char *floor = mm_fmt_seconds(sv->decode_hbm_time_s);
+  fprintf(out, "\n  serving            %" G_GINT64_FORMAT " sequences, %" G_GINT64_FORMAT " prompt + %" G_GINT64_FORMAT
+          " generated tokens each\n", sv->sequences, sv->prompt_tokens, sv->output_tokens);
+  fprintf(out, "  time to 1st token  %s (prefill)\n", tt);
+  fprintf(out, "  time per token     %s (decode step at %.0f tokens of context: %s of HBM traffic, %s at peak bandwidth)\n",
+          tp, sv->decode_context, hb, floor);
+  fprintf(out, "  request latency    %s; %.4g tokens/s (%.4g per device), %.4g tokens/s while decoding\n", lat,
+          sv->tokens_per_s, sv->tokens_per_s_per_device, sv->decode_tokens_per_s);
+  fprintf(out, "  KV cache           %s per device\n", kv);
 }
 
 /* ---- Chrome trace ------------------------------------------------------ */
@@ -250,15 +383,18 @@ static void append_us(GString *g, MmTime t)
 
 gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *path, GError **error)
 {
-  GString *g = g_string_sized_new(256 * (gsize)p->n_ops * p->n_classes);
+  gsize ops = 0;
+  for (uint32_t c = 0; c < p->n_classes; c++) ops += mm_plan_class_program(p, c)->n_ops;
+  GString *g = g_string_sized_new(256 * ops + 64);
   g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-  g_autofree char **names = g_new0(char *, p->n_ops + 1);
-  for (uint32_t i = 0; i < p->n_ops; i++) names[i] = mm_plan_op_name(p, i);
   gboolean first = TRUE;
+  const gboolean per_device = p->n_classes == (uint32_t)p->scenario->devices && p->scenario->devices > (int64_t)p->n_programs;
   for (uint32_t c = 0; c < p->n_classes; c++) {
-    g_autofree char *pname = p->n_classes > 1
-                                 ? g_strdup_printf("device %u", c)
-                                 : g_strdup_printf("device class 0 (%" G_GINT64_FORMAT " devices)", p->class_count[c]);
+    const MmPlanProgram *pr = mm_plan_class_program(p, c);
+    g_autofree char *pname = per_device ? g_strdup_printf("device %u (stage %u)", c, pr->stage)
+                                        : g_strdup_printf("device class %u: stage %u%s (%" G_GINT64_FORMAT " devices)", c,
+                                                          pr->stage, pr->hot ? ", busiest expert rank" : "",
+                                                          p->class_count[c]);
     g_string_append_printf(g, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":", first ? "" : ",\n", c);
     json_string(g, pname);
     g_string_append(g, "}}");
@@ -269,22 +405,24 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
       g_string_append_printf(g, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
                              c, st, st);
     }
-    for (uint32_t i = 0; i < p->n_ops; i++) {
-      const MmOpInfo *in = &p->info[i];
+    for (uint32_t i = 0; i < pr->n_ops; i++) {
+      const MmOpInfo *in = &pr->info[i];
       MmTime a = mm_engine_op_start(e, c, i), b = mm_engine_op_end(e, c, i);
+      g_autofree char *name = mm_plan_op_name(p, pr, i);
       g_string_append(g, ",\n{\"name\":");
-      json_string(g, names[i]);
+      json_string(g, name);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
                              in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], c,
-                             p->ops[i].stream);
+                             in->stream);
       append_us(g, a);
       g_string_append(g, ",\"dur\":");
       append_us(g, b - a);
       char num[G_ASCII_DTOSTR_BUF_SIZE];
       g_string_append_printf(g, ",\"args\":{\"op\":%u,\"micro_step\":%u", i, in->micro);
+      if (p->scenario->pp > 1) g_string_append_printf(g, ",\"chunk\":%u", in->chunk);
       if (in->what == MM_OP_COLLECTIVE) {
         g_string_append_printf(g, ",\"strategy\":\"%s\",\"group_size\":%u,\"bytes\":%s", mm_reason_names[in->reason],
-                               p->ops[i].degree, g_ascii_dtostr(num, sizeof num, in->bytes));
+                               pr->ops[i].degree, g_ascii_dtostr(num, sizeof num, in->bytes));
       } else {
         g_string_append_printf(g, ",\"flops\":%s", g_ascii_dtostr(num, sizeof num, in->flops));
         g_string_append_printf(g, ",\"hbm_bytes\":%s,\"kernels\":%u", g_ascii_dtostr(num, sizeof num, in->bytes),
@@ -294,7 +432,6 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
     }
   }
   g_string_append(g, "\n]}\n");
-  for (uint32_t i = 0; i < p->n_ops; i++) g_free(names[i]);
   g_autoptr(GError) io = NULL;
   gboolean ok = g_file_set_contents(path, g->str, (gssize)g->len, &io);
   g_string_free(g, TRUE);

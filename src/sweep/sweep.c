@@ -4,6 +4,9 @@
 void mm_simulation_free(MmSimulation *sim)
 {
   if (!sim) return;
+  mm_engine_free(sim->decode_engine);
+  mm_plan_free(sim->decode_plan);
+  mm_graph_free(sim->decode_graph);
   mm_engine_free(sim->engine);
   mm_plan_free(sim->plan);
   mm_memory_free(sim->memory);
@@ -15,18 +18,51 @@ void mm_simulation_free(MmSimulation *sim)
   g_free(sim);
 }
 
+static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_device, MmPlan **plan, MmEngine **engine,
+                         MmRunMetrics *metrics, GError **error)
+{
+  MmPlanOptions opt = {.per_device = per_device};
+  if (!(*plan = mm_plan_new(s, g, &opt, error))) return FALSE;
+  *engine = mm_engine_new((*plan)->engine_programs, (*plan)->n_programs, (*plan)->classes, (*plan)->n_classes, error);
+  if (!*engine || !mm_engine_run(*engine, error)) return FALSE;
+  mm_report_run_metrics(*plan, *engine, metrics);
+  return TRUE;
+}
+
 gboolean mm_simulation_rerun(MmSimulation *sim, gboolean per_device, GError **error)
 {
   g_clear_pointer(&sim->engine, mm_engine_free);
   g_clear_pointer(&sim->plan, mm_plan_free);
+  g_clear_pointer(&sim->decode_engine, mm_engine_free);
+  g_clear_pointer(&sim->decode_plan, mm_plan_free);
   g_clear_pointer(&sim->memory, mm_memory_free);
   sim->memory = mm_memory_new(sim->scenario, sim->graph);
-  MmPlanOptions opt = {.per_device = per_device};
-  if (!(sim->plan = mm_plan_new(sim->scenario, sim->graph, &opt, error))) return FALSE;
-  sim->engine = mm_engine_new(&sim->plan->program, 1, sim->plan->classes, sim->plan->n_classes, error);
-  if (!sim->engine || !mm_engine_run(sim->engine, error)) return FALSE;
-  mm_report_run_metrics(sim->plan, sim->engine, &sim->metrics);
+  if (!run_pass(sim->scenario, sim->graph, per_device, &sim->plan, &sim->engine, &sim->metrics, error)) return FALSE;
+  if (!sim->decode_graph) return TRUE;
+  if (!run_pass(sim->scenario, sim->decode_graph, per_device, &sim->decode_plan, &sim->decode_engine,
+                &sim->decode_metrics, error))
+    return FALSE;
+  mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, sim->decode_engine, &sim->decode_metrics,
+                            sim->memory, &sim->serving);
   return TRUE;
+}
+
+gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)
+{
+  const MmServing *sv = &sim->config->serving;
+  g_clear_pointer(&sim->graph, mm_graph_free);
+  g_clear_pointer(&sim->decode_graph, mm_graph_free);
+  if (sv->present) {
+    /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
+     * average prompt + output / 2 tokens) and appends one token */
+    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE};
+    MmGraphPass decode = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE};
+    sim->graph = mm_graph_new_pass(sim->model, &prefill);
+    sim->decode_graph = mm_graph_new_pass(sim->model, &decode);
+  } else {
+    sim->graph = mm_graph_new(sim->model);
+  }
+  return mm_simulation_rerun(sim, per_device, error);
 }
 
 MmSimulation *mm_simulation_new(const char *model, const char *hardware, const char *config, const MmSimOptions *opt,
@@ -45,7 +81,6 @@ MmSimulation *mm_simulation_new(const char *model, const char *hardware, const c
   }
   if (opt->micro_batch > 0) sim->config->micro_batch = opt->micro_batch;
   if (!(sim->scenario = mm_scenario_new(sim->model, sim->hardware, sim->config, error))) return NULL;
-  sim->graph = mm_graph_new(sim->model);
-  if (!mm_simulation_rerun(sim, opt->per_device, error)) return NULL;
+  if (!mm_simulation_run(sim, opt->per_device, error)) return NULL;
   return g_steal_pointer(&sim);
 }

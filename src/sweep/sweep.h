@@ -15,7 +15,13 @@ typedef struct {
   MmMemory *memory;
   MmPlan *plan;
   MmEngine *engine;
-  MmRunMetrics metrics;
+  MmRunMetrics metrics;     /* the iteration (serving: the prefill) */
+  /* serving only: one decode step, and the request-level figures */
+  MmGraph *decode_graph;
+  MmPlan *decode_plan;
+  MmEngine *decode_engine;
+  MmRunMetrics decode_metrics;
+  MmServingMetrics serving;
 } MmSimulation;
 
 /* Changes applied to the inputs before simulating (0 / FALSE: keep the file's). */
@@ -30,6 +36,10 @@ typedef struct {
  * Config errors are MM_CONFIG_ERROR; engine failures MM_ENGINE_ERROR. (transfer full) */
 MmSimulation *mm_simulation_new(const char *model, const char *hardware, const char *config, const MmSimOptions *opt,
                                 GError **error);
+
+/* Builds the graphs (serving: prefill and decode passes) and runs, from loaded inputs
+ * whose scenario is set. */
+gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error);
 
 /* Re-lowers and re-runs after the caller changed the hardware or config in place. */
 gboolean mm_simulation_rerun(MmSimulation *sim, gboolean per_device, GError **error);
