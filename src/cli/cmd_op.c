@@ -50,6 +50,7 @@ static cJSON *cost_json(const MmHardware *hw, const MmLinks *links, const MmColl
   cJSON_AddNumberToObject(j, "stride", (double)c->stride);
   cJSON_AddStringToObject(j, "scope", mm_scope_names[o->shape.scope]);
   cJSON_AddStringToObject(j, "algorithm", mm_algorithm_names[o->algorithm]);
+  cJSON_AddStringToObject(j, "protocol", mm_protocol_names[o->protocol]);
   cJSON_AddNumberToObject(j, "time_s", o->time_s);
   cJSON_AddNumberToObject(j, "latency_s", o->latency_s);
   cJSON_AddNumberToObject(j, "alg_bw_GBps", o->alg_bw_Bps / 1e9);
@@ -162,17 +163,17 @@ static int op_collective(int argc, char **argv)
   gboolean text = !json_path || strcmp(json_path, "-") != 0;
   if (text)
     printf("%s over %" G_GINT64_FORMAT " ranks (stride %" G_GINT64_FORMAT ") of %s\n\n", kind_s, ranks, stride, hw->name);
-  static const char *const head[] = {"size", "time", "alg bw GB/s", "bus bw GB/s", "<algorithm", "<scope"};
-  g_autoptr(MmTable) t = mm_table_new(6, head);
+  static const char *const head[] = {"size", "time", "alg bw GB/s", "bus bw GB/s", "<algorithm", "<protocol", "<scope"};
+  g_autoptr(MmTable) t = mm_table_new(7, head);
   for (double b = lo; b <= hi * (1 + 1e-12); b *= 2) {
     c.bytes = b;
     MmCommCost o;
     mm_comm_cost(hw, &links, &c, &o);
     if (points) cJSON_AddItemToArray(points, cost_json(hw, &links, &c, &o));
     else cJSON_AddItemToObject(doc, "result", cost_json(hw, &links, &c, &o));
-    char *cells[6] = {mm_fmt_bytes(b), mm_fmt_seconds(o.time_s), g_strdup_printf("%.2f", o.alg_bw_Bps / 1e9),
+    char *cells[7] = {mm_fmt_bytes(b), mm_fmt_seconds(o.time_s), g_strdup_printf("%.2f", o.alg_bw_Bps / 1e9),
                       g_strdup_printf("%.2f", o.bus_bw_Bps / 1e9), g_strdup(mm_algorithm_names[o.algorithm]),
-                      g_strdup(mm_scope_names[o.shape.scope])};
+                      g_strdup(mm_protocol_names[o.protocol]), g_strdup(mm_scope_names[o.shape.scope])};
     mm_table_addv(t, cells);
     if (!points) {
       if (text) {

@@ -6,6 +6,7 @@
 
 const char *const mm_scope_names[] = {"intra_node", "inter_node", "intra_and_inter_node", NULL};
 const char *const mm_sparse_method_names[] = {"dense", "sparse", "host", NULL};
+const char *const mm_protocol_names[] = {"simple", "ll", NULL};
 
 
 MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t stride)
@@ -89,9 +90,11 @@ typedef struct {
   MmGroupShape sh;
   double p, k1, k2, S;
   double ai, ae, base; /* per-step latencies, per-collective latency */
+  double bw_scale;      /* link bytes per payload byte of the protocol (1 / its efficiency) */
+  MmProtocol proto;
 } Ctx;
 
-static void put(MmCommCost *o, uint32_t link, double bytes)
+static void put_raw(MmCommCost *o, uint32_t link, double bytes)
 {
   if (bytes <= 0 || link == UINT32_MAX) return;
   for (uint32_t i = 0; i < o->n_use; i++) {
@@ -104,6 +107,9 @@ static void put(MmCommCost *o, uint32_t link, double bytes)
   o->link[o->n_use] = link;
   o->bytes[o->n_use++] = bytes;
 }
+
+/* The protocol's bytes: the payload over its efficiency. */
+#define put(o, link, bytes) put_raw((o), (link), (bytes) * x->bw_scale)
 
 /* Intra-node bytes spread over the links toward the group's members in the node. */
 static void put_intra(const Ctx *x, MmCommCost *o, double bytes)
@@ -145,6 +151,7 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
   o->n_use = 0; /* the link arrays are filled up to n_use; no need to clear them */
   o->sequential = FALSE;
   o->algorithm = a;
+  o->protocol = x->proto;
   o->shape = x->sh;
   double lat = x->base;
   if (inter && L->nic == UINT32_MAX) return FALSE;
@@ -324,6 +331,25 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
   return TRUE;
 }
 
+static void set_protocol(Ctx *x, MmProtocol proto)
+{
+  const MmHardware *hw = x->hw;
+  const gboolean inter = x->sh.nodes > 1;
+  x->proto = proto;
+  if (proto == MM_PROTO_LL) {
+    x->ai = hw->intra.ll_latency_s;
+    x->ae = hw->inter.ll_latency_s;
+    x->base = inter ? hw->inter.ll_base_latency_s : hw->intra.ll_base_latency_s;
+    x->bw_scale = 1.0 / (inter ? MIN(hw->inter.ll_efficiency, hw->intra.present ? hw->intra.ll_efficiency : 1.0)
+                               : hw->intra.ll_efficiency);
+  } else {
+    x->ai = hw->intra.latency_s;
+    x->ae = hw->inter.latency_s;
+    x->base = inter ? hw->inter.base_latency_s : hw->intra.base_latency_s;
+    x->bw_scale = 1.0;
+  }
+}
+
 static void init_ctx(Ctx *x, const MmHardware *hw, const MmLinks *links, const MmCollective *c)
 {
   x->hw = hw;
@@ -334,9 +360,7 @@ static void init_ctx(Ctx *x, const MmHardware *hw, const MmLinks *links, const M
   x->k1 = (double)x->sh.per_node;
   x->k2 = (double)x->sh.nodes;
   x->S = c->bytes;
-  x->ai = hw->intra.latency_s;
-  x->ae = hw->inter.latency_s;
-  x->base = x->sh.nodes > 1 ? hw->inter.base_latency_s : hw->intra.base_latency_s;
+  set_protocol(x, MM_PROTO_SIMPLE);
 }
 
 gboolean mm_comm_applies(const MmHardware *hw, const MmLinks *links, const MmCollective *c, MmAlgorithm a)
@@ -355,15 +379,31 @@ gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollec
   out->shape = x.sh;
   out->algorithm = c->algorithm == MM_ALGO_AUTO ? MM_ALGO_RING : c->algorithm;
   if (c->degree <= 1 || c->bytes <= 0) return TRUE;
-  if (c->algorithm != MM_ALGO_AUTO && algorithm(&x, c->algorithm, out)) return TRUE;
-  /* automatic: the fastest on idle links, as NCCL's and RCCL's tuners pick (host staging only when asked) */
+  /* the fastest protocol for the forced algorithm, or the fastest (algorithm, protocol) on
+   * idle links, as NCCL's and RCCL's tuners pick (host staging only when asked) */
   gboolean found = FALSE;
   MmCommCost best = {0}, o;
-  for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
-    if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL) continue;
-    if (!algorithm(&x, (MmAlgorithm)a, &o)) continue;
-    if (!found || o.time_s < best.time_s) best = o, found = TRUE;
+  if (c->algorithm != MM_ALGO_AUTO) {
+    for (int pr = 0; pr < MM_PROTO_COUNT && c->algorithm != MM_ALGO_HOST; pr++) {
+      set_protocol(&x, (MmProtocol)pr);
+      if (algorithm(&x, c->algorithm, &o) && (!found || o.time_s < best.time_s)) best = o, found = TRUE;
+    }
+    set_protocol(&x, MM_PROTO_SIMPLE);
+    if (!found && algorithm(&x, c->algorithm, &o)) best = o, found = TRUE;
+    if (found) {
+      *out = best;
+      return TRUE;
+    }
   }
+  for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
+    set_protocol(&x, (MmProtocol)pr);
+    for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
+      if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL) continue;
+      if (!algorithm(&x, (MmAlgorithm)a, &o)) continue;
+      if (!found || o.time_s < best.time_s) best = o, found = TRUE;
+    }
+  }
+  set_protocol(&x, MM_PROTO_SIMPLE);
   if (!found) algorithm(&x, MM_ALGO_HOST, &best);
   *out = best;
   return c->algorithm == MM_ALGO_AUTO;

@@ -205,6 +205,8 @@ typedef struct {
   double latency_s;      /* per algorithm step (alpha) */
   double base_latency_s; /* per collective (launch, protocol setup) */
   double efficiency;     /* achievable fraction of line rate (protocol overhead) */
+  double ll_latency_s, ll_base_latency_s; /* low-latency protocol (small messages) */
+  double ll_efficiency;  /* its bandwidth / the bulk protocol's */
   gboolean in_network_reduction;
   double in_network_efficiency; /* fraction of line rate the in-switch reduction delivers */
   int64_t dims[3];       /* torus: nodes along each dimension (product = nodes) */

@@ -147,6 +147,7 @@ typedef struct {
   int topology;
   int64_t links_per_gpu, nics_per_node, nics_per_gpu;
   double link_bw_GBps, nic_bw_Gbps, latency_us, base_latency_us, efficiency, in_network_efficiency;
+  double ll_latency_us, ll_base_latency_us, ll_efficiency;
   gboolean in_network_reduction;
   char *source;
 } NetRaw;
@@ -163,6 +164,13 @@ static const MmField intra_fields[] = {
    "per collective: launch and protocol setup (fitted to nccl-tests curves)"},
   {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
    "achievable fraction of line rate (protocol overhead)"},
+  {"ll_latency_us", MM_F_NUM, FALSE, 0, 1e6, 0.5, NULL, NET(ll_latency_us), "us",
+   "low-latency protocol (NCCL LL: flag in every 8-byte store): per step; default NCCL's tuning model for NVLink"},
+  {"ll_base_latency_us", MM_F_NUM, FALSE, 0, 1e6, NAN, NULL, NET(ll_base_latency_us), "us",
+   "low-latency protocol: per collective (default base_latency_us; fitted to small-size nccl-tests points)"},
+  {"ll_efficiency", MM_F_NUM, FALSE, 1e-3, 1, 0.4, NULL, NET(ll_efficiency), "fraction",
+   "low-latency protocol: its bandwidth as a fraction of the bulk protocol's (half the bytes are flags; "
+   "NCCL's tuning caps LL near 40%)"},
   {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
    "the switch reduces in the network (NVLink SHARP)"},
   {"in_network_efficiency", MM_F_NUM, FALSE, 1e-3, 1, NAN, NULL, NET(in_network_efficiency), "fraction",
@@ -185,6 +193,13 @@ static const MmField inter_fields[] = {
    "per collective: launch and protocol setup"},
   {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
    "achievable fraction of line rate (protocol overhead)"},
+  {"ll_latency_us", MM_F_NUM, FALSE, 0, 1e6, 2.7, NULL, NET(ll_latency_us), "us",
+   "low-latency protocol (NCCL LL: flag in every 8-byte store): per step; default NCCL's tuning model for the network"},
+  {"ll_base_latency_us", MM_F_NUM, FALSE, 0, 1e6, NAN, NULL, NET(ll_base_latency_us), "us",
+   "low-latency protocol: per collective (default base_latency_us; fitted to small-size nccl-tests points)"},
+  {"ll_efficiency", MM_F_NUM, FALSE, 1e-3, 1, 0.4, NULL, NET(ll_efficiency), "fraction",
+   "low-latency protocol: its bandwidth as a fraction of the bulk protocol's (half the bytes are flags; "
+   "NCCL's tuning caps LL near 40%)"},
   {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
    "switches reduce in the network (SHARP)"},
   {"in_network_efficiency", MM_F_NUM, FALSE, 1e-3, 1, NAN, NULL, NET(in_network_efficiency), "fraction",
@@ -210,7 +225,7 @@ void mm_hardware_free(MmHardware *h)
 static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, gboolean intra,
                               int64_t gpus_per_node, MmNetwork *out, GError **error)
 {
-  NetRaw raw = {.in_network_efficiency = -1};
+  NetRaw raw = {.in_network_efficiency = -1, .ll_base_latency_us = -1};
   guint64 present = 0;
   const MmField *fields = intra ? intra_fields : inter_fields;
   gboolean ok = mm_json_apply(ctx, obj, jp, fields, &raw, &present, error);
@@ -221,6 +236,9 @@ static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char
   out->latency_s = raw.latency_us * 1e-6;
   out->base_latency_s = raw.base_latency_us * 1e-6;
   out->efficiency = raw.efficiency;
+  out->ll_latency_s = raw.ll_latency_us * 1e-6;
+  out->ll_base_latency_s = (raw.ll_base_latency_us < 0 ? raw.base_latency_us : raw.ll_base_latency_us) * 1e-6;
+  out->ll_efficiency = raw.ll_efficiency;
   out->in_network_efficiency = raw.in_network_efficiency > 0 ? raw.in_network_efficiency : raw.efficiency;
   out->in_network_reduction = raw.in_network_reduction;
   if (intra) {

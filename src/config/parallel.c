@@ -658,10 +658,10 @@ static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **e
     return FALSE;
   }
   const int64_t st = s->stage_devices;
-  if (!(g % (st * s->pp) == 0 || st % g == 0)) {
+  if (!(g % (st * s->pp) == 0 || st % g == 0 || (g % st == 0 && (st * s->pp) % g == 0))) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
                   "stages of %" G_GINT64_FORMAT " devices straddle the %" G_GINT64_FORMAT
-                  "-GPU nodes of %s; a stage must fill whole nodes, or all stages fit in one node",
+                  "-GPU nodes of %s unevenly; a stage must fill whole nodes or divide one",
                   st, g, s->hw->path);
     return FALSE;
   }

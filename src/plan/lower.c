@@ -174,6 +174,14 @@ double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, d
 /* Fraction of a layer's per-sample work one device does, and of its weights it reads.
  * TP splits GEMMs (and with sequence parallelism the norms); CP splits the sequence;
  * EP gives each rank its experts' share of the routed tokens. */
+/* Megatron sequence parallelism applies to the sequence blocks of a tp group. */
+static gboolean seq_parallel(const MmScenario *s, guint block)
+{
+  MmBlockKind k = s->model->blocks[block].kind;
+  return s->blocks[block].sp && s->blocks[block].degree[MM_STRAT_TP] > 1 &&
+         (k == MM_BLOCK_TRANSFORMER || k == MM_BLOCK_TOKEN_EMBEDDING || k == MM_BLOCK_LM_HEAD);
+}
+
 static void work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights)
 {
   const MmBlockSetup *bs = &L->s->blocks[l->block];
@@ -191,7 +199,7 @@ static void work_fractions(const Lower *L, const MmLayer *l, double *work, doubl
     return;
   }
   if (l->tp == MM_TP_REPLICATED) {
-    *work = (bs->sp && b->kind == MM_BLOCK_TRANSFORMER ? 1.0 / tp : 1.0) / cp;
+    *work = (seq_parallel(L->s, l->block) ? 1.0 / tp : 1.0) / cp;
     *weights = 1.0;
     return;
   }
@@ -356,6 +364,15 @@ static uint32_t emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, Mm
   return op;
 }
 
+/* The group stride that costs a transfer between this stage and the one @delta away:
+ * the offset itself inside a node, a whole node's when the pair sits in two nodes. */
+static int64_t pair_stride(const Lower *L, int64_t delta)
+{
+  const int64_t sd = L->s->stage_devices, g = L->hw->gpus_per_node, a = (int64_t)L->stage * sd;
+  if (a / g != (a + delta * sd) / g) return g * MAX((int64_t)1, ABS(delta) * sd / g);
+  return ABS(delta) * sd;
+}
+
 /* A pipeline transfer between this stage and the one @delta stages away: the sender
  * moves the bytes over its link to the peer, the receiver posts a matching op that
  * ends with it. */
@@ -363,7 +380,7 @@ static uint32_t emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundar
                          double bytes, const Deps *d, uint32_t unit)
 {
   const int64_t peer = delta * L->s->stage_devices;
-  MmCollective c = {MM_COLL_P2P, bytes, 2, ABS(peer), MM_ALGO_AUTO, 1.0};
+  MmCollective c = {MM_COLL_P2P, bytes, 2, pair_stride(L, delta), MM_ALGO_AUTO, 1.0};
   MmCommCost cost;
   mm_comm_cost(L->hw, L->links, &c, &cost);
   MmStreamId st = send ? (bwd ? MM_STREAM_PP_SEND_BWD : MM_STREAM_PP_SEND_FWD)
@@ -553,7 +570,7 @@ static void record_fwd(Lower *L, uint32_t u, Template *t)
   const MmUnit *un = &L->g->units[u];
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u];
-  const gboolean sp = bs->sp && L->m->blocks[un->block].kind == MM_BLOCK_TRANSFORMER;
+  const gboolean sp = seq_parallel(L->s, un->block);
   const double n = bs->samples_per_micro / (double)bs->degree[MM_STRAT_CP];
   const uint32_t f = un->first_layer, TPM = MASK(MM_STRAT_TP);
   Seg seg = {.what = MM_OP_COMPUTE};
@@ -592,7 +609,7 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
   const MmUnit *un = &L->g->units[u];
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u], trained = !bs->frozen;
-  const gboolean sp = bs->sp && L->m->blocks[un->block].kind == MM_BLOCK_TRANSFORMER;
+  const gboolean sp = seq_parallel(L->s, un->block);
   const double n = bs->samples_per_micro / (double)bs->degree[MM_STRAT_CP];
   const uint32_t f = un->first_layer, TPM = MASK(MM_STRAT_TP);
   Seg seg = {.what = MM_OP_COMPUTE};
@@ -1166,8 +1183,8 @@ static void emit_tied(Lower *L)
     const MmBlockSetup *bs = &L->s->blocks[b];
     const double bytes = (double)bk->vocab * (double)bk->hidden * mm_dtype_bytes(bs->grad_dtype) /
                          (double)bs->degree[MM_STRAT_TP];
-    const int64_t peer = (int64_t)(k % L->p) * L->s->stage_devices * (L->stage == 0 ? 1 : -1);
-    MmCollective c = {MM_COLL_ALL_REDUCE, bytes, 2, ABS(peer), L->s->cfg->algorithm[MM_COLL_ALL_REDUCE], 1.0};
+    const int64_t delta = (int64_t)(k % L->p) * (L->stage == 0 ? 1 : -1), peer = delta * L->s->stage_devices;
+    MmCollective c = {MM_COLL_ALL_REDUCE, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[MM_COLL_ALL_REDUCE], 1.0};
     MmCommCost cost;
     mm_comm_cost(L->hw, L->links, &c, &cost);
     Deps d = {.n = 0};
@@ -1446,7 +1463,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
   }
   L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
   for (uint32_t li = 0; li < g->n_layers; li++)
-    if (g->layers[li].canon == li && unit_chunk[g->layers[li].unit] % L.p == stage)
+    if (g->layers[li].canon == li)
       for (int part = PART_FWD; part <= PART_BWD_W; part++) part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   precompute_units(&L);

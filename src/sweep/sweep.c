@@ -80,6 +80,11 @@ MmSimulation *mm_simulation_new(const char *model, const char *hardware, const c
     sim->config->global_batch_tokens = 0;
   }
   if (opt->micro_batch > 0) sim->config->micro_batch = opt->micro_batch;
+  if (opt->pipeline_degree > 0) {
+    sim->config->pipeline.degree = opt->pipeline_degree;
+    g_clear_pointer(&sim->config->pipeline.layers, g_free); /* sized for the file's degree */
+    sim->config->pipeline.n_layers = 0;
+  }
   if (!(sim->scenario = mm_scenario_new(sim->model, sim->hardware, sim->config, error))) return NULL;
   if (!mm_simulation_run(sim, opt->per_device, error)) return NULL;
   return g_steal_pointer(&sim);

@@ -29,6 +29,7 @@ typedef struct {
   int64_t nodes;        /* nodes of the system's design */
   int64_t global_batch; /* samples */
   int64_t micro_batch;
+  int64_t pipeline_degree; /* pipeline stages */
   gboolean per_device;
 } MmSimOptions;
 

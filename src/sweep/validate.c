@@ -20,6 +20,9 @@ static const char *const metric_names[] = {
   "serialized_time_s",       /* compute + embedding + communication, no overlap */
   "exposed_comm_fraction",   /* exposed / communication time */
   "mfu",
+  "prefill_latency_s",       /* serving: time to first token */
+  "decode_latency_s_per_token", /* serving: time per output token */
+  "request_latency_s",       /* serving: prefill + (output - 1) decode steps */
   NULL,
 };
 
@@ -27,7 +30,7 @@ typedef struct {
   char *id, *group, *source, *model, *hardware, *config, *note;
   int metric;
   double measured;
-  int64_t nodes, global_batch, micro_batch;
+  int64_t nodes, global_batch, micro_batch, pipeline_stages;
 } CaseRaw;
 #define CASE(f) ((gssize)offsetof(CaseRaw, f))
 
@@ -43,6 +46,8 @@ static const MmField case_fields[] = {
    "the measured run's global batch (overrides the config's)"},
   {"micro_batch", MM_F_INT, FALSE, 0, MM_INT_MAX, 0, NULL, CASE(micro_batch), "samples",
    "the measured run's micro-batch (overrides the config's)"},
+  {"pipeline_stages", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, CASE(pipeline_stages), "stages",
+   "the measured run's pipeline stages (overrides the config's pipeline degree)"},
   {"metric", MM_F_ENUM, TRUE, 0, 0, 0, metric_names, CASE(metric), NULL, "what was measured"},
   {"measured", MM_F_NUM, TRUE, 1e-12, 1e18, 0, NULL, CASE(measured), NULL, "the published value"},
   {"note", MM_F_STR, FALSE, 0, 0, 0, NULL, CASE(note), NULL, "how the case maps onto madmax"},
@@ -138,6 +143,9 @@ static double predict(const MmSimulation *sim, int metric)
   case 5: return r->compute_s + r->embedding_s + r->comm_s;
   case 6: return r->exposed_comm_fraction;
   case 7: return r->mfu;
+  case 8: return sim->serving.ttft_s;
+  case 9: return sim->serving.tpot_s;
+  case 10: return sim->serving.latency_s;
   default: g_assert_not_reached();
   }
 }
@@ -211,8 +219,14 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     g_autofree char *hp = g_build_filename(base, hardware, NULL);
     g_autofree char *cp = g_build_filename(base, config, NULL);
     g_autoptr(GError) serr = NULL;
-    MmSimOptions opt = {.nodes = c.nodes, .global_batch = c.global_batch, .micro_batch = c.micro_batch};
+    MmSimOptions opt = {.nodes = c.nodes, .global_batch = c.global_batch, .micro_batch = c.micro_batch,
+                        .pipeline_degree = c.pipeline_stages};
     g_autoptr(MmSimulation) sim = mm_simulation_new(mp, hp, cp, &opt, &serr);
+    if (sim && c.metric >= 8 && !sim->decode_plan) {
+      g_set_error(error, MM_VALIDATE_ERROR, 0, "%s: case %s: metric %s needs a config with an \"inference\" object",
+                  cases_path, id, metric_names[c.metric]);
+      return NULL;
+    }
     if (!sim) {
       g_set_error(error, serr->domain, serr->code, "%s: case %s: %s", cases_path, id, serr->message);
       return NULL;

@@ -1,0 +1,305 @@
+/* check_parallel: expert, sequence and context parallelism, ZeRO stages, selective recompute, serving. */
+#include <math.h>
+#include <string.h>
+
+#include "report/report.h"
+#include "testutil.h"
+
+typedef MmSimulation Sim;
+
+/* Serialized time and count of the collectives of @kind and @reason in the critical program. */
+static guint count_ops(const Sim *x, MmCollKind kind, MmReason reason, int phase)
+{
+  const MmPlanProgram *p = mm_plan_class_program(x->plan, x->metrics.critical_class);
+  guint n = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmOpInfo *in = &p->info[i];
+    if (in->what == MM_OP_COLLECTIVE && in->coll == kind && in->reason == reason && (phase < 0 || in->phase == phase))
+      n++;
+  }
+  return n;
+}
+
+static double coll_bytes(const Sim *x, MmCollKind kind, MmReason reason, int phase)
+{
+  const MmPlanProgram *p = mm_plan_class_program(x->plan, x->metrics.critical_class);
+  double b = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmOpInfo *in = &p->info[i];
+    if (in->what == MM_OP_COLLECTIVE && in->coll == kind && in->reason == reason && (phase < 0 || in->phase == phase))
+      b += in->bytes;
+  }
+  return b;
+}
+
+static char *config(const char *task, int global, const char *extra, const char *levels)
+{
+  return g_strdup_printf("{\"name\":\"c\",\"task\":\"%s\",\"global_batch\":%d,%s\"parallelism\":{\"default\":%s}}", task,
+                         global, extra, levels);
+}
+
+/* ---- serving --------------------------------------------------------------- */
+
+START_TEST(test_decode_reads_weights_and_cache)
+{
+  /* LLaMA-2-70B, TP 8 on one node, one sequence: a decode step reads the device's weight
+   * shard and the KV cache; its kernels take those bytes over the achievable HBM bandwidth */
+  g_autofree char *c = config("inference", 1, "\"inference\":{\"prompt_tokens\":1024,\"output_tokens\":128},",
+                              "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/llama2-70b.json", "hardware/dgx-a100-2048.json", c, 1);
+  ck_assert_ptr_nonnull(x->decode_plan);
+  const MmServingMetrics *sv = &x->serving;
+  const MmDevice *dev = &x->hardware->device;
+  /* weights per device: embedding rows and the head split 8 ways, layers split except norms */
+  const double weights = (double)x->graph->total_params * 2.0 / 8.0;
+  /* the K and V of 8 kv heads x 128 over 80 layers, one kv head per device, at the mean context */
+  const double ctx = 1024 + 128 / 2;
+  const double kv_read = ctx * 80 * 2 * 128 * 2.0;
+  ck_assert_double_eq(sv->decode_context, ctx);
+  ck_assert_double_eq_tol(sv->decode_hbm_bytes, weights + kv_read, 0.03 * (weights + kv_read));
+  const double floor = (weights + kv_read) / (dev->hbm_bw_Bps * dev->util_hbm.value);
+  const MmRunMetrics *d = &x->decode_metrics;
+  ck_assert_double_eq_tol(d->compute_s, floor, 0.2 * floor);
+  ck_assert_double_gt(d->compute_s, 0.5 * d->iteration_time_s); /* memory-bound kernels dominate */
+  ck_assert_double_eq_tol(sv->tpot_s, d->iteration_time_s, 1e-12);
+  /* the prefill is a 1024-token forward pass: compute-bound, longer than a token */
+  ck_assert_double_gt(sv->ttft_s, 4 * sv->tpot_s);
+  ck_assert_double_eq_tol(sv->latency_s, sv->ttft_s + 127 * sv->tpot_s, 1e-9);
+  /* KV cache: 1152 tokens x 80 layers x (K + V of one kv head of 128) x 2 bytes */
+  ck_assert_double_eq_tol(x->memory->total.kv_cache, 1152.0 * 80 * 2 * 128 * 2, 1);
+  ck_assert(x->memory->fits);
+}
+END_TEST
+
+START_TEST(test_serving_cache_fills_memory)
+{
+  /* 512 sequences of 8K tokens on one node: the KV cache (2.6 MB a token over 8 GPUs) does not fit */
+  g_autofree char *c = config("inference", 512, "\"inference\":{\"prompt_tokens\":4096,\"output_tokens\":4096},",
+                              "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/llama2-70b.json", "hardware/dgx-a100-2048.json", c, 1);
+  ck_assert(!x->memory->fits);
+  ck_assert_double_gt(x->memory->total.kv_cache, x->memory->total.weights);
+  /* larger batches raise throughput until the KV traffic dominates */
+  g_autofree char *c1 = config("inference", 1, "\"inference\":{\"prompt_tokens\":4096,\"output_tokens\":4096},",
+                               "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) y = mm_test_sim_ok("models/llama2-70b.json", "hardware/dgx-a100-2048.json", c1, 1);
+  ck_assert_double_gt(x->serving.decode_tokens_per_s, 10 * y->serving.decode_tokens_per_s);
+  ck_assert_double_gt(x->serving.tpot_s, y->serving.tpot_s);
+}
+END_TEST
+
+/* ---- expert parallelism ------------------------------------------------------ */
+
+static const char *const EP_LEVELS = "[{\"strategy\":\"ep\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
+
+static char *ep_config(double skew)
+{
+  g_autofree char *extra = g_strdup_printf("\"micro_batch\":1,\"expert_skew\":%g,", skew);
+  g_autofree char *levels = g_strdup_printf("{\"transformer\":%s,\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}",
+                                            EP_LEVELS);
+  return g_strdup_printf("{\"name\":\"ep\",\"task\":\"pretrain\",\"global_batch\":16,%s\"parallelism\":%s}", extra,
+                         levels);
+}
+
+START_TEST(test_expert_parallel_all_to_all)
+{
+  g_autofree char *c = ep_config(0);
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, 2);
+  /* 32 layers: dispatch + combine forward and backward, 4 per layer */
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD), 64);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_BWD), 64);
+  /* one expert per device: the expert weights of a layer are 1/8 of the layer's */
+  const MmMemoryParts *dec = &x->memory->blocks[1];
+  double experts = 32.0 * 8 * 3 * 4096.0 * 14336.0, dense = 32.0 * (4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 8 + 2 * 4096);
+  ck_assert_double_eq_tol(dec->weights, (experts / 8 + dense) * 2, 0.01 * dec->weights);
+  /* each token goes to 2 experts: a dispatch moves micro-batch x 4096 x 4096 x 2 bytes x top_k */
+  ck_assert_double_eq_tol(coll_bytes(x, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD) / 64,
+                          1.0 * 4096 * 4096 * 2 * 2, 1);
+  /* expert gradients sync over the 2 replicas only; the rest over all 16 devices */
+  ck_assert_uint_gt(count_ops(x, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+}
+END_TEST
+
+START_TEST(test_expert_skew_slowest_sets_pace)
+{
+  g_autofree char *even = ep_config(0);
+  g_autofree char *skew = ep_config(1.0);
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", even, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", skew, 2);
+  ck_assert_uint_eq(a->plan->n_programs, 1);
+  ck_assert_uint_eq(b->plan->n_programs, 2);
+  ck_assert_double_gt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  /* the hot rank computes twice the mean expert load; the other ranks less, and wait for it */
+  cJSON *cls = mm_report_classes_json(b->plan, b->engine, b->memory);
+  double hot = 0, cold = 0, hot_end = 0, cold_end = 0;
+  for (int i = 0; i < cJSON_GetArraySize(cls); i++) {
+    const cJSON *o = cJSON_GetArrayItem(cls, i);
+    gboolean h = cJSON_IsTrue(cJSON_GetObjectItem(o, "busiest_expert_rank"));
+    double busy = cJSON_GetObjectItem(o, "compute_busy_s")->valuedouble;
+    double end = cJSON_GetObjectItem(o, "end_s")->valuedouble;
+    if (h) hot = busy, hot_end = end;
+    else cold = busy, cold_end = end;
+  }
+  cJSON_Delete(cls);
+  ck_assert_double_gt(hot, cold);
+  ck_assert_double_eq_tol(hot_end, cold_end, 0.02 * hot_end); /* the all-to-alls hold the others back */
+  ck_assert_double_gt(b->metrics.iteration_time_s - a->metrics.iteration_time_s, 0.5 * (hot - cold));
+  /* symmetric and per-device simulations agree, skewed or not */
+  MmSimOptions opt = {.nodes = 2, .per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) ad = mm_test_sim("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", even, &opt, &error);
+  g_autoptr(MmSimulation) bd = mm_test_sim("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", skew, &opt, &error);
+  ck_assert_msg(ad && bd, "%s", error ? error->message : "");
+  ck_assert_uint_eq(bd->plan->n_classes, 16);
+  ck_assert_double_eq(ad->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  ck_assert_double_eq(bd->metrics.iteration_time_s, b->metrics.iteration_time_s);
+}
+END_TEST
+
+/* ---- sequence parallelism ---------------------------------------------------- */
+
+START_TEST(test_sequence_parallel)
+{
+  g_autofree char *tp = config("pretrain", 8, "", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autofree char *sp = config("pretrain", 8, "", "[{\"strategy\":\"sp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/megatron-gpt-7.5b.json", "hardware/dgx-a100-2048.json", tp, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/megatron-gpt-7.5b.json", "hardware/dgx-a100-2048.json", sp, 1);
+  /* forward: each all-reduce becomes a reduce-scatter and an all-gather of the same buffer */
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), 0);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_REDUCE_SCATTER, MM_REASON_TP, MM_PHASE_FWD),
+                    count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD));
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_TP, MM_PHASE_FWD),
+                    count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD));
+  ck_assert_double_eq_tol(coll_bytes(b, MM_COLL_REDUCE_SCATTER, MM_REASON_TP, MM_PHASE_FWD),
+                          coll_bytes(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), 1);
+  /* backward also re-gathers the inputs of column-parallel layers for their weight gradients */
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_TP, MM_PHASE_BWD),
+                    2 * count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD));
+  /* norms and dropout run on 1/8 of the tokens; their activations shrink. Korthikanti et al.
+   * (2022): s b h (34/t + 5 a s / (h t)) with SP against s b h (10 + 24/t + 5 a s / (h t)) without:
+   * 14.25 / 23 = 0.62 for this model at t = 8 */
+  double ratio = b->memory->total.activations / a->memory->total.activations;
+  ck_assert_double_eq_tol(ratio, 14.25 / 23.0, 0.05);
+  ck_assert_double_lt(b->metrics.compute_s, a->metrics.compute_s);
+}
+END_TEST
+
+/* ---- context parallelism ----------------------------------------------------- */
+
+START_TEST(test_context_parallel)
+{
+  static const char *const LONG =
+    "{\"name\":\"long\",\"seq_len\":32768,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,\"hidden\":4096,"
+    "\"heads\":32,\"kv_heads\":8,\"ffn\":14336,\"ffn_kind\":\"swiglu\",\"norm\":\"rmsnorm\"}]}";
+  g_autofree char *ring = g_strdup_printf(
+    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1,\"parallelism\":{\"default\":"
+    "[{\"strategy\":\"tp\",\"degree\":4},{\"strategy\":\"cp\",\"degree\":2}]}}");
+  g_autofree char *ag = g_strdup_printf(
+    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1,\"parallelism\":{\"default\":"
+    "[{\"strategy\":\"tp\",\"degree\":4},{\"strategy\":\"cp\",\"degree\":2,\"kv_exchange\":\"all_gather\"}]}}");
+  g_autofree char *tp4 = config("pretrain", 1, "", "[{\"strategy\":\"tp\",\"degree\":4},{\"strategy\":\"tp\",\"degree\":2}]");
+  g_autoptr(MmSimulation) r = mm_test_sim_ok(LONG, "hardware/dgx-a100-2048.json", ring, 1);
+  g_autoptr(MmSimulation) g = mm_test_sim_ok(LONG, "hardware/dgx-a100-2048.json", ag, 1);
+  /* ring: cp - 1 exchanges forward, and as many backward, per layer */
+  ck_assert_uint_eq(count_ops(r, MM_COLL_PERMUTE, MM_REASON_CP, MM_PHASE_FWD), 4);
+  ck_assert_uint_eq(count_ops(r, MM_COLL_PERMUTE, MM_REASON_CP, MM_PHASE_BWD), 4);
+  /* a K/V chunk: 16384 tokens x (8 kv heads x 256) / 4 TP ranks x 2 bytes */
+  double chunk = 16384.0 * 8 * 256 / 4 * 2;
+  ck_assert_double_eq_tol(coll_bytes(r, MM_COLL_PERMUTE, MM_REASON_CP, MM_PHASE_FWD), 4 * chunk, 1);
+  ck_assert_double_eq_tol(coll_bytes(r, MM_COLL_PERMUTE, MM_REASON_CP, MM_PHASE_BWD), 4 * 2 * chunk, 1);
+  ck_assert_uint_eq(count_ops(g, MM_COLL_ALL_GATHER, MM_REASON_CP, MM_PHASE_FWD), 4);
+  ck_assert_uint_eq(count_ops(g, MM_COLL_REDUCE_SCATTER, MM_REASON_CP, MM_PHASE_BWD), 4);
+  /* weights are replicated over the cp ranks: their gradients are all-reduced over them */
+  ck_assert_uint_gt(count_ops(r, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+  /* the sequence split shares activations and attention work like TP 8 does: per device, 1/8 of
+   * each layer's attention core */
+  g_autoptr(MmSimulation) t = mm_test_sim_ok(LONG, "hardware/dgx-a100-2048.json", tp4, 1);
+  ck_assert_double_lt(r->memory->total.activations, 0.75 * t->memory->total.activations);
+  double attn_r = 0;
+  const MmPlanProgram *pr = &r->plan->programs[0];
+  for (uint32_t i = 0; i < pr->n_ops; i++)
+    if (pr->info[i].what == MM_OP_COMPUTE && pr->info[i].phase == MM_PHASE_FWD &&
+        r->graph->layers[pr->info[i].first_layer].role == MM_ROLE_ATTN_CORE)
+      attn_r += pr->info[i].flops;
+  const MmLayer *core = NULL;
+  for (uint32_t l = 0; l < r->graph->n_layers && !core; l++)
+    if (r->graph->layers[l].role == MM_ROLE_ATTN_CORE) core = &r->graph->layers[l];
+  ck_assert_double_eq_tol(attn_r, 4 * core->cost.fwd_exec_flops / 8, 1e-6 * attn_r);
+}
+END_TEST
+
+/* ---- ZeRO stages and selective recompute ------------------------------------- */
+
+START_TEST(test_zero_stages)
+{
+  g_autofree char *z0 = config("pretrain", 64, "", "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
+  g_autofree char *z1 = config("pretrain", 64, "", "[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]");
+  g_autofree char *z2 = config("pretrain", 64, "", "[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":2}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/megatron-gpt-1.7b.json", "hardware/dgx-a100-2048.json", z0, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/megatron-gpt-1.7b.json", "hardware/dgx-a100-2048.json", z1, 2);
+  g_autoptr(MmSimulation) c = mm_test_sim_ok("models/megatron-gpt-1.7b.json", "hardware/dgx-a100-2048.json", z2, 2);
+  /* optimizer states over 16 ranks (stage 1), gradients too (stage 2) */
+  ck_assert_double_eq_tol(b->memory->total.optimizer, a->memory->total.optimizer / 16, 1);
+  ck_assert_double_eq_tol(b->memory->total.gradients, a->memory->total.gradients, 1);
+  ck_assert_double_eq_tol(c->memory->total.gradients, a->memory->total.gradients / 16, 1);
+  ck_assert_double_eq(c->memory->total.weights, a->memory->total.weights);
+  /* stage 1 all-reduces gradients, stage 2 reduce-scatters them; both gather the updated weights */
+  ck_assert_uint_eq(count_ops(a, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), 0);
+  ck_assert_uint_gt(count_ops(b, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+  ck_assert_uint_gt(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), 0);
+  ck_assert_uint_eq(count_ops(c, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+  ck_assert_uint_gt(count_ops(c, MM_COLL_REDUCE_SCATTER, MM_REASON_DDP, -1), 0);
+  /* the optimizer step updates 1/16 of the parameters */
+  ck_assert_double_lt(b->metrics.compute_by_phase_s[MM_PHASE_OPTIMIZER],
+                      a->metrics.compute_by_phase_s[MM_PHASE_OPTIMIZER] / 8);
+}
+END_TEST
+
+START_TEST(test_selective_recompute)
+{
+  /* eager attention keeps s x s scores: selective recompute drops them and recomputes the cores */
+  g_autofree char *none = config("pretrain", 8, "\"recompute\":\"none\",", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autofree char *sel = config("pretrain", 8, "\"recompute\":\"selective\",", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autofree char *full = config("pretrain", 8, "\"recompute\":\"full\",", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/megatron-gpt-7.5b.json", "hardware/dgx-a100-2048.json", none, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/megatron-gpt-7.5b.json", "hardware/dgx-a100-2048.json", sel, 1);
+  g_autoptr(MmSimulation) c = mm_test_sim_ok("models/megatron-gpt-7.5b.json", "hardware/dgx-a100-2048.json", full, 1);
+  ck_assert_double_lt(b->memory->total.activations, a->memory->total.activations);
+  ck_assert_double_lt(c->memory->total.activations, b->memory->total.activations);
+  ck_assert_double_eq(a->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE], 0);
+  ck_assert_double_gt(b->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE], 0);
+  ck_assert_double_lt(b->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE],
+                      0.5 * c->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE]);
+  /* only attention cores are recomputed, and without collectives */
+  const MmPlanProgram *p = &b->plan->programs[0];
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    if (p->info[i].phase != MM_PHASE_RECOMPUTE) continue;
+    ck_assert_int_eq(p->info[i].what, MM_OP_COMPUTE);
+    ck_assert_int_eq(b->graph->layers[p->info[i].first_layer].role, MM_ROLE_ATTN_CORE);
+  }
+  ck_assert_double_lt(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
+  ck_assert_double_lt(b->metrics.iteration_time_s, c->metrics.iteration_time_s);
+}
+END_TEST
+
+static Suite *parallel_suite(void)
+{
+  Suite *s = suite_create("parallel");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_decode_reads_weights_and_cache);
+  tcase_add_test(tc, test_serving_cache_fills_memory);
+  tcase_add_test(tc, test_expert_parallel_all_to_all);
+  tcase_add_test(tc, test_expert_skew_slowest_sets_pace);
+  tcase_add_test(tc, test_sequence_parallel);
+  tcase_add_test(tc, test_context_parallel);
+  tcase_add_test(tc, test_zero_stages);
+  tcase_add_test(tc, test_selective_recompute);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(parallel_suite());
+}

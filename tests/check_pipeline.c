@@ -1,0 +1,341 @@
+/* check_pipeline: pipeline schedules in the engine (exact bubbles), in plans (stages, transfers, memory). */
+#include <math.h>
+
+#include "engine/engine.h"
+#include "plan/plan.h"
+#include "testutil.h"
+
+/* ---- the schedule generator and the engine, on stage programs built from it ---- */
+
+/* One stage's program: per step a receive (pipeline input), the chunk's compute, a send;
+ * chunk forward takes tf, backward tb; transfers take no time. */
+typedef struct {
+  GArray *ops;  /* MmEngineOp */
+  GArray *deps; /* uint32_t */
+  GArray *dur;  /* MmTime */
+  MmTime busy;  /* compute time */
+} StageProg;
+
+enum { S_COMPUTE, S_SEND_F, S_SEND_B, S_RECV_F, S_RECV_B, S_COUNT };
+
+static uint32_t add_op(StageProg *sp, uint32_t stream, MmTime dur, uint32_t dep, uint32_t coll, int32_t peer)
+{
+  MmEngineOp o = {.stream = stream, .dep_first = sp->deps->len, .n_deps = dep == UINT32_MAX ? 0 : 1, .coll = coll,
+                  .degree = 2, .stride = 1, .peer = peer};
+  if (dep != UINT32_MAX) g_array_append_val(sp->deps, dep);
+  g_array_append_val(sp->ops, o);
+  g_array_append_val(sp->dur, dur);
+  if (stream == S_COMPUTE) sp->busy += dur;
+  return sp->ops->len - 1;
+}
+
+/* Transfer ids shared by sender and receiver: boundary k -> k + 1, micro-batch, direction. */
+static uint32_t xfer_id(guint k, guint micro, guint m, gboolean bwd)
+{
+  return 0x80000000u + (k * m + micro) * 2 + (bwd ? 1 : 0);
+}
+
+static void build_stage(StageProg *sp, MmPipeSchedule kind, guint p, guint v, guint m, guint s, MmTime tf, MmTime tb)
+{
+  sp->ops = g_array_new(FALSE, FALSE, sizeof(MmEngineOp));
+  sp->deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  sp->dur = g_array_new(FALSE, FALSE, sizeof(MmTime));
+  sp->busy = 0;
+  const guint K = p * v;
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 2 * m * v);
+  guint n = mm_pipe_schedule(kind, p, v, m, s, TRUE, steps);
+  ck_assert_uint_eq(n, 2 * m * v);
+  for (guint i = 0; i < n; i++) {
+    const guint k = steps[i].chunk * p + s, mi = steps[i].micro;
+    const int32_t up = (int32_t)((k + 1) % p) - (int32_t)s, down = (int32_t)((k + K - 1) % p) - (int32_t)s;
+    if (!steps[i].bwd) {
+      uint32_t in = k > 0 ? add_op(sp, S_RECV_F, 0, UINT32_MAX, xfer_id(k - 1, mi, m, FALSE), down) : UINT32_MAX;
+      uint32_t c = add_op(sp, S_COMPUTE, tf, in, MM_NO_COLL, 0);
+      if (k + 1 < K) add_op(sp, S_SEND_F, 0, c, xfer_id(k, mi, m, FALSE), up);
+    } else {
+      uint32_t in = k + 1 < K ? add_op(sp, S_RECV_B, 0, UINT32_MAX, xfer_id(k, mi, m, TRUE), up) : UINT32_MAX;
+      uint32_t c = add_op(sp, S_COMPUTE, tb, in, MM_NO_COLL, 0);
+      if (k > 0) add_op(sp, S_SEND_B, 0, c, xfer_id(k - 1, mi, m, TRUE), down);
+    }
+  }
+}
+
+/* Simulates the schedule over @p stages (one device each); returns the makespan and
+ * checks that every stage computed m v (tf + tb). The last stage's backward of a chunk
+ * waits for its own forward through the FIFO compute stream. */
+static MmTime run_pipeline(MmPipeSchedule kind, guint p, guint v, guint m, MmTime tf, MmTime tb)
+{
+  g_autofree StageProg *sp = g_new0(StageProg, p);
+  g_autofree MmEngineProgram *progs = g_new(MmEngineProgram, p);
+  g_autofree MmEngineClass *classes = g_new(MmEngineClass, p);
+  for (guint s = 0; s < p; s++) {
+    build_stage(&sp[s], kind, p, v, m, s, tf, tb);
+    progs[s] = (MmEngineProgram){(MmEngineOp *)(void *)sp[s].ops->data, sp[s].ops->len,
+                                 (uint32_t *)(void *)sp[s].deps->data, S_COUNT, NULL, NULL, 0};
+    classes[s] = (MmEngineClass){s, (MmTime *)(void *)sp[s].dur->data, s, NULL};
+    ck_assert_uint_eq(sp[s].busy, (MmTime)m * v * (tf + tb));
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) e = mm_engine_new(progs, p, classes, p, &error);
+  ck_assert_msg(e != NULL, "%s", error ? error->message : "");
+  ck_assert_msg(mm_engine_run(e, &error), "%s", error ? error->message : "");
+  MmTime t = mm_engine_makespan(e);
+  for (guint s = 0; s < p; s++) {
+    g_array_free(sp[s].ops, TRUE);
+    g_array_free(sp[s].deps, TRUE);
+    g_array_free(sp[s].dur, TRUE);
+  }
+  return t;
+}
+
+START_TEST(test_1f1b_bubble_exact)
+{
+  /* bubble fraction (p - 1) / (m + p - 1): the makespan is (m + p - 1) (tf + tb) */
+  static const guint ps[] = {2, 3, 4, 8};
+  for (guint i = 0; i < G_N_ELEMENTS(ps); i++) {
+    const guint p = ps[i];
+    const guint ms[] = {1, p, 2 * p + 1, 4 * p};
+    for (guint j = 0; j < G_N_ELEMENTS(ms); j++) {
+      const guint m = ms[j];
+      const MmTime tf = 1000, tb = 2000;
+      MmTime t = run_pipeline(MM_PIPE_1F1B, p, 1, m, tf, tb);
+      ck_assert_msg(t == (MmTime)(m + p - 1) * (tf + tb), "p %u m %u: %" G_GUINT64_FORMAT, p, m, t);
+      double bubble = 1.0 - (double)(m * (tf + tb)) / (double)t;
+      ck_assert_double_eq_tol(bubble, (double)(p - 1) / (double)(m + p - 1), 1e-12);
+      /* GPipe idles as long */
+      ck_assert_uint_eq(run_pipeline(MM_PIPE_GPIPE, p, 1, m, tf, tb), t);
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_interleaved_divides_bubble)
+{
+  /* v chunks per stage, each 1/v of the stage's layers: the bubble (p - 1)(tf + tb) / v */
+  static const guint ps[] = {2, 4};
+  static const guint vs[] = {2, 3, 4};
+  for (guint i = 0; i < G_N_ELEMENTS(ps); i++) {
+    for (guint j = 0; j < G_N_ELEMENTS(vs); j++) {
+      const guint p = ps[i], v = vs[j];
+      for (guint mult = 1; mult <= 3; mult++) {
+        const guint m = mult * p;
+        const MmTime tf = 1200 * 12, tb = 2 * tf; /* whole-stage times, divisible by v */
+        MmTime t = run_pipeline(MM_PIPE_INTERLEAVED, p, v, m, tf / v, tb / v);
+        MmTime ideal = (MmTime)m * (tf + tb), bubble = t - ideal;
+        ck_assert_msg(bubble == (MmTime)(p - 1) * (tf + tb) / v, "p %u v %u m %u: bubble %" G_GUINT64_FORMAT, p, v, m,
+                      bubble);
+        MmTime plain = run_pipeline(MM_PIPE_1F1B, p, 1, m, tf, tb) - ideal;
+        ck_assert_uint_eq(bubble * v, plain);
+      }
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_schedules_are_complete)
+{
+  /* every (chunk, micro-batch) runs forward once and backward once, backward after forward;
+   * 1F1B keeps at most p - s micro-batches in flight, GPipe all m */
+  static const MmPipeSchedule kinds[] = {MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED};
+  const guint p = 4, m = 8;
+  for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+    const guint v = kinds[k] == MM_PIPE_INTERLEAVED ? 2 : 1;
+    for (guint s = 0; s < p; s++) {
+      MmPipeStep steps[2 * 8 * 2];
+      guint n = mm_pipe_schedule(kinds[k], p, v, m, s, TRUE, steps);
+      ck_assert_uint_eq(n, 2 * m * v);
+      int state[2][8] = {{0}};
+      int live = 0, peak = 0;
+      for (guint i = 0; i < n; i++) {
+        int *st = &state[steps[i].chunk][steps[i].micro];
+        ck_assert_int_eq(*st, steps[i].bwd ? 1 : 0);
+        *st += 1;
+        live += steps[i].bwd ? -1 : 1;
+        peak = MAX(peak, live);
+      }
+      for (guint c = 0; c < v; c++)
+        for (guint i = 0; i < m; i++) ck_assert_int_eq(state[c][i], 2);
+      if (kinds[k] == MM_PIPE_1F1B) ck_assert_int_eq(peak, (int)(p - s));
+      if (kinds[k] == MM_PIPE_GPIPE) ck_assert_int_eq(peak, (int)m);
+    }
+    /* forward only: m v forwards in order */
+    MmPipeStep f[16];
+    ck_assert_uint_eq(mm_pipe_schedule(kinds[k], p, v, m, 0, FALSE, f), m * v);
+  }
+}
+END_TEST
+
+/* ---- plans ---------------------------------------------------------------- */
+
+/* A transformer stack alone (no embedding or head), so every stage costs the same. */
+static const char *const UNIFORM =
+  "{\"name\":\"uniform\",\"seq_len\":1024,\"blocks\":[{\"kind\":\"transformer\",\"count\":16,\"hidden\":4096,"
+  "\"heads\":32,\"ffn\":16384}]}";
+
+/* Two 8-GPU nodes whose links are so fast and short that transfers vanish. (transfer full) */
+static char *fast2(void)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  return g_strdup_printf("{\"name\":\"fast\",\"device\":\"%s\",\"gpus_per_node\":8,\"nodes\":2,"
+                         "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":1,\"link_bw_GBps\":1e7,"
+                         "\"latency_us\":0,\"base_latency_us\":0},"
+                         "\"inter_node\":{\"topology\":\"fat_tree\",\"nics_per_node\":8,\"nic_bw_Gbps\":1e7,"
+                         "\"latency_us\":0,\"base_latency_us\":0}}",
+                         dev);
+}
+
+static char *pp_config(int pp, const char *schedule, int v, int global, const char *levels)
+{
+  return g_strdup_printf("{\"name\":\"pp\",\"task\":\"pretrain\",\"global_batch\":%d,\"micro_batch\":1,"
+                         "\"pipeline\":{\"degree\":%d,\"schedule\":\"%s\",\"virtual_stages\":%d},"
+                         "\"parallelism\":{\"default\":%s}}",
+                         global, pp, schedule, v, levels);
+}
+
+START_TEST(test_plan_bubble_matches_schedule)
+{
+  g_autofree char *fast = fast2();
+  /* 4 stages x 4 tp; 8 micro-batches: the stages idle (p - 1) / (m + p - 1) of the time */
+  g_autofree char *cfg = pp_config(4, "1f1b", 1, 8, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(UNIFORM, fast, cfg, 0);
+  ck_assert_uint_eq(x->plan->n_programs, 4);
+  ck_assert_uint_eq(x->scenario->micro_steps, 8);
+  /* the bubble over the forward and backward work (the optimizer step follows the flush) */
+  const MmRunMetrics *r = &x->metrics;
+  double work = r->compute_by_phase_s[MM_PHASE_FWD] + r->compute_by_phase_s[MM_PHASE_BWD];
+  double bubble = r->iteration_time_s - r->compute_active_s;
+  ck_assert_double_eq_tol(bubble / (bubble + work), 3.0 / 11.0, 0.01 * 3.0 / 11.0);
+  /* interleaving two chunks per stage halves the bubble time */
+  g_autofree char *cfg2 = pp_config(4, "interleaved_1f1b", 2, 8, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autoptr(MmSimulation) y = mm_test_sim_ok(UNIFORM, fast, cfg2, 0);
+  double ideal = r->compute_active_s;
+  ck_assert_double_eq_tol(y->metrics.iteration_time_s - ideal, (x->metrics.iteration_time_s - ideal) / 2.0,
+                          0.02 * (x->metrics.iteration_time_s - ideal));
+  /* every stage computes the same, but the first skips its input's gradient */
+  cJSON *arr = mm_report_classes_json(x->plan, x->engine, x->memory);
+  ck_assert_int_eq(cJSON_GetArraySize(arr), 4);
+  double busy1 = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "compute_busy_s")->valuedouble;
+  ck_assert_double_lt(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "compute_busy_s")->valuedouble, busy1);
+  for (int i = 2; i < 4; i++)
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "compute_busy_s")->valuedouble, busy1,
+                            1e-9);
+  cJSON_Delete(arr);
+}
+END_TEST
+
+/* The P2P ops of a program with their link kinds. */
+static void p2p_links(const MmPlan *p, uint32_t prog, gboolean *nic, gboolean *intra, int *sends, int *recvs)
+{
+  const MmPlanProgram *pr = &p->programs[prog];
+  *nic = *intra = FALSE;
+  *sends = *recvs = 0;
+  for (uint32_t i = 0; i < pr->n_ops; i++) {
+    if (pr->info[i].reason != MM_REASON_PP || pr->info[i].coll != MM_COLL_P2P) continue;
+    const MmEngineOp *o = &pr->ops[i];
+    if (o->n_xfer == 0) {
+      (*recvs)++;
+      continue;
+    }
+    (*sends)++;
+    for (uint32_t k = 0; k < o->n_xfer; k++) {
+      MmLinkKind kind = p->links.kind[pr->xfer_link[o->xfer_first + k]];
+      *nic |= kind == MM_LINK_NIC;
+      *intra |= kind == MM_LINK_INTRA;
+    }
+  }
+}
+
+START_TEST(test_transfers_take_the_right_links)
+{
+  /* 2 stages of 8 GPUs: stage boundaries cross nodes (NIC); 2 stages of 4 GPUs in a node: NVLink */
+  g_autofree char *node8 = mm_test_node8();
+  g_autofree char *across = pp_config(2, "1f1b", 1, 16, "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(UNIFORM, "hardware/dgx-a100-2048.json", across, 2);
+  gboolean nic, intra;
+  int sends, recvs;
+  p2p_links(x->plan, 0, &nic, &intra, &sends, &recvs);
+  ck_assert(nic && !intra);
+  ck_assert_int_eq(sends, 16); /* stage 0 sends activations of 16 micro-batches, receives their gradients */
+  ck_assert_int_eq(recvs, 16);
+  p2p_links(x->plan, 1, &nic, &intra, &sends, &recvs);
+  ck_assert_int_eq(sends, 16);
+  ck_assert_int_eq(recvs, 16);
+  g_autofree char *inside = pp_config(2, "1f1b", 1, 16, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autoptr(MmSimulation) y = mm_test_sim_ok(UNIFORM, node8, inside, 0);
+  p2p_links(y->plan, 0, &nic, &intra, &sends, &recvs);
+  ck_assert(intra && !nic);
+  /* per-device simulation agrees */
+  MmSimOptions opt = {.per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) z = mm_test_sim(UNIFORM, node8, inside, &opt, &error);
+  ck_assert_msg(z != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_eq(z->plan->n_classes, 8);
+  ck_assert_double_eq(z->metrics.iteration_time_s, y->metrics.iteration_time_s);
+}
+END_TEST
+
+START_TEST(test_stage_memory_and_placement)
+{
+  g_autofree char *fast = fast2();
+  /* GPT-style model, 4 stages: the embedding sits on stage 0, the head on stage 3; 1F1B keeps
+   * p micro-batches in flight on stage 0, GPipe all of them */
+  g_autofree char *f1 = pp_config(4, "1f1b", 1, 16, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autofree char *gp = pp_config(4, "gpipe", 1, 16, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/megatron-gpt-7.5b.json", fast, f1, 0);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/megatron-gpt-7.5b.json", fast, gp, 0);
+  ck_assert_double_eq(a->memory->stage_inflight[0], 4);
+  ck_assert_double_eq(a->memory->stage_inflight[3], 1);
+  ck_assert_double_eq(b->memory->stage_inflight[0], 16);
+  ck_assert_double_gt(b->memory->per_device_bytes, a->memory->per_device_bytes);
+  const MmGraph *g = a->graph;
+  const uint32_t *chunk = a->plan->unit_chunk;
+  ck_assert_uint_eq(chunk[0], 0);               /* token embedding */
+  ck_assert_uint_eq(chunk[g->n_units - 1], 3);  /* head */
+  /* 36 layers over 4 stages: 9 each */
+  int per[4] = {0};
+  for (uint32_t u = 0; u < g->n_units; u++)
+    if (a->model->blocks[g->units[u].block].kind == MM_BLOCK_TRANSFORMER) per[chunk[u]]++;
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(per[i], 9);
+}
+END_TEST
+
+START_TEST(test_tied_embedding_gradient)
+{
+  g_autofree char *fast = fast2();
+  /* a tied head: the first and last stage all-reduce the word-embedding gradient */
+  g_autofree char *cfg = pp_config(4, "1f1b", 1, 16, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/megatron-gpt-7.5b.json", fast, cfg, 0);
+  ck_assert(a->model->blocks[a->model->n_blocks - 1].tied);
+  int found[4] = {0};
+  for (uint32_t pr = 0; pr < 4; pr++) {
+    const MmPlanProgram *p = &a->plan->programs[pr];
+    for (uint32_t i = 0; i < p->n_ops; i++)
+      if (p->info[i].reason == MM_REASON_PP && p->info[i].coll == MM_COLL_ALL_REDUCE) found[p->stage]++;
+  }
+  ck_assert_int_eq(found[0], 1);
+  ck_assert_int_eq(found[1], 0);
+  ck_assert_int_eq(found[2], 0);
+  ck_assert_int_eq(found[3], 1);
+}
+END_TEST
+
+static Suite *pipeline_suite(void)
+{
+  Suite *s = suite_create("pipeline");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_1f1b_bubble_exact);
+  tcase_add_test(tc, test_interleaved_divides_bubble);
+  tcase_add_test(tc, test_schedules_are_complete);
+  tcase_add_test(tc, test_plan_bubble_matches_schedule);
+  tcase_add_test(tc, test_transfers_take_the_right_links);
+  tcase_add_test(tc, test_stage_memory_and_placement);
+  tcase_add_test(tc, test_tied_embedding_gradient);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(pipeline_suite());
+}
