@@ -229,6 +229,10 @@ static const char *const inv_cfgs[] = {
   "configs/llm-pretrain-fsdp.json", "configs/llm-pretrain-tp-fsdp.json", "configs/llm-pretrain-tp-ddp.json",
   "configs/llm-inference-tp.json", "configs/llm-finetune.json", "configs/dlrm-pretrain-fsdp-mp.json",
   "configs/dlrm-pretrain-tp-ddp-mp.json", "configs/llm-pretrain-ddp.json",
+  /* pipeline: 2 interleaved stages of TP x data parallel, 8 micro-batches per replica */
+  "{\"name\":\"pp\",\"task\":\"pretrain\",\"global_batch\":1024,\"micro_batch\":1,\"recompute\":\"selective\","
+  "\"pipeline\":{\"degree\":2,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":2},"
+  "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":\"node\"},{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]}}",
 };
 
 START_TEST(test_invariants)
@@ -333,17 +337,26 @@ END_TEST
 /* The examples the README and the issue name: each runs and reports a time. */
 START_TEST(test_shipped_examples_run)
 {
-  static const char *const ex[][3] = {
-    {"models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json"},
-    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json"},
-    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json"},
-    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json"},
-    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json"},
-    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json"},
-    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-finetune.json"},
+  static const char *const ex[][4] = {
+    {"models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json", "0"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", "0"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json", "0"},
+    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-fsdp.json", "0"},
+    {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json", "0"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-inference-tp.json", "0"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-finetune.json", "0"},
+    {"models/llama3-8b.json", "hardware/dgx-h100-2048.json", "configs/llama3-8b-pretrain.json", "8"},
+    {"models/llama3-70b.json", "hardware/dgx-h100-2048.json", "configs/llama3-70b-pretrain.json", "64"},
+    {"models/llama3-70b.json", "hardware/dgx-h100-2048.json", "configs/llama3-70b-serving-tp8.json", "1"},
+    {"models/llama3-405b.json", "hardware/dgx-h100-2048.json", "configs/llama3-405b-pretrain.json", "2048"},
+    {"models/llama3-405b.json", "hardware/dgx-h100-2048.json", "configs/llama3-405b-long-context.json", "2048"},
+    {"models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", "configs/mixtral-pretrain-ep.json", "8"},
+    {"models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", "configs/mixtral-serving-tp2.json", "1"},
+    {"models/deepseek-v3.json", "hardware/h800-2048.json", "configs/deepseek-v3-pretrain.json", "0"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(ex); i++) {
-    const char *args[] = {"run", "-m", ex[i][0], "-H", ex[i][1], "-c", ex[i][2], "--json", "-", NULL};
+    const char *args[] = {"run", "-m", ex[i][0], "-H", ex[i][1], "-c", ex[i][2], "--nodes", ex[i][3], "--json", "-", NULL};
+    if (strcmp(ex[i][3], "0") == 0) args[7] = "--json", args[8] = "-", args[9] = NULL;
     g_autofree char *out = NULL, *err = NULL;
     ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s %s %s: %s", ex[i][0], ex[i][1], ex[i][2], err);
     cJSON *root = cJSON_Parse(out);

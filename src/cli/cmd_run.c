@@ -23,12 +23,16 @@ int mm_cmd_run(int argc, char **argv)
   mm_cli_add_input_options(ctx, &paths);
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_summary(ctx,
-    "Lowers the model under the config's task and per-block parallel strategy into per-device\n"
-    "streams of compute ops (roofline: FLOPs at peak x utilization, bytes at HBM bandwidth x\n"
-    "utilization) and collectives (alpha-beta on the network the group spans), runs them through\n"
-    "the event engine (one compute and two communication streams per device, overlapping where\n"
-    "dependencies allow) and reports iteration time, throughput, MFU, serialized and exposed\n"
-    "communication and per-device memory. Devices that behave identically are simulated once;\n"
+    "Lowers the model under the config's task and per-block parallel strategy (FSDP, TP/SP, DDP\n"
+    "with ZeRO-1/2, MP, EP, CP levels; pipeline stages with their schedule) into per-device streams\n"
+    "of compute ops (roofline: FLOPs at peak x utilization, bytes at HBM bandwidth x utilization)\n"
+    "and collectives (alpha-beta on the network the group spans, links shared by concurrent\n"
+    "transfers), runs them through the event engine (a compute stream, intra- and inter-node\n"
+    "communication streams and four pipeline channels per device, overlapping where dependencies\n"
+    "allow) and reports iteration time, throughput, MFU, serialized and exposed communication,\n"
+    "idle time (pipeline bubbles) and per-device memory. With an \"inference\" object in the config\n"
+    "it simulates a prefill and a decode step: time to first token, time per output token,\n"
+    "tokens/s, KV cache. Devices that behave identically (a pipeline stage) are simulated once;\n"
     "--per-device simulates each (same answer, slower; for checking and asymmetric studies).");
   g_option_context_set_description(ctx,
     "Examples:\n"
@@ -36,9 +40,12 @@ int mm_cmd_run(int argc, char **argv)
     "  madmax run -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json \\\n"
     "      --json results/dlrm-a.json --trace results/dlrm-a-trace.json\n"
     "  madmax run -m models/gpt3-175b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json --nodes 48\n"
+    "  madmax run -m models/llama3-405b.json -H hardware/dgx-h100-2048.json -c configs/llama3-405b-pretrain.json --nodes 2048\n"
+    "  madmax run -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-serving-tp8.json --nodes 1\n"
     "\nJSON keys: iteration_time_s, throughput.{samples_per_s,tokens_per_s}, mfu, serialized.{compute_s,\n"
     "embedding_s, comm_s, comm_by_kind}, exposed_comm_s, exposed_comm_fraction, overlap.hidden_comm_s,\n"
-    "memory.{per_device_bytes, capacity_bytes, fits, breakdown} (docs/MODEL.md defines each).\n");
+    "idle_s, behaviours[] (per pipeline stage / skewed expert rank), pipeline.*, serving.*,\n"
+    "memory.{per_device_bytes, capacity_bytes, fits, breakdown, per_stage} (docs/MODEL.md defines each).\n");
   gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
   g_autofree char *model_path = paths.model, *hw_path = paths.hardware, *cfg_path = paths.config;
   if (!parsed) return MM_EXIT_INPUT;

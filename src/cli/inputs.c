@@ -18,6 +18,7 @@ gboolean mm_inputs_load(MmInputs *in, const char *model, const char *hardware, c
   if (!(in->hardware = mm_hardware_load(hardware, error))) return FALSE;
   if (nodes > 0 && !mm_hardware_set_nodes(in->hardware, nodes, error)) return FALSE;
   if (!(in->config = mm_parallel_load(config, error))) return FALSE;
+  if (in->config->seq_len > 0) mm_model_set_seq_len(in->model, in->config->seq_len);
   if (!(in->scenario = mm_scenario_new(in->model, in->hardware, in->config, error))) return FALSE;
   return TRUE;
 }

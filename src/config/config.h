@@ -296,6 +296,7 @@ typedef struct {
   int64_t degree;          /* stages (1: none) */
   MmPipeSchedule schedule;
   int64_t virtual_stages;  /* model chunks per stage (interleaved 1F1B) */
+  gboolean overlap_p2p;    /* transfers overlap compute (else the stage waits for them) */
   int64_t *layers;         /* optional: layers per chunk, in model order (NULL: balanced) */
   guint n_layers;
 } MmPipeline;
@@ -314,6 +315,7 @@ typedef struct {
   int64_t global_batch;      /* samples per iteration */
   int64_t global_batch_tokens; /* alternative to global_batch for sequence models (0: unset) */
   int64_t micro_batch;       /* samples per data-parallel rank per micro-step (0: whole local batch) */
+  int64_t seq_len;           /* overrides the model's sequence length (0: the model's) */
   gboolean grads_set;        /* precision.grads given */
   MmDtype grad_dtype;
   gboolean compute_set;      /* precision.compute given: overrides every block */
@@ -339,6 +341,8 @@ typedef struct {
 MmModel *mm_model_load(const char *path, GError **error);
 MmModel *mm_model_parse(const char *path, const char *text, gsize len, GError **error);
 void mm_model_free(MmModel *m);
+/* Sets the sequence length of the model and of every sequence block (a config's seq_len). */
+void mm_model_set_seq_len(MmModel *m, int64_t seq_len);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
 
 /* A system file names its device file relative to its own directory. */

@@ -16,6 +16,9 @@ static const MmField config_fields[] = {
    "samples (sequences for LLMs) per iteration; give this or global_batch_tokens"},
   {"global_batch_tokens", MM_F_INT, FALSE, 1, BIG, 0, NULL, CFG(global_batch_tokens), "tokens",
    "tokens per iteration; samples = tokens / the model's seq_len"},
+  {"seq_len", MM_F_INT, FALSE, 1, 1 << 26, 0, NULL, CFG(seq_len), "tokens",
+   "train or serve at this sequence length instead of the model's (every sequence block; e.g. a "
+   "long-context stage)"},
   {"micro_batch", MM_F_INT, FALSE, 1, BIG, 0, NULL, CFG(micro_batch), "samples",
    "samples per data-parallel rank of the main dense block per micro-step (default: the whole "
    "local batch, no gradient accumulation)"},
@@ -59,6 +62,7 @@ typedef struct {
   int64_t degree;
   int schedule;
   int64_t virtual_stages;
+  gboolean overlap_p2p;
 } PipelineRaw;
 
 static const MmField pipeline_fields[] = {
@@ -69,6 +73,9 @@ static const MmField pipeline_fields[] = {
    "(PipeDream-Flush, Megatron); interleaved_1f1b: 1f1b over virtual_stages model chunks per stage"},
   {"virtual_stages", MM_F_INT, FALSE, 1, 1024, 1, NULL, (gssize)offsetof(PipelineRaw, virtual_stages), "chunks",
    "model chunks per stage (interleaved_1f1b); chunk c of stage s holds the (c x degree + s)-th slice of layers"},
+  {"overlap_p2p", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(PipelineRaw, overlap_p2p), NULL,
+   "false: a stage waits for its sends and receives before computing on (Megatron-LM and DeepSpeed "
+   "exchange synchronously); true: transfers overlap the next micro-batch's compute"},
   {"layers", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "layers",
    "layers per chunk in model order (degree x virtual_stages integers >= 1 summing to the model's "
    "transformer and mlp layers); default: as even as possible. Blocks before the first layer join "
@@ -283,6 +290,7 @@ static gboolean parse_pipeline(const MmJsonCtx *ctx, const cJSON *obj, MmParalle
   p->degree = raw.degree;
   p->schedule = (MmPipeSchedule)raw.schedule;
   p->virtual_stages = raw.virtual_stages;
+  p->overlap_p2p = raw.overlap_p2p;
   if (p->virtual_stages > 1 && p->schedule != MM_PIPE_INTERLEAVED) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.virtual_stages",
                   "virtual stages need \"schedule\": \"interleaved_1f1b\" (schedule is \"%s\")",

@@ -12,7 +12,7 @@ const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", "pp", "
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_reason_names) == MM_REASON_COUNT + 1);
 
 #define NONE UINT32_MAX
-#define MAX_DEPS 24
+#define MAX_DEPS 16
 #define MASK(strategy) (1u << (strategy))
 /* Collective ids shared by different programs: pipeline transfers and the tied-embedding
  * gradient. Other collectives use their op index (below 2^31). */
@@ -39,6 +39,13 @@ static Deps deps_one(uint32_t op)
   Deps d = {.n = 0};
   deps_add(&d, op);
   return d;
+}
+
+/* A copy of @d's used entries (or an empty set). */
+static inline void deps_copy(Deps *to, const Deps *d)
+{
+  to->n = d ? d->n : 0;
+  if (to->n) memcpy(to->v, d->v, sizeof(uint32_t) * to->n);
 }
 
 typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W } Part;
@@ -265,7 +272,8 @@ typedef struct {
 
 static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
 {
-  Runs r = {.n = 0};
+  Runs r;
+  r.n = 0;
   gboolean open = FALSE;
   for (guint i = 0; i < bs->n_levels; i++) {
     const MmLevel *lv = &bs->levels[i];
@@ -321,9 +329,11 @@ static uint32_t emit_one(Lower *L, MmCollKind kind, MmReason reason, double size
 static uint32_t emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmReason reason, double bytes,
                           const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
-  const Runs r = level_runs(&L->s->blocks[bi], mask);
-  if (bytes <= 0 || r.n == 0) return NONE;
-  Deps cur = d ? *d : (Deps){.n = 0};
+  const MmBlockSetup *bs = &L->s->blocks[bi];
+  if (bytes <= 0 || mask_degree(bs, mask) <= 1) return NONE;
+  const Runs r = level_runs(bs, mask);
+  Deps cur;
+  deps_copy(&cur, d);
   uint32_t op = NONE;
 #define STEP(k, i, sz)                                                                       \
   do {                                                                                       \
@@ -1164,6 +1174,36 @@ static double boundary_bytes(const Lower *L, uint32_t k)
 }
 
 /* Stage offset from this stage to the one running chunk @k. */
+static int64_t stage_delta(const Lower *L, uint32_t k);
+
+/* Megatron's scatter/gather: each TP rank sends 1/t of a boundary tensor; the receiving
+ * TP group all-gathers it (not with sequence parallelism: the tensor stays sharded). */
+static uint32_t gather_boundary(Lower *L, uint32_t recv, uint32_t unit, uint32_t mi, MmPhase phase, double bytes)
+{
+  const guint b = L->g->units[unit].block;
+  if (L->s->blocks[b].degree[MM_STRAT_TP] <= 1 || L->s->blocks[b].sp) return recv;
+  Deps d = deps_one(recv);
+  uint32_t op = emit_coll(L, b, MASK(MM_STRAT_TP), MM_COLL_ALL_GATHER, MM_REASON_PP,
+                          bytes * (double)L->s->blocks[b].degree[MM_STRAT_TP], &d, unit, mi, phase);
+  return op == NONE ? recv : op;
+}
+
+/* The input activations of chunk @k (from the stage of chunk k - 1). */
+static uint32_t recv_activations(Lower *L, uint32_t k, uint32_t mi)
+{
+  double bytes = boundary_bytes(L, k - 1);
+  uint32_t r = emit_p2p(L, FALSE, FALSE, k - 1, mi, stage_delta(L, k - 1), bytes, NULL, L->chunk_first[k]);
+  return gather_boundary(L, r, L->chunk_first[k], mi, MM_PHASE_FWD, bytes);
+}
+
+/* The gradient of chunk @k's output (from the stage of chunk k + 1). */
+static uint32_t recv_gradients(Lower *L, uint32_t k, uint32_t mi)
+{
+  double bytes = boundary_bytes(L, k);
+  uint32_t r = emit_p2p(L, FALSE, TRUE, k, mi, stage_delta(L, k + 1), bytes, NULL, L->chunk_end[k] - 1);
+  return gather_boundary(L, r, L->chunk_end[k] - 1, mi, MM_PHASE_BWD, bytes);
+}
+
 static int64_t stage_delta(const Lower *L, uint32_t k)
 {
   return (int64_t)(k % L->p) - (int64_t)L->stage;
@@ -1290,28 +1330,33 @@ static void lower_program(Lower *L)
 
   for (uint32_t i = 0; i < MIN((uint32_t)L->s->cfg->fsdp_prefetch + 1, L->n_gq); i++) emit_gather(L, NULL);
 
+  /* synchronous exchange: the next step waits for this step's transfers */
+  const gboolean sync = !L->s->cfg->pipeline.overlap_p2p;
+  uint32_t pending = NONE;
   for (guint i = 0; i < n_steps; i++) {
     const uint32_t k = steps[i].chunk * p + L->stage, mi = steps[i].micro;
     L->cur_chunk = k;
     if (!steps[i].bwd) {
       Deps in = {.n = 0};
-      if (k > 0) deps_add(&in, emit_p2p(L, FALSE, FALSE, k - 1, mi, stage_delta(L, k - 1), boundary_bytes(L, k - 1),
-                                        NULL, L->chunk_first[k]));
+      if (sync) deps_add(&in, pending);
+      if (k > 0) deps_add(&in, recv_activations(L, k, mi));
       uint32_t out = chunk_fwd(L, &st, k, mi, &in);
+      pending = NONE;
       if (k + 1 < K) {
         Deps d = deps_one(out);
-        emit_p2p(L, TRUE, FALSE, k, mi, stage_delta(L, k + 1), boundary_bytes(L, k), &d, L->chunk_end[k] - 1);
+        pending = emit_p2p(L, TRUE, FALSE, k, mi, stage_delta(L, k + 1), boundary_bytes(L, k), &d, L->chunk_end[k] - 1);
       }
       continue;
     }
     if (!L->chunk_trained[k]) continue;
     Deps gin = {.n = 0};
-    if (k + 1 < K) deps_add(&gin, emit_p2p(L, FALSE, TRUE, k, mi, stage_delta(L, k + 1), boundary_bytes(L, k), NULL,
-                                           L->chunk_end[k] - 1));
+    if (sync) deps_add(&gin, pending);
+    if (k + 1 < K) deps_add(&gin, recv_gradients(L, k, mi));
     uint32_t out = chunk_bwd(L, &st, k, mi, &gin);
+    pending = NONE;
     if (k > 0 && L->chunk_trained[k - 1] && out != NONE) {
       Deps d = deps_one(out);
-      emit_p2p(L, TRUE, TRUE, k - 1, mi, stage_delta(L, k - 1), boundary_bytes(L, k - 1), &d, L->chunk_first[k]);
+      pending = emit_p2p(L, TRUE, TRUE, k - 1, mi, stage_delta(L, k - 1), boundary_bytes(L, k - 1), &d, L->chunk_first[k]);
     }
   }
   g_assert(L->gq_pos == L->n_gq);

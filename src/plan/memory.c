@@ -106,7 +106,10 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
     dropped += samples * l->cost.recompute_bytes * af;
     if (li == un->first_layer) in = samples * l->cost.act_bytes * af;
     peak_io = MAX(peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);
-    if (l->tp == MM_TP_ROW || l->tp == MM_TP_COLUMN) um->tp_out = MAX(um->tp_out, samples * l->cost.out_bytes);
+    /* TP all-reduces: a row-parallel layer's output, a column-parallel layer's input gradient */
+    double cp = (double)bs->degree[MM_STRAT_CP];
+    if (l->tp == MM_TP_ROW) um->tp_out = MAX(um->tp_out, samples * l->cost.out_bytes / cp);
+    if (l->tp == MM_TP_COLUMN) um->tp_out = MAX(um->tp_out, samples * l->cost.act_bytes / cp);
   }
   if (training && bi >= ft) {
     if (c->recompute == MM_RECOMPUTE_FULL) {

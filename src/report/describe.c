@@ -35,6 +35,18 @@ cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m)
   cJSON_AddBoolToObject(mo, "fits", mem->fits);
   cJSON_AddItemToObject(mo, "breakdown", parts_json(&mem->total));
   cJSON_AddNumberToObject(mo, "transient_activation_bytes", mem->transient_activations);
+  if (mem->kv_tokens > 0) cJSON_AddNumberToObject(mo, "kv_cache_tokens_per_sequence", mem->kv_tokens);
+  if (mem->n_stages > 1) {
+    cJSON_AddNumberToObject(mo, "stage", mem->stage);
+    cJSON *st = cJSON_AddArrayToObject(mo, "per_stage");
+    for (guint i = 0; i < mem->n_stages; i++) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "stage", i);
+      cJSON_AddNumberToObject(o, "per_device_bytes", mem->stage_bytes[i]);
+      cJSON_AddNumberToObject(o, "micro_batches_in_flight", mem->stage_inflight[i]);
+      cJSON_AddItemToArray(st, o);
+    }
+  }
   cJSON *bb = cJSON_AddArrayToObject(mo, "by_block");
   for (guint i = 0; i < mem->n_blocks; i++) {
     cJSON *o = parts_json(&mem->blocks[i]);
@@ -51,6 +63,7 @@ static cJSON *parts_json(const MmMemoryParts *p)
   cJSON_AddNumberToObject(o, "gradients", p->gradients);
   cJSON_AddNumberToObject(o, "optimizer", p->optimizer);
   cJSON_AddNumberToObject(o, "activations", p->activations);
+  cJSON_AddNumberToObject(o, "kv_cache", p->kv_cache);
   cJSON_AddNumberToObject(o, "comm_buffers", p->comm_buffers);
   return o;
 }
@@ -82,8 +95,10 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
   GString *str = g_string_new("(");
   for (guint i = 0; i < bs->n_levels; i++) {
     const MmLevel *l = &bs->levels[i];
-    g_string_append_printf(str, "%s(%s %" G_GINT64_FORMAT " %s)", i ? ", " : "", mm_strategy_names[l->strategy],
-                           l->degree, group_scope(s, bs, i));
+    const char *name = l->strategy == MM_STRAT_TP && l->sequence_parallel ? "tp+sp" : mm_strategy_names[l->strategy];
+    const char *zero = l->strategy == MM_STRAT_DDP && l->zero > 0 ? (l->zero == 1 ? " zero-1" : " zero-2") : "";
+    g_string_append_printf(str, "%s(%s%s %" G_GINT64_FORMAT " %s)", i ? ", " : "", name, zero, l->degree,
+                           group_scope(s, bs, i));
   }
   g_string_append(str, ")");
   return g_string_free(str, FALSE);
@@ -165,12 +180,25 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMe
       cJSON_AddStringToObject(lo, "scope", group_scope(s, bs, k));
       if (bs->levels[k].strategy == MM_STRAT_MP)
         cJSON_AddStringToObject(lo, "sharding", mm_shard_names[bs->levels[k].sharding]);
+      if (bs->levels[k].strategy == MM_STRAT_TP) cJSON_AddBoolToObject(lo, "sequence_parallel", bs->levels[k].sequence_parallel);
+      if (bs->levels[k].strategy == MM_STRAT_DDP) cJSON_AddNumberToObject(lo, "zero", bs->levels[k].zero);
+      if (bs->levels[k].strategy == MM_STRAT_CP)
+        cJSON_AddStringToObject(lo, "kv_exchange", mm_cp_impl_names[bs->levels[k].cp_impl]);
       cJSON_AddItemToArray(lv, lo);
     }
     cJSON_AddBoolToObject(o, "frozen", bs->frozen);
     cJSON_AddStringToObject(o, "compute_dtype", mm_dtype_name(bs->compute_dtype));
     cJSON_AddNumberToObject(o, "samples_per_device_per_micro_step", bs->samples_per_micro);
     cJSON_AddItemToArray(st, o);
+  }
+  if (s->pp > 1) {
+    cJSON *pp = cJSON_AddObjectToObject(root, "pipeline");
+    cJSON_AddNumberToObject(pp, "stages", (double)s->pp);
+    cJSON_AddNumberToObject(pp, "devices_per_stage", (double)s->stage_devices);
+    cJSON_AddStringToObject(pp, "schedule", mm_pipe_schedule_names[s->cfg->pipeline.schedule]);
+    cJSON_AddNumberToObject(pp, "virtual_stages", (double)s->vstages);
+    cJSON_AddNumberToObject(pp, "micro_batches", (double)s->micro_steps);
+    cJSON_AddBoolToObject(pp, "overlap_p2p", s->cfg->pipeline.overlap_p2p);
   }
   if (mem) cJSON_AddItemToObject(root, "memory", mm_report_memory_json(mem, m));
   return root;
@@ -245,6 +273,11 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, c
           " x %" G_GINT64_FORMAT " steps, recompute %s\n",
           s->cfg->name, s->cfg->path, mm_task_names[s->cfg->task], s->global_batch, s->micro_batch,
           s->micro_steps, mm_recompute_names[s->cfg->recompute]);
+  if (s->pp > 1)
+    fprintf(out, "pipeline %" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT " devices (outermost), %s, %" G_GINT64_FORMAT
+            " chunk%s per stage, %" G_GINT64_FORMAT " micro-batches\n",
+            s->pp, s->stage_devices, mm_pipe_schedule_names[s->cfg->pipeline.schedule], s->vstages,
+            s->vstages > 1 ? "s" : "", s->micro_steps);
   static const char *const sh[] = {"<block", "<strategy (innermost first)", "samples/device/step", "<trained"};
   g_autoptr(MmTable) stt = mm_table_new(4, sh);
   for (guint i = 0; i < m->n_blocks; i++) {
@@ -279,6 +312,13 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, c
   g_autofree char *tot = mm_fmt_bytes(mem->per_device_bytes);
   g_autofree char *cap = mm_fmt_bytes(mem->capacity_bytes);
   fprintf(out, "  communication buffers %s (FSDP gathered layers, DDP buckets, TP/All2All staging)\n", cb);
+  if (t->kv_cache > 0) {
+    g_autofree char *kv = mm_fmt_bytes(t->kv_cache);
+    fprintf(out, "  KV cache %s (%.0f tokens per sequence)\n", kv, mem->kv_tokens);
+  }
+  if (mem->n_stages > 1)
+    fprintf(out, "  pipeline stage %u of %u needs the most (its first chunk holds %.0f micro-batches' activations)\n",
+            mem->stage, mem->n_stages, mem->stage_inflight[mem->stage]);
   fprintf(out, "  total %s of %s: %s\n", tot, cap,
           mem->fits ? "fits" : "DOES NOT FIT (out of memory)");
 }

@@ -75,6 +75,7 @@ MmSimulation *mm_simulation_new(const char *model, const char *hardware, const c
   if (!(sim->hardware = mm_hardware_load(hardware, error))) return NULL;
   if (opt->nodes > 0 && !mm_hardware_set_nodes(sim->hardware, opt->nodes, error)) return NULL;
   if (!(sim->config = mm_parallel_load(config, error))) return NULL;
+  if (sim->config->seq_len > 0) mm_model_set_seq_len(sim->model, sim->config->seq_len);
   if (opt->global_batch > 0) {
     sim->config->global_batch = opt->global_batch;
     sim->config->global_batch_tokens = 0;
