@@ -153,6 +153,16 @@ typedef struct {
 } NetRaw;
 #define NET(f) ((gssize)offsetof(NetRaw, f))
 
+/* The low-latency protocol's keys; @step: the default per-step latency (NCCL's tuning model). */
+#define LL_FIELDS(step, where)                                                                           \
+  {"ll_latency_us", MM_F_NUM, FALSE, 0, 1e6, step, NULL, NET(ll_latency_us), "us",                       \
+   "low-latency protocol (NCCL LL: flag in every 8-byte store): per step; default NCCL's tuning model for " where}, \
+  {"ll_base_latency_us", MM_F_NUM, FALSE, 0, 1e6, NAN, NULL, NET(ll_base_latency_us), "us",               \
+   "low-latency protocol: per collective (default base_latency_us; fitted to small-size nccl-tests points)"}, \
+  {"ll_efficiency", MM_F_NUM, FALSE, 1e-3, 1, 0.4, NULL, NET(ll_efficiency), "fraction",                  \
+   "low-latency protocol: its bandwidth as a fraction of the bulk protocol's (half the bytes are flags; "   \
+   "NCCL's tuning caps LL near 40%)"}
+
 static const MmField intra_fields[] = {
   {"topology", MM_F_ENUM, TRUE, 0, 0, 0, mm_topology_names, NET(topology), NULL,
    "switch (NVSwitch), full_mesh (MI300X, MI210), ring"},
@@ -164,13 +174,7 @@ static const MmField intra_fields[] = {
    "per collective: launch and protocol setup (fitted to nccl-tests curves)"},
   {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
    "achievable fraction of line rate (protocol overhead)"},
-  {"ll_latency_us", MM_F_NUM, FALSE, 0, 1e6, 0.5, NULL, NET(ll_latency_us), "us",
-   "low-latency protocol (NCCL LL: flag in every 8-byte store): per step; default NCCL's tuning model for NVLink"},
-  {"ll_base_latency_us", MM_F_NUM, FALSE, 0, 1e6, NAN, NULL, NET(ll_base_latency_us), "us",
-   "low-latency protocol: per collective (default base_latency_us; fitted to small-size nccl-tests points)"},
-  {"ll_efficiency", MM_F_NUM, FALSE, 1e-3, 1, 0.4, NULL, NET(ll_efficiency), "fraction",
-   "low-latency protocol: its bandwidth as a fraction of the bulk protocol's (half the bytes are flags; "
-   "NCCL's tuning caps LL near 40%)"},
+  LL_FIELDS(0.5, "NVLink"),
   {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
    "the switch reduces in the network (NVLink SHARP)"},
   {"in_network_efficiency", MM_F_NUM, FALSE, 1e-3, 1, NAN, NULL, NET(in_network_efficiency), "fraction",
@@ -193,13 +197,7 @@ static const MmField inter_fields[] = {
    "per collective: launch and protocol setup"},
   {"efficiency", MM_F_NUM, FALSE, 1e-3, 1, 1.0, NULL, NET(efficiency), "fraction",
    "achievable fraction of line rate (protocol overhead)"},
-  {"ll_latency_us", MM_F_NUM, FALSE, 0, 1e6, 2.7, NULL, NET(ll_latency_us), "us",
-   "low-latency protocol (NCCL LL: flag in every 8-byte store): per step; default NCCL's tuning model for the network"},
-  {"ll_base_latency_us", MM_F_NUM, FALSE, 0, 1e6, NAN, NULL, NET(ll_base_latency_us), "us",
-   "low-latency protocol: per collective (default base_latency_us; fitted to small-size nccl-tests points)"},
-  {"ll_efficiency", MM_F_NUM, FALSE, 1e-3, 1, 0.4, NULL, NET(ll_efficiency), "fraction",
-   "low-latency protocol: its bandwidth as a fraction of the bulk protocol's (half the bytes are flags; "
-   "NCCL's tuning caps LL near 40%)"},
+  LL_FIELDS(2.7, "the network"),
   {"in_network_reduction", MM_F_BOOL, FALSE, 0, 0, 0, NULL, NET(in_network_reduction), NULL,
    "switches reduce in the network (SHARP)"},
   {"in_network_efficiency", MM_F_NUM, FALSE, 1e-3, 1, NAN, NULL, NET(in_network_efficiency), "fraction",
