@@ -139,6 +139,59 @@ static gboolean is_pow2(double v)
 
 static double lg2(double v) { return ceil(log2(MAX(v, 1.0))); }
 
+/* The algorithms that are @ph phases of a reduce-scatter / all-gather (an AllReduce is two:
+ * ph = 2; an AllGather or ReduceScatter one): ring (dimension rings on a torus),
+ * halving-doubling, hierarchical, host. Returns 1 with @o filled, 0 when @a does not apply
+ * to the group, -1 when @a is not one of them. */
+static int phased(const Ctx *x, MmAlgorithm a, double ph, MmCommCost *o, double *lat)
+{
+  const MmHardware *hw = x->hw;
+  const MmLinks *L = x->links;
+  const double p = x->p, k1 = x->k1, k2 = x->k2, S = x->S;
+  const gboolean intra = k1 > 1, inter = k2 > 1;
+  const double step = inter ? x->ae : x->ai;
+  switch (a) {
+  case MM_ALGO_RING:
+    if (inter && hw->inter.n_dims > 0 && k2 == (double)hw->nodes) {
+      /* dimension-ordered bidirectional rings along each dimension (and back for an AllReduce) */
+      double chunk = S / k1, links = (double)hw->inter.links, e = 0;
+      for (guint d = 0; d < hw->inter.n_dims; d++) {
+        double kd = (double)hw->inter.dims[d];
+        e += ph * (kd - 1.0) / kd * chunk * links / 2.0; /* two of the node's links carry each phase */
+        *lat += ph * (kd - 1.0) * x->ae;
+        chunk /= kd;
+      }
+      if (intra) put_intra(x, o, ph * (k1 - 1.0) / k1 * S);
+      put(o, L->nic, e);
+      o->sequential = TRUE;
+      return 1;
+    }
+    put_intra(x, o, intra ? ph * (p - 1.0) / p * S : 0);
+    put(o, L->nic, inter ? ph * (p - 1.0) / p * S / k1 : 0);
+    *lat += ph * (p - 1.0) * step;
+    return 1;
+  case MM_ALGO_HALVING_DOUBLING:
+    if (!is_pow2(p) || !is_pow2(k1)) return 0;
+    put_intra(x, o, intra ? ph * S * (1.0 / k2 - 1.0 / p) : 0);
+    put(o, L->nic, inter ? ph * S * (1.0 - 1.0 / k2) : 0);
+    *lat += ph * (lg2(k1) * x->ai + lg2(k2) * x->ae);
+    return 1;
+  case MM_ALGO_HIERARCHICAL:
+    if (!intra || !inter) return 0;
+    put_intra(x, o, ph * (k1 - 1.0) / k1 * S);
+    put(o, L->nic, ph * (k2 - 1.0) / k2 * S / k1);
+    *lat += ph * ((k1 - 1.0) * x->ai + (k2 - 1.0) * x->ae);
+    o->sequential = TRUE;
+    return 1;
+  case MM_ALGO_HOST:
+    put(o, L->host, ph * (p - 1.0) / p * S);
+    *lat += ph * (p - 1.0) * step;
+    return 1;
+  default:
+    return -1;
+  }
+}
+
 /* Fills @o with the traffic of @a; FALSE when @a does not apply. */
 static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
 {
@@ -147,7 +200,6 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
   const double p = x->p, k1 = x->k1, k2 = x->k2, S = x->S;
   const gboolean intra = k1 > 1, inter = k2 > 1;
   const double step = inter ? x->ae : x->ai;
-  const gboolean torus = inter && hw->inter.n_dims > 0 && k2 == (double)hw->nodes;
   o->n_use = 0; /* the link arrays are filled up to n_use; no need to clear them */
   o->sequential = FALSE;
   o->algorithm = a;
@@ -158,28 +210,15 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
 
   switch (x->c->kind) {
   case MM_COLL_ALL_REDUCE:
+  case MM_COLL_ALL_GATHER:
+  case MM_COLL_REDUCE_SCATTER: {
+    const gboolean ar = x->c->kind == MM_COLL_ALL_REDUCE;
+    int r = phased(x, a, ar ? 2.0 : 1.0, o, &lat);
+    if (r == 0) return FALSE;
+    if (r > 0) break;
     switch (a) {
-    case MM_ALGO_RING:
-      if (torus) {
-        /* dimension-ordered bidirectional rings: reduce-scatter along each dimension, then all-gather back */
-        double chunk = S / k1, links = (double)hw->inter.links, e = 0;
-        for (guint d = 0; d < hw->inter.n_dims; d++) {
-          double kd = (double)hw->inter.dims[d];
-          e += 2.0 * (kd - 1.0) / kd * chunk * links / 2.0; /* two of the node's links carry each phase */
-          lat += 2.0 * (kd - 1.0) * x->ae;
-          chunk /= kd;
-        }
-        if (intra) put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
-        put(o, L->nic, e);
-        o->sequential = TRUE;
-        break;
-      }
-      put_intra(x, o, intra ? 2.0 * (p - 1.0) / p * S : 0);
-      put(o, L->nic, inter ? 2.0 * (p - 1.0) / p * S / k1 : 0);
-      lat += 2.0 * (p - 1.0) * step;
-      break;
     case MM_ALGO_TREE:
-      if (!inter) return FALSE;
+      if (!ar || !inter) return FALSE;
       if (intra) {
         if (L->in_network_bw_Bps > 0) put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
         else put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
@@ -190,29 +229,16 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
     case MM_ALGO_DIRECT:
       /* direct algorithms need a link to every peer: full meshes (the fused-kernel paper's GEMV + AllReduce) */
       if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
-      put_intra(x, o, (p - 1.0) * S);
+      put_intra(x, o, ar ? (p - 1.0) * S : (p - 1.0) / p * S);
       lat += x->ai;
       break;
     case MM_ALGO_TWO_PHASE:
-      if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
+      if (!ar || inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
       put_intra(x, o, 2.0 * (p - 1.0) / p * S);
       lat += 2.0 * x->ai;
       break;
-    case MM_ALGO_HALVING_DOUBLING:
-      if (!is_pow2(p) || !is_pow2(k1)) return FALSE;
-      put_intra(x, o, intra ? 2.0 * S * (1.0 / k2 - 1.0 / p) : 0);
-      put(o, L->nic, inter ? 2.0 * S * (1.0 - 1.0 / k2) : 0);
-      lat += 2.0 * lg2(k1) * x->ai + 2.0 * lg2(k2) * x->ae;
-      break;
-    case MM_ALGO_HIERARCHICAL:
-      if (!intra || !inter) return FALSE;
-      put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
-      put(o, L->nic, 2.0 * (k2 - 1.0) / k2 * S / k1);
-      lat += 2.0 * (k1 - 1.0) * x->ai + 2.0 * (k2 - 1.0) * x->ae;
-      o->sequential = TRUE;
-      break;
     case MM_ALGO_IN_NETWORK:
-      if (!intra || L->in_network_bw_Bps <= 0) return FALSE;
+      if (!ar || !intra || L->in_network_bw_Bps <= 0) return FALSE;
       /* each GPU pushes S into the switch and pulls the reduced S back */
       put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
       if (inter) {
@@ -221,61 +247,11 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
       }
       lat += 2.0 * x->ai;
       break;
-    case MM_ALGO_HOST:
-      put(o, L->host, 2.0 * (p - 1.0) / p * S);
-      lat += 2.0 * (p - 1.0) * step;
-      break;
     default:
       return FALSE;
     }
     break;
-  case MM_COLL_ALL_GATHER:
-  case MM_COLL_REDUCE_SCATTER:
-    switch (a) {
-    case MM_ALGO_RING:
-      if (torus) {
-        double chunk = S / k1, links = (double)hw->inter.links, e = 0;
-        for (guint d = 0; d < hw->inter.n_dims; d++) {
-          double kd = (double)hw->inter.dims[d];
-          e += (kd - 1.0) / kd * chunk * links / 2.0;
-          lat += (kd - 1.0) * x->ae;
-          chunk /= kd;
-        }
-        if (intra) put_intra(x, o, (k1 - 1.0) / k1 * S);
-        put(o, L->nic, e);
-        o->sequential = TRUE;
-        break;
-      }
-      put_intra(x, o, intra ? (p - 1.0) / p * S : 0);
-      put(o, L->nic, inter ? (p - 1.0) / p * S / k1 : 0);
-      lat += (p - 1.0) * step;
-      break;
-    case MM_ALGO_DIRECT:
-      if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
-      put_intra(x, o, (p - 1.0) / p * S);
-      lat += x->ai;
-      break;
-    case MM_ALGO_HALVING_DOUBLING:
-      if (!is_pow2(p) || !is_pow2(k1)) return FALSE;
-      put_intra(x, o, intra ? S * (1.0 / k2 - 1.0 / p) : 0);
-      put(o, L->nic, inter ? S * (1.0 - 1.0 / k2) : 0);
-      lat += lg2(k1) * x->ai + lg2(k2) * x->ae;
-      break;
-    case MM_ALGO_HIERARCHICAL:
-      if (!intra || !inter) return FALSE;
-      put_intra(x, o, (k1 - 1.0) / k1 * S);
-      put(o, L->nic, (k2 - 1.0) / k2 * S / k1);
-      lat += (k1 - 1.0) * x->ai + (k2 - 1.0) * x->ae;
-      o->sequential = TRUE;
-      break;
-    case MM_ALGO_HOST:
-      put(o, L->host, (p - 1.0) / p * S);
-      lat += (p - 1.0) * step;
-      break;
-    default:
-      return FALSE;
-    }
-    break;
+  }
   case MM_COLL_ALL_TO_ALL:
     if (a == MM_ALGO_HOST) {
       put(o, L->host, (p - 1.0) / p * S);
