@@ -170,6 +170,14 @@ static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo 
   return idx;
 }
 
+/* Waits for the last op of every stream: what ends the iteration waits for everything. */
+static Deps deps_all_streams(const Lower *L)
+{
+  Deps d = {.n = 0};
+  for (int i = 0; i < MM_STREAM_COUNT; i++) deps_add(&d, L->last_on[i]);
+  return d;
+}
+
 double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, double bytes)
 {
   const MmDevice *d = &hw->device;
@@ -383,25 +391,34 @@ static int64_t pair_stride(const Lower *L, int64_t delta)
   return ABS(delta) * sd;
 }
 
-/* A pipeline transfer between this stage and the one @delta stages away: the sender
- * moves the bytes over its link to the peer, the receiver posts a matching op that
- * ends with it. */
+/* A collective between this device and the one @delta stages away, with the id @coll
+ * both programs use: pipeline transfers (the sender moves the bytes, the receiver posts
+ * a matching op without data and ends with it) and the tied-embedding AllReduce. */
+static uint32_t emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean moves_data, uint32_t coll,
+                          int64_t delta, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  const int64_t peer = delta * L->s->stage_devices;
+  MmCollective c = {kind, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[kind], 1.0};
+  MmCommCost cost;
+  mm_comm_cost(L->hw, L->links, &c, &cost);
+  if (stream == MM_STREAM_COUNT) stream = cost.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  MmOpInfo info = {
+    .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = MM_REASON_PP, .unit = unit,
+    .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = cost.time_s,
+    .fixed_s = cost.latency_s, .algorithm = (uint8_t)cost.algorithm,
+  };
+  return emit(L, stream, d, &info, moves_data ? &cost : NULL, coll, 2, ABS(peer), (int32_t)peer);
+}
+
+/* A pipeline transfer across @boundary (chunk boundary -> boundary + 1) to or from the
+ * stage @delta away. */
 static uint32_t emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundary, uint32_t micro, int64_t delta,
                          double bytes, const Deps *d, uint32_t unit)
 {
-  const int64_t peer = delta * L->s->stage_devices;
-  MmCollective c = {MM_COLL_P2P, bytes, 2, pair_stride(L, delta), MM_ALGO_AUTO, 1.0};
-  MmCommCost cost;
-  mm_comm_cost(L->hw, L->links, &c, &cost);
   MmStreamId st = send ? (bwd ? MM_STREAM_PP_SEND_BWD : MM_STREAM_PP_SEND_FWD)
                        : (bwd ? MM_STREAM_PP_RECV_BWD : MM_STREAM_PP_RECV_FWD);
-  MmOpInfo info = {
-    .what = MM_OP_COLLECTIVE, .phase = (uint8_t)(bwd ? MM_PHASE_BWD : MM_PHASE_FWD), .coll = MM_COLL_P2P,
-    .reason = MM_REASON_PP, .unit = unit, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = bytes,
-    .time_s = cost.time_s, .fixed_s = cost.latency_s, .algorithm = (uint8_t)cost.algorithm,
-  };
   uint32_t id = COLL_P2P + (boundary * L->nm + micro) * 2 + (bwd ? 1 : 0);
-  return emit(L, st, d, &info, send ? &cost : NULL, id, 2, ABS(peer), (int32_t)peer);
+  return emit_pair(L, st, MM_COLL_P2P, send, id, delta, bytes, d, unit, micro, bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
 }
 
 /* ---- per-unit lowering ------------------------------------------------- */
@@ -588,7 +605,7 @@ static void record_fwd(Lower *L, uint32_t u, Template *t)
     const MmLayer *l = &L->g->layers[li];
     if (moe && moe_dispatch_before(L, l))
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_mask(L, l->block), moe_bytes(L, l));
-    if (sp && tp && l->tp == MM_TP_COLUMN && !l->expert)
+    if (sp && l->tp == MM_TP_COLUMN && !l->expert)
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.act_bytes);
     if (cp_attention(L, l)) t_attention_cp(L, t, &seg, f, li, PART_FWD);
     else seg_add(L, &seg, li, PART_FWD);
@@ -628,7 +645,7 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
     const gboolean input_grad = li != f || need_input_grad;
     if (moe && moe_combine_after(L, li))
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_mask(L, l->block), moe_bytes(L, l));
-    if (sp && tp && l->tp == MM_TP_ROW && !l->expert) /* the gradient of the reduce-scatter */
+    if (sp && l->tp == MM_TP_ROW && !l->expert) /* the gradient of the reduce-scatter */
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.out_bytes);
     const gboolean column = tp && l->tp == MM_TP_COLUMN && !l->expert && input_grad;
     if (column && sp && trained)
@@ -1174,7 +1191,10 @@ static double boundary_bytes(const Lower *L, uint32_t k)
 }
 
 /* Stage offset from this stage to the one running chunk @k. */
-static int64_t stage_delta(const Lower *L, uint32_t k);
+static int64_t stage_delta(const Lower *L, uint32_t k)
+{
+  return (int64_t)(k % L->p) - (int64_t)L->stage;
+}
 
 /* Megatron's scatter/gather: each TP rank sends 1/t of a boundary tensor; the receiving
  * TP group all-gathers it (not with sequence parallelism: the tensor stays sharded). */
@@ -1204,11 +1224,6 @@ static uint32_t recv_gradients(Lower *L, uint32_t k, uint32_t mi)
   return gather_boundary(L, r, L->chunk_end[k] - 1, mi, MM_PHASE_BWD, bytes);
 }
 
-static int64_t stage_delta(const Lower *L, uint32_t k)
-{
-  return (int64_t)(k % L->p) - (int64_t)L->stage;
-}
-
 /* The tied word-embedding gradient, all-reduced between the first and the last stage. */
 static void emit_tied(Lower *L)
 {
@@ -1223,45 +1238,27 @@ static void emit_tied(Lower *L)
     const MmBlockSetup *bs = &L->s->blocks[b];
     const double bytes = (double)bk->vocab * (double)bk->hidden * mm_dtype_bytes(bs->grad_dtype) /
                          (double)bs->degree[MM_STRAT_TP];
-    const int64_t delta = (int64_t)(k % L->p) * (L->stage == 0 ? 1 : -1), peer = delta * L->s->stage_devices;
-    MmCollective c = {MM_COLL_ALL_REDUCE, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[MM_COLL_ALL_REDUCE], 1.0};
-    MmCommCost cost;
-    mm_comm_cost(L->hw, L->links, &c, &cost);
-    Deps d = {.n = 0};
-    for (int i = 0; i < MM_STREAM_COUNT; i++) deps_add(&d, L->last_on[i]);
-    MmOpInfo info = {
-      .what = MM_OP_COLLECTIVE, .phase = MM_PHASE_BWD, .coll = MM_COLL_ALL_REDUCE, .reason = MM_REASON_PP,
-      .unit = L->g->block_first_unit[b], .micro = L->nm - 1, .first_layer = NONE, .last_layer = NONE, .bytes = bytes,
-      .time_s = cost.time_s, .fixed_s = cost.latency_s, .algorithm = (uint8_t)cost.algorithm,
-    };
-    MmStreamId st = cost.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
-    emit(L, st, &d, &info, &cost, COLL_TIED, 2, ABS(peer), (int32_t)peer);
+    const int64_t delta = (int64_t)(k % L->p) * (L->stage == 0 ? 1 : -1);
+    Deps d = deps_all_streams(L);
+    emit_pair(L, MM_STREAM_COUNT, MM_COLL_ALL_REDUCE, TRUE, COLL_TIED, delta, bytes, &d, L->g->block_first_unit[b],
+              L->nm - 1, MM_PHASE_BWD);
     return;
   }
 }
 
-/* Whether block @b has units on this stage. */
-static gboolean block_on_stage(const Lower *L, guint b)
+/* Non-expert and expert parameters of block @b on this stage's device (after TP/MP/EP,
+ * before FSDP); FALSE when the stage holds none of its units. */
+static gboolean stage_block_params(const Lower *L, guint b, double *dense, double *expert)
 {
-  const uint32_t bf = L->g->block_first_unit[b];
-  for (uint32_t u = bf; u < bf + L->g->block_units[b]; u++)
-    if (L->unit_chunk[u] % L->p == L->stage) return TRUE;
-  return FALSE;
-}
-
-/* Parameters of block @b on this stage's device that its optimizer updates (ZeRO shards
- * the update over the replicas). */
-static double optimizer_params(const Lower *L, guint b)
-{
-  const MmBlockSetup *bs = &L->s->blocks[b];
-  double params = 0;
+  gboolean any = FALSE;
+  *dense = *expert = 0;
   for (uint32_t u = L->g->block_first_unit[b]; u < L->g->block_first_unit[b] + L->g->block_units[b]; u++) {
     if (L->unit_chunk[u] % L->p != L->stage) continue;
-    double z0 = bs->zero > 0 ? (double)mask_degree(bs, replica_mask(FALSE)) : 1.0;
-    double z1 = bs->zero > 0 ? (double)mask_degree(bs, replica_mask(TRUE)) : 1.0;
-    params += (L->unit_dense[u] / z0 + L->unit_expert[u] / z1) / (double)bs->degree[MM_STRAT_FSDP];
+    any = TRUE;
+    *dense += L->unit_dense[u];
+    *expert += L->unit_expert[u];
   }
-  return params;
+  return any;
 }
 
 /* One optimizer step after every gradient has arrived; ZeRO-1/2 then all-gather the
@@ -1269,20 +1266,21 @@ static double optimizer_params(const Lower *L, guint b)
 static void emit_optimizer(Lower *L)
 {
   const MmModel *m = L->m;
-  double bytes = 0;
+  double bytes = 0, dense, expert;
   uint32_t kernels = 0;
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlock *bk = &m->blocks[b];
     const MmBlockSetup *bs = &L->s->blocks[b];
-    if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG || !block_on_stage(L, b)) continue;
-    double params = optimizer_params(L, b);
+    if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG || !stage_block_params(L, b, &dense, &expert)) continue;
+    /* ZeRO shards the update over the replicas */
+    double params = (dense / mm_plan_zero_shards(bs, FALSE) + expert / mm_plan_zero_shards(bs, TRUE)) /
+                    (double)bs->degree[MM_STRAT_FSDP];
     double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
     bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
     kernels++;
   }
   if (kernels == 0) return;
-  Deps d = {.n = 0};
-  for (int st_i = 0; st_i < MM_STREAM_COUNT; st_i++) deps_add(&d, L->last_on[st_i]);
+  Deps d = deps_all_streams(L);
   MmOpInfo info = {
     .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
     .last_layer = NONE, .kernels = kernels, .bytes = bytes,
@@ -1292,13 +1290,9 @@ static void emit_optimizer(Lower *L)
   uint32_t opt = emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlockSetup *bs = &L->s->blocks[b];
-    if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG || !block_on_stage(L, b)) continue;
-    double dense = 0, expert = 0;
-    for (uint32_t u = L->g->block_first_unit[b]; u < L->g->block_first_unit[b] + L->g->block_units[b]; u++) {
-      if (L->unit_chunk[u] % L->p != L->stage) continue;
-      dense += L->unit_dense[u];
-      expert += L->unit_expert[u];
-    }
+    if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG ||
+        !stage_block_params(L, b, &dense, &expert))
+      continue;
     const double e = mm_dtype_bytes(m->blocks[b].dtype);
     Deps od = deps_one(opt);
     emit_coll(L, b, replica_mask(FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od, MM_NO_UNIT, 0,
@@ -1576,7 +1570,7 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
     }
   }
 
-  gboolean per_device = opt && opt->per_device;
+  const gboolean per_device = p->per_device = opt && opt->per_device;
   p->n_classes = per_device ? (uint32_t)s->devices : p->n_programs;
   p->classes = g_new(MmEngineClass, p->n_classes);
   p->class_count = g_new(int64_t, p->n_classes);

@@ -79,15 +79,13 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
   const double samples = bs->samples_per_micro;
   const gboolean trained = training && !bs->frozen;
   /* ZeRO: optimizer states (stage 1) and gradients (stage 2) sharded over the replicas */
-  const double z_dense = bs->zero > 0 ? (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP]) : 1.0;
-  const double z_expert = bs->zero > 0 ? (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_CP]) : 1.0;
   double act = 0, in = 0, peak_io = 0, dropped = 0;
   memset(um, 0, sizeof *um);
   for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     const MmLayer *l = &g->layers[li];
     double pf = mm_plan_param_fraction(s, bi, l);
     double params = (double)l->cost.params * pf;
-    double z = l->expert ? z_expert : z_dense;
+    double z = mm_plan_zero_shards(bs, l->expert);
     um->params_local += params * (double)bs->degree[MM_STRAT_FSDP];
     um->parts.weights += params * e;
     if (trained) {

@@ -52,6 +52,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmMemory, mm_memory_free)
 /* Optimizer bytes per trained parameter of block @b: states, plus an fp32 master copy. */
 double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b);
 
+/* ZeRO-1/2: the replicas block @b's optimizer states (and stage-2 gradients) are sharded
+ * over: data-parallel, context-parallel and, for non-expert parameters, expert-parallel
+ * ranks; 1 without ZeRO. */
+static inline double mm_plan_zero_shards(const MmBlockSetup *bs, gboolean expert)
+{
+  if (bs->zero <= 0) return 1.0;
+  return (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_CP] * (expert ? 1 : bs->degree[MM_STRAT_EP]));
+}
+
 /* Fraction of a block's parameters held by the busiest device. */
 double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *layer);
 
@@ -161,6 +170,7 @@ typedef struct {
   MmEngineClass *classes;
   int64_t *class_count; /* devices each class stands for */
   uint32_t n_classes;
+  gboolean per_device;  /* one class per device (--per-device), else one per program */
   double model_flops_per_iteration; /* all devices */
   double peak_flops_per_device;     /* dense peak of the main block's compute dtype */
   MmDtype mfu_dtype;

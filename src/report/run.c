@@ -180,8 +180,7 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics
   const MmScenario *s = p->scenario;
   cJSON *root = cJSON_CreateObject();
   mm_report_inputs_json(s, root);
-  gboolean per_device = p->n_classes == (uint32_t)s->devices && s->devices > (int64_t)p->n_programs;
-  cJSON_AddStringToObject(root, "mode", per_device ? "per_device" : "symmetric");
+  cJSON_AddStringToObject(root, "mode", p->per_device ? "per_device" : "symmetric");
   cJSON_AddNumberToObject(root, "device_classes", p->n_classes);
   cJSON_AddNumberToObject(root, "iteration_time_s", r->iteration_time_s);
   cJSON *tp = cJSON_AddObjectToObject(root, "throughput");
@@ -247,7 +246,7 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
   fprintf(out, "config   %s: %s, %" G_GINT64_FORMAT " samples, %" G_GINT64_FORMAT " micro-step%s of %" G_GINT64_FORMAT
           "%s\n",
           s->cfg->name, mm_task_names[s->cfg->task], s->global_batch, s->micro_steps, s->micro_steps > 1 ? "s" : "",
-          s->micro_batch, p->n_classes == (uint32_t)s->devices && s->devices > (int64_t)p->n_programs ? " (per-device simulation)" : "");
+          s->micro_batch, p->per_device ? " (per-device simulation)" : "");
   if (s->pp > 1)
     fprintf(out, "pipeline %" G_GINT64_FORMAT " stages, %s, %" G_GINT64_FORMAT " chunk%s per stage, %" G_GINT64_FORMAT
             " micro-batches\n",
@@ -388,10 +387,9 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
   GString *g = g_string_sized_new(256 * ops + 64);
   g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   gboolean first = TRUE;
-  const gboolean per_device = p->n_classes == (uint32_t)p->scenario->devices && p->scenario->devices > (int64_t)p->n_programs;
   for (uint32_t c = 0; c < p->n_classes; c++) {
     const MmPlanProgram *pr = mm_plan_class_program(p, c);
-    g_autofree char *pname = per_device ? g_strdup_printf("device %u (stage %u)", c, pr->stage)
+    g_autofree char *pname = p->per_device ? g_strdup_printf("device %u (stage %u)", c, pr->stage)
                                         : g_strdup_printf("device class %u: stage %u%s (%" G_GINT64_FORMAT " devices)", c,
                                                           pr->stage, pr->hot ? ", busiest expert rank" : "",
                                                           p->class_count[c]);
