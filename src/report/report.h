@@ -89,7 +89,7 @@ typedef struct {
 
 /* Fills @out from the prefill and decode runs. */
 void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, const MmPlan *decode,
-                               const MmEngine *decode_engine, const MmRunMetrics *rd, const MmMemory *mem,
+                               const MmRunMetrics *rd, const MmMemory *mem,
                                MmServingMetrics *out);
 cJSON *mm_report_serving_json(const MmServingMetrics *sv);
 void mm_report_serving_text(FILE *out, const MmServingMetrics *sv);

@@ -293,7 +293,7 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
 /* ---- serving ----------------------------------------------------------- */
 
 void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, const MmPlan *decode,
-                               const MmEngine *decode_engine, const MmRunMetrics *rd, const MmMemory *mem,
+                               const MmRunMetrics *rd, const MmMemory *mem,
                                MmServingMetrics *out)
 {
   const MmScenario *s = prefill->scenario;
@@ -318,7 +318,6 @@ void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, co
     out->decode_flops += pr->info[i].flops;
   }
   out->decode_hbm_time_s = out->decode_hbm_bytes / s->hw->device.hbm_bw_Bps;
-  (void)decode_engine;
 }
 
 cJSON *mm_report_serving_json(const MmServingMetrics *sv)
@@ -385,6 +384,12 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
   gsize ops = 0;
   for (uint32_t c = 0; c < p->n_classes; c++) ops += mm_plan_class_program(p, c)->n_ops;
   GString *g = g_string_sized_new(256 * ops + 64);
+  /* op names, built once per program (classes of one program share them) */
+  g_autofree char ***names = g_new0(char **, p->n_programs + 1);
+  for (uint32_t q = 0; q < p->n_programs; q++) {
+    names[q] = g_new(char *, p->programs[q].n_ops + 1);
+    for (uint32_t i = 0; i < p->programs[q].n_ops; i++) names[q][i] = mm_plan_op_name(p, &p->programs[q], i);
+  }
   g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   gboolean first = TRUE;
   for (uint32_t c = 0; c < p->n_classes; c++) {
@@ -406,9 +411,8 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
     for (uint32_t i = 0; i < pr->n_ops; i++) {
       const MmOpInfo *in = &pr->info[i];
       MmTime a = mm_engine_op_start(e, c, i), b = mm_engine_op_end(e, c, i);
-      g_autofree char *name = mm_plan_op_name(p, pr, i);
       g_string_append(g, ",\n{\"name\":");
-      json_string(g, name);
+      json_string(g, names[p->classes[c].program][i]);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
                              in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], c,
                              in->stream);
@@ -430,6 +434,10 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
     }
   }
   g_string_append(g, "\n]}\n");
+  for (uint32_t q = 0; q < p->n_programs; q++) {
+    for (uint32_t i = 0; i < p->programs[q].n_ops; i++) g_free(names[q][i]);
+    g_free(names[q]);
+  }
   g_autoptr(GError) io = NULL;
   gboolean ok = g_file_set_contents(path, g->str, (gssize)g->len, &io);
   g_string_free(g, TRUE);

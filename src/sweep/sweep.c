@@ -42,7 +42,7 @@ gboolean mm_simulation_rerun(MmSimulation *sim, gboolean per_device, GError **er
   if (!run_pass(sim->scenario, sim->decode_graph, per_device, &sim->decode_plan, &sim->decode_engine,
                 &sim->decode_metrics, error))
     return FALSE;
-  mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, sim->decode_engine, &sim->decode_metrics,
+  mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, &sim->decode_metrics,
                             sim->memory, &sim->serving);
   return TRUE;
 }

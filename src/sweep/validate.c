@@ -10,7 +10,12 @@
 
 G_DEFINE_QUARK(mm-validate-error-quark, mm_validate_error)
 
-/* How a predicted value is derived from a simulation, per metric name. */
+/* How a predicted value is derived from a simulation, per metric name (predict()). */
+typedef enum {
+  M_ITERATION, M_TOKENS_PER_GPU, M_SAMPLES, M_MEGATRON_TFLOPS, M_MODEL_TFLOPS, M_SERIALIZED, M_EXPOSED, M_MFU,
+  M_PREFILL, M_DECODE, M_REQUEST, /* serving metrics: the config needs an "inference" object */
+} Metric;
+
 static const char *const metric_names[] = {
   "iteration_time_s",        /* seconds per iteration */
   "tokens_per_s_per_gpu",    /* training throughput per device */
@@ -134,18 +139,18 @@ static double predict(const MmSimulation *sim, int metric)
 {
   const MmRunMetrics *r = &sim->metrics;
   double n = (double)sim->scenario->devices, t = r->iteration_time_s;
-  switch (metric) {
-  case 0: return t;
-  case 1: return r->tokens_per_s / n;
-  case 2: return r->samples_per_s;
-  case 3: return megatron_flops(sim) / (t * n) / 1e12;
-  case 4: return r->model_flops / (t * n) / 1e12;
-  case 5: return r->compute_s + r->embedding_s + r->comm_s;
-  case 6: return r->exposed_comm_fraction;
-  case 7: return r->mfu;
-  case 8: return sim->serving.ttft_s;
-  case 9: return sim->serving.tpot_s;
-  case 10: return sim->serving.latency_s;
+  switch ((Metric)metric) {
+  case M_ITERATION: return t;
+  case M_TOKENS_PER_GPU: return r->tokens_per_s / n;
+  case M_SAMPLES: return r->samples_per_s;
+  case M_MEGATRON_TFLOPS: return megatron_flops(sim) / (t * n) / 1e12;
+  case M_MODEL_TFLOPS: return r->model_flops / (t * n) / 1e12;
+  case M_SERIALIZED: return r->compute_s + r->embedding_s + r->comm_s;
+  case M_EXPOSED: return r->exposed_comm_fraction;
+  case M_MFU: return r->mfu;
+  case M_PREFILL: return sim->serving.ttft_s;
+  case M_DECODE: return sim->serving.tpot_s;
+  case M_REQUEST: return sim->serving.latency_s;
   default: g_assert_not_reached();
   }
 }
@@ -222,7 +227,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     MmSimOptions opt = {.nodes = c.nodes, .global_batch = c.global_batch, .micro_batch = c.micro_batch,
                         .pipeline_degree = c.pipeline_stages};
     g_autoptr(MmSimulation) sim = mm_simulation_new(mp, hp, cp, &opt, &serr);
-    if (sim && c.metric >= 8 && !sim->decode_plan) {
+    if (sim && c.metric >= M_PREFILL && !sim->decode_plan) {
       g_set_error(error, MM_VALIDATE_ERROR, 0, "%s: case %s: metric %s needs a config with an \"inference\" object",
                   cases_path, id, metric_names[c.metric]);
       return NULL;
