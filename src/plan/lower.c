@@ -189,14 +189,6 @@ double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, d
 /* Fraction of a layer's per-sample work one device does, and of its weights it reads.
  * TP splits GEMMs (and with sequence parallelism the norms); CP splits the sequence;
  * EP gives each rank its experts' share of the routed tokens. */
-/* Megatron sequence parallelism applies to the sequence blocks of a tp group. */
-static gboolean seq_parallel(const MmScenario *s, guint block)
-{
-  MmBlockKind k = s->model->blocks[block].kind;
-  return s->blocks[block].sp && s->blocks[block].degree[MM_STRAT_TP] > 1 &&
-         (k == MM_BLOCK_TRANSFORMER || k == MM_BLOCK_TOKEN_EMBEDDING || k == MM_BLOCK_LM_HEAD);
-}
-
 static void work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights)
 {
   const MmBlockSetup *bs = &L->s->blocks[l->block];
@@ -214,7 +206,7 @@ static void work_fractions(const Lower *L, const MmLayer *l, double *work, doubl
     return;
   }
   if (l->tp == MM_TP_REPLICATED) {
-    *work = (seq_parallel(L->s, l->block) ? 1.0 / tp : 1.0) / cp;
+    *work = (mm_plan_seq_parallel(L->s, l->block) ? 1.0 / tp : 1.0) / cp;
     *weights = 1.0;
     return;
   }
@@ -597,7 +589,7 @@ static void record_fwd(Lower *L, uint32_t u, Template *t)
   const MmUnit *un = &L->g->units[u];
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u];
-  const gboolean sp = seq_parallel(L->s, un->block);
+  const gboolean sp = mm_plan_seq_parallel(L->s, un->block);
   const double n = bs->samples_per_micro / (double)bs->degree[MM_STRAT_CP];
   const uint32_t f = un->first_layer, TPM = MASK(MM_STRAT_TP);
   Seg seg = {.what = MM_OP_COMPUTE};
@@ -636,7 +628,7 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
   const MmUnit *un = &L->g->units[u];
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u], trained = !bs->frozen;
-  const gboolean sp = seq_parallel(L->s, un->block);
+  const gboolean sp = mm_plan_seq_parallel(L->s, un->block);
   const double n = bs->samples_per_micro / (double)bs->degree[MM_STRAT_CP];
   const uint32_t f = un->first_layer, TPM = MASK(MM_STRAT_TP);
   Seg seg = {.what = MM_OP_COMPUTE};
@@ -1201,7 +1193,7 @@ static int64_t stage_delta(const Lower *L, uint32_t k)
 static uint32_t gather_boundary(Lower *L, uint32_t recv, uint32_t unit, uint32_t mi, MmPhase phase, double bytes)
 {
   const guint b = L->g->units[unit].block;
-  if (L->s->blocks[b].degree[MM_STRAT_TP] <= 1 || L->s->blocks[b].sp) return recv;
+  if (L->s->blocks[b].degree[MM_STRAT_TP] <= 1 || mm_plan_seq_parallel(L->s, b)) return recv;
   Deps d = deps_one(recv);
   uint32_t op = emit_coll(L, b, MASK(MM_STRAT_TP), MM_COLL_ALL_GATHER, MM_REASON_PP,
                           bytes * (double)L->s->blocks[b].degree[MM_STRAT_TP], &d, unit, mi, phase);

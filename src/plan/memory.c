@@ -32,7 +32,7 @@ static double act_fraction(const MmScenario *s, guint block, const MmLayer *l)
     return mm_plan_param_fraction(s, block, l) * (double)bs->degree[MM_STRAT_FSDP];
   double f = 1.0, tp = (double)bs->degree[MM_STRAT_TP];
   if (l->tp == MM_TP_SHARDED || l->tp == MM_TP_ROW) f = 1.0 / tp;
-  else if (bs->sp && b->kind != MM_BLOCK_MLP) f = 1.0 / tp; /* sequence-sharded norms and GEMM inputs */
+  else if (mm_plan_seq_parallel(s, block)) f = 1.0 / tp; /* sequence-sharded norms and GEMM inputs */
   return f / (double)bs->degree[MM_STRAT_CP];
 }
 

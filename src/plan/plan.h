@@ -52,6 +52,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmMemory, mm_memory_free)
 /* Optimizer bytes per trained parameter of block @b: states, plus an fp32 master copy. */
 double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b);
 
+/* Megatron sequence parallelism applies to the sequence blocks of a tp group. */
+static inline gboolean mm_plan_seq_parallel(const MmScenario *s, guint block)
+{
+  MmBlockKind k = s->model->blocks[block].kind;
+  return s->blocks[block].sp && s->blocks[block].degree[MM_STRAT_TP] > 1 &&
+         (k == MM_BLOCK_TRANSFORMER || k == MM_BLOCK_TOKEN_EMBEDDING || k == MM_BLOCK_LM_HEAD);
+}
+
 /* ZeRO-1/2: the replicas block @b's optimizer states (and stage-2 gradients) are sharded
  * over: data-parallel, context-parallel and, for non-expert parameters, expert-parallel
  * ranks; 1 without ZeRO. */
