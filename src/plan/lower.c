@@ -163,7 +163,6 @@ static uint32_t emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo 
     L->deps[L->n_deps++] = d->v[i];
   }
   L->info[idx] = *info;
-  L->info[idx].stream = (uint8_t)stream;
   L->info[idx].chunk = (uint16_t)L->cur_chunk;
   L->n_ops++;
   L->last_on[stream] = idx;
@@ -1609,7 +1608,7 @@ char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op)
   if (in->what == MM_OP_OPTIMIZER) return g_strdup("optimizer step");
   if (in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_P2P) {
     static const char *const verbs[] = {"send", "send", "recv", "recv"};
-    return g_strdup_printf("%s %s %s%s", verbs[in->stream - MM_STREAM_PP_SEND_FWD],
+    return g_strdup_printf("%s %s %s%s", verbs[prog->ops[op].stream - MM_STREAM_PP_SEND_FWD],
                            in->phase == MM_PHASE_FWD ? "activations" : "gradients", unit ? unit : "", micro);
   }
   if (in->what == MM_OP_COLLECTIVE)

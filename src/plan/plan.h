@@ -113,7 +113,6 @@ typedef struct {
   uint8_t phase;    /* MmPhase */
   uint8_t coll;     /* MmCollKind (collectives) */
   uint8_t reason;   /* MmReason (collectives) */
-  uint8_t stream;
   uint16_t chunk;   /* pipeline model chunk (0 without pipeline) */
   uint32_t unit;    /* graph unit or MM_NO_UNIT */
   uint32_t micro;   /* micro-step */

@@ -49,8 +49,8 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
     const MmOpInfo *in = &pr->info[i];
     MmTime a = t0[i], b = t1[i];
     double d = mm_time_to_s(b - a);
-    r->stream_busy_s[in->stream] += d;
-    r->stream_ops[in->stream]++;
+    r->stream_busy_s[pr->ops[i].stream] += d;
+    r->stream_ops[pr->ops[i].stream]++;
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
@@ -415,7 +415,7 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
       json_string(g, names[p->classes[c].program][i]);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
                              in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], c,
-                             in->stream);
+                             pr->ops[i].stream);
       append_us(g, a);
       g_string_append(g, ",\"dur\":");
       append_us(g, b - a);
