@@ -145,6 +145,12 @@ typedef struct {
   int64_t shared_experts; /* transformer: experts every token uses (a dense FFN of shared x ffn) */
 } MmBlock;
 
+/* Blocks of repeated layers, the units pipeline stages split (transformer and mlp). */
+static inline gboolean mm_block_is_layers(const MmBlock *b)
+{
+  return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_MLP;
+}
+
 typedef struct {
   char *path;  /* as given on the command line */
   char *name;

@@ -642,11 +642,6 @@ gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint l
   return s->hw->gpus_per_node % (b->stride[level] * b->levels[level].degree) == 0;
 }
 
-static gboolean layer_block(const MmBlock *b)
-{
-  return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_MLP;
-}
-
 /* Pipeline stages: the outermost digit; checks the model can be cut into chunks. */
 static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **error)
 {
@@ -657,7 +652,7 @@ static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **e
   s->vstages = p->virtual_stages;
   s->stage_devices = s->devices / s->pp;
   for (guint i = 0; i < m->n_blocks; i++)
-    if (layer_block(&m->blocks[i])) s->layer_units += m->blocks[i].count;
+    if (mm_block_is_layers(&m->blocks[i])) s->layer_units += m->blocks[i].count;
   if (s->pp == 1) return TRUE;
   if (s->devices % s->pp != 0) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",

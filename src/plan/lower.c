@@ -1407,11 +1407,6 @@ guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint sta
   return n;
 }
 
-static gboolean is_layer_block(const MmBlock *b)
-{
-  return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_MLP;
-}
-
 uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g)
 {
   uint32_t *chunk = g_new0(uint32_t, g->n_units + 1);
@@ -1427,7 +1422,7 @@ uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g)
   }
   int64_t k = 0, left = want[0];
   for (uint32_t u = 0; u < g->n_units; u++) {
-    if (is_layer_block(&s->model->blocks[g->units[u].block])) {
+    if (mm_block_is_layers(&s->model->blocks[g->units[u].block])) {
       while (left == 0 && k + 1 < K) left = want[++k];
       left--;
     }
