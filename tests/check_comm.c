@@ -20,7 +20,7 @@ static MmCommCost cost(const MmHardware *hw, MmCollKind kind, double bytes, int6
 {
   MmLinks links;
   mm_comm_links(hw, &links);
-  MmCollective c = {kind, bytes, degree, stride, algo, 1.0};
+  MmCollective c = {kind, bytes, degree, stride, algo, 1.0, FALSE};
   MmCommCost o;
   ck_assert(mm_comm_cost(hw, &links, &c, &o));
   return o;
@@ -84,7 +84,7 @@ START_TEST(test_volumes_closed_form)
   ck_assert_double_eq_tol(link_bytes(&a2a, L.nic), 8.0 / 16.0 * S, 1);
   ck_assert_double_eq_tol(link_bytes(&a2a, L.intra_first), 7.0 / 16.0 * S, 1);
   /* uneven routing: the busiest rank moves skew x the average */
-  MmCollective sk = {MM_COLL_ALL_TO_ALL, S, 16, 1, MM_ALGO_AUTO, 2.0};
+  MmCollective sk = {MM_COLL_ALL_TO_ALL, S, 16, 1, MM_ALGO_AUTO, 2.0, FALSE};
   MmCommCost a2s;
   mm_comm_cost(hw, &L, &sk, &a2s);
   ck_assert_double_eq_tol(link_bytes(&a2s, L.nic), 2.0 * link_bytes(&a2a, L.nic), 1);
@@ -107,7 +107,7 @@ START_TEST(test_in_network_reduction)
   g_autoptr(MmHardware) a100 = load_hw("hardware/dgx-a100-2048.json");
   MmLinks L;
   mm_comm_links(a100, &L);
-  MmCollective c = {MM_COLL_ALL_REDUCE, GiB, 8, 1, MM_ALGO_IN_NETWORK, 1.0};
+  MmCollective c = {MM_COLL_ALL_REDUCE, GiB, 8, 1, MM_ALGO_IN_NETWORK, 1.0, FALSE};
   ck_assert(!mm_comm_applies(a100, &L, &c, MM_ALGO_IN_NETWORK));
   MmCommCost o2;
   ck_assert(!mm_comm_cost(a100, &L, &c, &o2)); /* falls back to auto, says so */
@@ -122,13 +122,18 @@ START_TEST(test_auto_picks_fastest)
   mm_comm_links(hw, &L);
   static const double sizes[] = {1024, 1 << 20, 64.0 * (1 << 20), 4 * GiB};
   static const int64_t groups[][2] = {{8, 1}, {64, 1}, {256, 8}, {2048, 1}};
-  for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+  for (guint s = 0; s < G_N_ELEMENTS(sizes) * 2; s++) {
     for (guint g = 0; g < G_N_ELEMENTS(groups); g++) {
-      MmCollective c = {MM_COLL_ALL_REDUCE, sizes[s], groups[g][0], groups[g][1], MM_ALGO_AUTO, 1.0};
+      /* the second pass lets auto take the serving engines' one-shot kernel too */
+      const gboolean one_shot = s >= G_N_ELEMENTS(sizes);
+      MmCollective c = {MM_COLL_ALL_REDUCE, sizes[s % G_N_ELEMENTS(sizes)], groups[g][0], groups[g][1], MM_ALGO_AUTO,
+                        1.0, one_shot};
       MmCommCost best;
       mm_comm_cost(hw, &L, &c, &best);
       for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
-        if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL || !mm_comm_applies(hw, &L, &c, (MmAlgorithm)a)) continue;
+        if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL || (a == MM_ALGO_ONE_SHOT && !one_shot) ||
+            !mm_comm_applies(hw, &L, &c, (MmAlgorithm)a))
+          continue;
         c.algorithm = (MmAlgorithm)a;
         MmCommCost o;
         mm_comm_cost(hw, &L, &c, &o);
@@ -142,6 +147,47 @@ START_TEST(test_auto_picks_fastest)
   ck_assert(small.algorithm == MM_ALGO_TREE || small.algorithm == MM_ALGO_HALVING_DOUBLING);
   MmCommCost ring = cost(hw, MM_COLL_ALL_REDUCE, 1024, 2048, 1, MM_ALGO_RING);
   ck_assert_double_lt(10 * small.time_s, ring.time_s);
+}
+END_TEST
+
+START_TEST(test_one_shot)
+{
+  /* the serving engines' custom kernel: one call of fixed cost in which every GPU writes its
+   * buffer into each of the 7 peers' at the LL fraction of its NVSwitch port */
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  const double S = 32768;
+  MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_ONE_SHOT);
+  const double port = 18 * 25e9 * hw->intra.efficiency; /* 18 NVLink4 links of 25 GB/s */
+  ck_assert_double_eq_tol(o.time_s, hw->intra.one_shot_latency_s + 7 * S / (port * hw->intra.ll_efficiency), 1e-12);
+  /* SGLang's 8 x H100 custom all-reduce (PR 2904): 5.7 us at 4 KiB, 7.8 us at 32 KiB */
+  MmCommCost o4 = cost(hw, MM_COLL_ALL_REDUCE, 4096, 8, 1, MM_ALGO_ONE_SHOT);
+  ck_assert_double_eq_tol(o4.time_s, 5.7e-6, 0.1 * 5.7e-6);
+  ck_assert_double_eq_tol(o.time_s, 7.8e-6, 0.1 * 7.8e-6);
+  /* auto takes it only when allowed, for small buffers; large ones stay with NCCL */
+  MmCollective c = {MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_AUTO, 1.0, FALSE};
+  MmCommCost nccl, custom, big;
+  mm_comm_cost(hw, &L, &c, &nccl);
+  ck_assert_int_ne(nccl.algorithm, MM_ALGO_ONE_SHOT);
+  c.one_shot = TRUE;
+  mm_comm_cost(hw, &L, &c, &custom);
+  ck_assert_int_eq(custom.algorithm, MM_ALGO_ONE_SHOT);
+  ck_assert_double_lt(3 * custom.time_s, nccl.time_s);
+  c.bytes = 256.0 * (1 << 20);
+  mm_comm_cost(hw, &L, &c, &big);
+  ck_assert_int_ne(big.algorithm, MM_ALGO_ONE_SHOT);
+  /* inside one node only (P2P stores over NVLink / xGMI) */
+  c.bytes = S;
+  c.degree = 16;
+  ck_assert(!mm_comm_applies(hw, &L, &c, MM_ALGO_ONE_SHOT));
+  mm_comm_cost(hw, &L, &c, &big);
+  ck_assert_int_ne(big.algorithm, MM_ALGO_ONE_SHOT);
+  /* MI300X's xGMI mesh: the bytes spread over the seven peer links */
+  g_autoptr(MmHardware) mi = load_hw("hardware/mi300x-8.json");
+  MmCommCost m = cost(mi, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_ONE_SHOT);
+  ck_assert_uint_eq(m.n_use, 7);
+  ck_assert_double_eq_tol(m.bytes[0], S / mi->intra.ll_efficiency, 1e-6);
 }
 END_TEST
 
@@ -324,6 +370,7 @@ static Suite *comm_suite(void)
   tcase_add_test(tc, test_volumes_closed_form);
   tcase_add_test(tc, test_in_network_reduction);
   tcase_add_test(tc, test_auto_picks_fastest);
+  tcase_add_test(tc, test_one_shot);
   tcase_add_test(tc, test_torus);
   tcase_add_test(tc, test_sparse_allreduce);
   tcase_add_test(tc, test_measured_curves);

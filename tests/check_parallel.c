@@ -68,6 +68,30 @@ START_TEST(test_decode_reads_weights_and_cache)
   /* KV cache: 1152 tokens x 80 layers x (K + V of one kv head of 128) x 2 bytes */
   ck_assert_double_eq_tol(x->memory->total.kv_cache, 1152.0 * 80 * 2 * 128 * 2, 1);
   ck_assert(x->memory->fits);
+  /* launched eagerly with NCCL, 161 small all-reduces at NCCL's latency take a third of the step */
+  ck_assert_uint_eq(sv->decode_collectives, 161); /* 2 per layer + the vocabulary-parallel embedding */
+  ck_assert_double_gt(sv->decode_comm_s, 0.3 * sv->tpot_s);
+  ck_assert_double_eq_tol(sv->decode_launch_s, sv->decode_kernels * dev->launch_overhead_s, 1e-12);
+
+  /* as serving engines run it (CUDA graphs, one-shot custom all-reduce), the whole step is
+   * the weights + KV bytes over the achievable HBM bandwidth, within 20% */
+  g_autofree char *cg = config("inference", 1,
+                               "\"inference\":{\"prompt_tokens\":1024,\"output_tokens\":128,"
+                               "\"cuda_graphs\":true,\"custom_all_reduce\":true},",
+                               "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) y = mm_test_sim_ok("models/llama2-70b.json", "hardware/dgx-a100-2048.json", cg, 1);
+  const MmServingMetrics *sg = &y->serving;
+  ck_assert_double_eq_tol(sg->tpot_s, floor, 0.2 * floor);
+  ck_assert_double_gt(sg->tpot_s, floor);
+  ck_assert_double_eq_tol(sg->decode_hbm_achievable_s, floor, 0.03 * floor);
+  /* the same kernels and bytes; only the launches and the all-reduces got cheaper */
+  ck_assert_uint_eq(sg->decode_kernels, sv->decode_kernels);
+  ck_assert_double_eq_tol(sg->decode_hbm_bytes, sv->decode_hbm_bytes, 1);
+  ck_assert_double_eq_tol(sg->decode_launch_s, sg->decode_kernels * dev->graph_launch_overhead_s, 1e-12);
+  ck_assert_double_eq_tol(sg->decode_kernel_s - sg->decode_launch_s, sv->decode_kernel_s - sv->decode_launch_s, 1e-9);
+  ck_assert_double_lt(sg->decode_comm_s, sv->decode_comm_s / 4);
+  /* the prefill's 16 MiB all-reduces stay with NCCL: bandwidth-bound, the one-shot kernel loses */
+  ck_assert_double_eq_tol(y->serving.ttft_s, sv->ttft_s, 1e-12);
 }
 END_TEST
 

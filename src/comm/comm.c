@@ -237,6 +237,14 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
       put_intra(x, o, 2.0 * (p - 1.0) / p * S);
       lat += 2.0 * x->ai;
       break;
+    case MM_ALGO_ONE_SHOT:
+      /* the serving engines' custom kernel (vLLM, SGLang, TensorRT-LLM): one launch in which every GPU
+       * writes its buffer into each peer's over NVLink / xGMI with flags in the data (LL-style stores,
+       * hence the LL bandwidth) and sums the p buffers; a fixed cost of its own instead of NCCL's */
+      if (!ar || inter || x->proto != MM_PROTO_LL || hw->intra.topology == MM_TOPO_RING) return FALSE;
+      put_intra(x, o, (p - 1.0) * S);
+      lat = hw->intra.one_shot_latency_s;
+      break;
     case MM_ALGO_IN_NETWORK:
       if (!ar || !intra || L->in_network_bw_Bps <= 0) return FALSE;
       /* each GPU pushes S into the switch and pulls the reduced S back */
@@ -344,7 +352,12 @@ gboolean mm_comm_applies(const MmHardware *hw, const MmLinks *links, const MmCol
   Ctx x;
   MmCommCost o;
   init_ctx(&x, hw, links, c);
-  return a != MM_ALGO_AUTO && algorithm(&x, a, &o);
+  if (a == MM_ALGO_AUTO) return FALSE;
+  for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
+    set_protocol(&x, (MmProtocol)pr);
+    if (algorithm(&x, a, &o)) return TRUE;
+  }
+  return FALSE;
 }
 
 gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollective *c, MmCommCost *out)
@@ -374,7 +387,7 @@ gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollec
   for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
     set_protocol(&x, (MmProtocol)pr);
     for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
-      if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL) continue;
+      if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL || (a == MM_ALGO_ONE_SHOT && !c->one_shot)) continue;
       if (!algorithm(&x, (MmAlgorithm)a, &o)) continue;
       if (!found || o.time_s < best.time_s) best = o, found = TRUE;
     }
@@ -397,7 +410,7 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
   /* distinct rows across ranks: a share `overlap` of each rank's rows is common to all */
   double uni = local * g->overlap + (1.0 - g->overlap) * local * p;
   out->union_rows = MIN(rows, MAX(local, uni));
-  MmCollective ar = {MM_COLL_ALL_REDUCE, 0, g->degree, g->stride, MM_ALGO_AUTO, 1.0};
+  MmCollective ar = {MM_COLL_ALL_REDUCE, 0, g->degree, g->stride, MM_ALGO_AUTO, 1.0, FALSE};
   if (m == MM_SYNC_DENSE) {
     ar.bytes = rows * (double)g->dim * g->elem_bytes;
     out->value_bytes = ar.bytes;
@@ -406,7 +419,7 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
     return;
   }
   /* indices: int64 per touched row, padded to the largest count (PyTorch blog, step 1) */
-  MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO, 1.0};
+  MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO, 1.0, FALSE};
   if (m == MM_SYNC_HOST) ag.algorithm = ar.algorithm = MM_ALGO_HOST;
   MmCommCost agc;
   mm_comm_cost(hw, links, &ag, &agc);

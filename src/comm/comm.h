@@ -39,6 +39,7 @@ typedef struct {
   int64_t stride;
   MmAlgorithm algorithm; /* MM_ALGO_AUTO: the fastest applicable */
   double skew;           /* All2All: the busiest rank's traffic / the average (uneven MoE routing); <= 1: even */
+  gboolean one_shot;     /* AllReduce: the automatic choice may take the serving engines' one-shot kernel */
 } MmCollective;
 
 typedef enum { MM_SCOPE_INTRA, MM_SCOPE_INTER, MM_SCOPE_MIXED } MmScope;

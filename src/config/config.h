@@ -71,6 +71,7 @@ typedef enum {
   MM_ALGO_HIERARCHICAL,     /* intra reduce-scatter, inter all-reduce, intra all-gather, one after the other */
   MM_ALGO_IN_NETWORK,       /* the switch reduces (NVLink SHARP / SHARP) */
   MM_ALGO_PAIRWISE,         /* All2All: every pair at once */
+  MM_ALGO_ONE_SHOT,         /* serving engines' custom AllReduce kernel inside a node (never NCCL's choice) */
   MM_ALGO_HOST,             /* staged through host memory over PCIe (Gloo, P2P disabled) */
   MM_ALGO_COUNT
 } MmAlgorithm;
@@ -186,6 +187,7 @@ typedef struct {
   double hbm_bytes;
   double hbm_bw_Bps;
   double launch_overhead_s;
+  double graph_launch_overhead_s; /* the same for kernels replayed from a CUDA/HIP graph */
   MmUtil util_gemm;   /* fraction of peak that GEMM-like ops reach */
   MmUtil util_hbm;    /* fraction of HBM bandwidth that memory-bound ops reach */
 } MmDevice;
@@ -213,6 +215,7 @@ typedef struct {
   double efficiency;     /* achievable fraction of line rate (protocol overhead) */
   double ll_latency_s, ll_base_latency_s; /* low-latency protocol (small messages) */
   double ll_efficiency;  /* its bandwidth / the bulk protocol's */
+  double one_shot_latency_s; /* intra: fixed cost of a serving engine's one-shot AllReduce kernel */
   gboolean in_network_reduction;
   double in_network_efficiency; /* fraction of line rate the in-switch reduction delivers */
   int64_t dims[3];       /* torus: nodes along each dimension (product = nodes) */
@@ -312,6 +315,8 @@ typedef struct {
   gboolean present;        /* the "inference" object was given (else: one forward pass) */
   int64_t prompt_tokens;
   int64_t output_tokens;
+  gboolean cuda_graphs;       /* decode steps replayed from a captured graph */
+  gboolean custom_all_reduce; /* one-shot AllReduce kernels where faster than NCCL (vLLM, SGLang, TensorRT-LLM) */
 } MmServing;
 
 typedef struct {

@@ -25,7 +25,7 @@ const char *const mm_cp_impl_names[] = {"ring", "all_gather", NULL};
 const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p",
                                      "broadcast",  "permute",    NULL};
 const char *const mm_algorithm_names[] = {"auto", "ring", "tree", "direct", "two_phase", "halving_doubling",
-                                          "hierarchical", "in_network", "pairwise", "host", NULL};
+                                          "hierarchical", "in_network", "pairwise", "one_shot", "host", NULL};
 const char *const mm_grad_sync_names[] = {"dense", "sparse", "host", "auto", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_coll_names) == MM_COLL_COUNT + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_algorithm_names) == MM_ALGO_COUNT + 1);

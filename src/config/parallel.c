@@ -51,8 +51,9 @@ static const MmField config_fields[] = {
    "expert parallelism: routing imbalance; the busiest ep rank receives (1 + skew) x the mean "
    "tokens, the others share the rest (0: even)"},
   {"inference", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
-   "task inference: {\"prompt_tokens\", \"output_tokens\"}: a prefill of the prompt, then one "
-   "decode step per generated token with a KV cache (without it: one forward pass of seq_len tokens)"},
+   "task inference: {\"prompt_tokens\", \"output_tokens\", \"cuda_graphs\", \"custom_all_reduce\"}: a prefill "
+   "of the prompt, then one decode step per generated token with a KV cache (without it: one forward pass "
+   "of seq_len tokens)"},
   {"parallelism", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "per block kind, block name or \"default\": a list of levels, innermost first"},
   MM_FIELDS_END,
@@ -88,6 +89,12 @@ static const MmField serving_fields[] = {
    "prompt length per sequence (the prefill)"},
   {"output_tokens", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, (gssize)offsetof(MmServing, output_tokens), "tokens",
    "tokens generated per sequence; the first comes from the prefill, each other from one decode step"},
+  {"cuda_graphs", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmServing, cuda_graphs), NULL,
+   "decode steps replayed from a captured CUDA/HIP graph (vLLM, SGLang, TensorRT-LLM): each kernel costs the "
+   "device's graph_launch_overhead_us instead of launch_overhead_us; the prefill runs eagerly"},
+  {"custom_all_reduce", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmServing, custom_all_reduce), NULL,
+   "all-reduces inside a node may use the serving engines' one-shot kernel (algorithm one_shot) where it beats "
+   "NCCL's choice, as vLLM, SGLang and TensorRT-LLM do for small messages"},
   MM_FIELDS_END,
 };
 
@@ -863,6 +870,16 @@ void mm_parallel_write_schema(FILE *out)
                        "momentum), adagrad 1 x state, rowwise_adagrad 1 state per row; plus 4 "
                        "(fp32 master copy) when master_weights and the weights are narrower than fp32.",
                        optimizer_fields);
+  mm_json_write_schema(out, "`pipeline`",
+                       "Pipeline stages are the outermost digit of the device index; the "
+                       "parallelism levels' degrees multiply to the devices of one stage.",
+                       pipeline_fields);
+  mm_json_write_schema(out, "`inference` (serving)",
+                       "A prefill of the prompt, then decode steps at the mean context (prompt + "
+                       "output / 2). Without cuda_graphs and custom_all_reduce the decode step runs "
+                       "as an eager framework with NCCL would (FasterTransformer); with both, as vLLM, "
+                       "SGLang and TensorRT-LLM run it by default.",
+                       serving_fields);
   mm_json_write_schema(out, "`parallelism.<key>[i]` (one level)",
                        "Keys of `parallelism`: a block kind, a block name, or `default`; a block "
                        "uses its name's entry, else its kind's, else `default`. Levels are listed "

@@ -91,6 +91,7 @@ typedef struct {
   int64_t context;      /* keys each query attends to (0: tokens) */
   gboolean kv_cache;    /* K/V of earlier tokens read from the cache, the new ones written */
   gboolean last_logits; /* lm_head projects the last token only */
+  gboolean decode;      /* a generation step (kernels may be replayed from a graph) */
 } MmGraphPass;
 
 typedef struct {

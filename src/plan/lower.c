@@ -80,7 +80,7 @@ typedef struct {
 static gboolean same_coll(const MmCollective *a, const MmCollective *b)
 {
   return a->kind == b->kind && a->bytes == b->bytes && a->degree == b->degree && a->stride == b->stride &&
-         a->algorithm == b->algorithm && a->skew == b->skew;
+         a->algorithm == b->algorithm && a->skew == b->skew && a->one_shot == b->one_shot;
 }
 
 typedef struct Template Template;
@@ -108,6 +108,7 @@ typedef struct {
   uint32_t last_on[MM_STREAM_COUNT];
   guint first_trained;
   gboolean training;
+  double launch_s; /* per kernel: eager launch, or replay from a captured graph */
 
   /* the behaviour this program lowers */
   uint32_t stage;
@@ -243,7 +244,7 @@ static void part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
   }
   *pc = (PartCost){flops, mflops, bytes, 0, l->cls == MM_LAYER_LOOKUP};
   if (flops > 0 || bytes > 0)
-    pc->time_s = mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->hw->device.launch_overhead_s;
+    pc->time_s = mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->launch_s;
 }
 
 static void seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
@@ -304,7 +305,7 @@ static uint32_t emit_one(Lower *L, MmCollKind kind, MmReason reason, double size
                          const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
   double skew = kind == MM_COLL_ALL_TO_ALL && reason == MM_REASON_MOE ? L->a2a_skew : 1.0;
-  MmCollective c = {kind, size, degree, stride, L->s->cfg->algorithm[kind], skew};
+  MmCollective c = {kind, size, degree, stride, L->s->cfg->algorithm[kind], skew, L->s->cfg->serving.custom_all_reduce};
   CommMemo *memo = &L->memo[kind];
   if (!memo->valid || !same_coll(&memo->in, &c)) {
     memo->in = c;
@@ -389,7 +390,7 @@ static uint32_t emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean
                           int64_t delta, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
   const int64_t peer = delta * L->s->stage_devices;
-  MmCollective c = {kind, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[kind], 1.0};
+  MmCollective c = {kind, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[kind], 1.0, FALSE};
   MmCommCost cost;
   mm_comm_cost(L->hw, L->links, &c, &cost);
   if (stream == MM_STREAM_COUNT) stream = cost.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
@@ -996,8 +997,8 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
     return;
   }
   MmAlgorithm algo = sc.method == MM_SYNC_HOST ? MM_ALGO_HOST : MM_ALGO_AUTO;
-  MmCollective ag = {MM_COLL_ALL_GATHER, sc.index_bytes, g.degree, g.stride, algo, 1.0};
-  MmCollective ar = {MM_COLL_ALL_REDUCE, sc.value_bytes, g.degree, g.stride, algo, 1.0};
+  MmCollective ag = {MM_COLL_ALL_GATHER, sc.index_bytes, g.degree, g.stride, algo, 1.0, FALSE};
+  MmCollective ar = {MM_COLL_ALL_REDUCE, sc.value_bytes, g.degree, g.stride, algo, 1.0, FALSE};
   MmCommCost cag, car;
   mm_comm_cost(L->hw, L->links, &ag, &cag);
   mm_comm_cost(L->hw, L->links, &ar, &car);
@@ -1466,6 +1467,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
     .deps = g_new(uint32_t, 2 * guess), .cap_deps = 2 * guess,
     .training = s->cfg->task != MM_TASK_INFERENCE,
+    .launch_s = mm_plan_launch_s(s, g),
     .stage = stage, .expert_load = behaviour_load(s, hot), .a2a_skew = MAX(1.0, behaviour_load(s, hot)),
     .unit_chunk = unit_chunk, .p = (uint32_t)s->pp, .v = (uint32_t)s->vstages, .nm = (uint32_t)s->micro_steps,
   };

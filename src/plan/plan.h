@@ -69,6 +69,14 @@ static inline double mm_plan_zero_shards(const MmBlockSetup *bs, gboolean expert
   return (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_CP] * (expert ? 1 : bs->degree[MM_STRAT_EP]));
 }
 
+/* Fixed cost of one kernel of a pass over @g: eager launch, or replay from a captured
+ * graph (serving "cuda_graphs", decode steps only). */
+static inline double mm_plan_launch_s(const MmScenario *s, const MmGraph *g)
+{
+  return g->pass.decode && s->cfg->serving.cuda_graphs ? s->hw->device.graph_launch_overhead_s
+                                                        : s->hw->device.launch_overhead_s;
+}
+
 /* Fraction of a block's parameters held by the busiest device. */
 double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *layer);
 

@@ -85,6 +85,13 @@ typedef struct {
   double decode_hbm_bytes;  /* HBM bytes one decode step moves on the slowest device */
   double decode_flops;      /* executed FLOPs of that step */
   double decode_hbm_time_s; /* decode_hbm_bytes / nominal HBM bandwidth: the memory-bound floor */
+  double decode_hbm_achievable_s; /* the same at the achievable bandwidth (x utilization.hbm) */
+  double decode_kernel_s;   /* the step's serialized kernels, launches included */
+  uint32_t decode_kernels;
+  double decode_launch_s;   /* kernels x fixed cost per kernel (eager or graph replay) */
+  double decode_comm_s;     /* the step's serialized collectives */
+  uint32_t decode_collectives;
+  gboolean cuda_graphs, custom_all_reduce;
 } MmServingMetrics;
 
 /* Fills @out from the prefill and decode runs. */

@@ -313,11 +313,21 @@ void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, co
   out->kv_cache_bytes = mem ? mem->total.kv_cache : 0;
   const MmPlanProgram *pr = mm_plan_class_program(decode, rd->critical_class);
   for (uint32_t i = 0; i < pr->n_ops; i++) {
-    if (pr->info[i].what == MM_OP_COLLECTIVE) continue;
+    if (pr->info[i].what == MM_OP_COLLECTIVE) {
+      out->decode_collectives++;
+      continue;
+    }
     out->decode_hbm_bytes += pr->info[i].bytes;
     out->decode_flops += pr->info[i].flops;
+    out->decode_kernels += pr->info[i].kernels;
   }
   out->decode_hbm_time_s = out->decode_hbm_bytes / s->hw->device.hbm_bw_Bps;
+  out->decode_hbm_achievable_s = out->decode_hbm_time_s / s->hw->device.util_hbm.value;
+  out->decode_kernel_s = rd->compute_s + rd->embedding_s;
+  out->decode_launch_s = out->decode_kernels * mm_plan_launch_s(s, decode->graph);
+  out->decode_comm_s = rd->comm_s;
+  out->cuda_graphs = sv->cuda_graphs;
+  out->custom_all_reduce = sv->custom_all_reduce;
 }
 
 cJSON *mm_report_serving_json(const MmServingMetrics *sv)
@@ -338,6 +348,14 @@ cJSON *mm_report_serving_json(const MmServingMetrics *sv)
   cJSON_AddNumberToObject(d, "hbm_bytes_per_device", sv->decode_hbm_bytes);
   cJSON_AddNumberToObject(d, "flops_per_device", sv->decode_flops);
   cJSON_AddNumberToObject(d, "hbm_bytes_over_peak_bandwidth_s", sv->decode_hbm_time_s);
+  cJSON_AddNumberToObject(d, "hbm_bytes_over_achievable_bandwidth_s", sv->decode_hbm_achievable_s);
+  cJSON_AddNumberToObject(d, "kernels_s", sv->decode_kernel_s);
+  cJSON_AddNumberToObject(d, "kernels", sv->decode_kernels);
+  cJSON_AddNumberToObject(d, "kernel_launches_s", sv->decode_launch_s);
+  cJSON_AddNumberToObject(d, "collectives_s", sv->decode_comm_s);
+  cJSON_AddNumberToObject(d, "collectives", sv->decode_collectives);
+  cJSON_AddBoolToObject(d, "cuda_graphs", sv->cuda_graphs);
+  cJSON_AddBoolToObject(d, "custom_all_reduce", sv->custom_all_reduce);
   return o;
 }
 
@@ -354,6 +372,14 @@ void mm_report_serving_text(FILE *out, const MmServingMetrics *sv)
   fprintf(out, "  time to 1st token  %s (prefill)\n", tt);
   fprintf(out, "  time per token     %s (decode step at %.0f tokens of context: %s of HBM traffic, %s at peak bandwidth)\n",
           tp, sv->decode_context, hb, floor);
+  g_autofree char *ach = mm_fmt_seconds(sv->decode_hbm_achievable_s);
+  g_autofree char *ks = mm_fmt_seconds(sv->decode_kernel_s);
+  g_autofree char *ls = mm_fmt_seconds(sv->decode_launch_s);
+  g_autofree char *cs = mm_fmt_seconds(sv->decode_comm_s);
+  fprintf(out, "  decode step        kernels %s (%u kernels, %s launches %s), collectives %s (%u%s); "
+          "HBM traffic at achievable bandwidth %s\n",
+          ks, sv->decode_kernels, sv->cuda_graphs ? "graph" : "eager", ls, cs, sv->decode_collectives,
+          sv->custom_all_reduce ? ", custom all-reduce allowed" : "", ach);
   fprintf(out, "  request latency    %s; %.4g tokens/s (%.4g per device), %.4g tokens/s while decoding\n", lat,
           sv->tokens_per_s, sv->tokens_per_s_per_device, sv->decode_tokens_per_s);
   fprintf(out, "  KV cache           %s per device\n", kv);

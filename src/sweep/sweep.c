@@ -55,8 +55,8 @@ gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **erro
   if (sv->present) {
     /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
      * average prompt + output / 2 tokens) and appends one token */
-    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE};
-    MmGraphPass decode = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE};
+    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE};
+    MmGraphPass decode = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE};
     sim->graph = mm_graph_new_pass(sim->model, &prefill);
     sim->decode_graph = mm_graph_new_pass(sim->model, &decode);
   } else {

@@ -278,7 +278,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
         return NULL;
       }
       int64_t ranks = np == 3 ? (int64_t)rk->valuedouble : c.ranks;
-      MmCollective coll = {(MmCollKind)c.kind, pb->valuedouble, ranks, c.stride, (MmAlgorithm)c.algorithm, 1.0};
+      MmCollective coll = {(MmCollKind)c.kind, pb->valuedouble, ranks, c.stride, (MmAlgorithm)c.algorithm, 1.0, FALSE};
       MmCommCost cost;
       mm_comm_cost(hw, &links, &coll, &cost);
       MmValidationRow *r = g_new0(MmValidationRow, 1);
