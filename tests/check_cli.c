@@ -165,6 +165,227 @@ START_TEST(test_readme_tables_are_current)
 }
 END_TEST
 
+/* ---- plot ------------------------------------------------------------------ */
+
+/* A 4-stage 1F1B run of 8 micro-batches on 4 DGX A100 nodes, with its trace and result. */
+static void pipeline_run(char **trace, char **result)
+{
+  g_autofree char *cfg = mm_test_write("pp-plot.json",
+    "{\"name\":\"pp\",\"task\":\"pretrain\",\"global_batch\":8,\"micro_batch\":1,"
+    "\"pipeline\":{\"degree\":4,\"schedule\":\"1f1b\"},"
+    "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8}]}}");
+  *trace = g_build_filename(mm_test_tmpdir(), "pp.trace.json", NULL);
+  *result = g_build_filename(mm_test_tmpdir(), "pp.json", NULL);
+  const char *args[] = {"run", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c", cfg,
+                        "-n", "4", "--trace", *trace, "--json", *result, NULL};
+  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
+}
+
+/* The lines of a here-document "$NAME << EOD ... EOD" in a gnuplot script. */
+static gchar **data_block(const char *script, const char *name)
+{
+  g_autofree char *head = g_strdup_printf("$%s << EOD\n", name);
+  const char *a = strstr(script, head);
+  if (!a) return g_new0(gchar *, 1);
+  a += strlen(head);
+  const char *b = strstr(a, "EOD\n");
+  ck_assert_ptr_nonnull(b);
+  g_autofree char *body = g_strndup(a, (gsize)(b - a));
+  g_strchomp(body);
+  return *body ? g_strsplit(body, "\n", -1) : g_new0(gchar *, 1);
+}
+
+static gboolean file_starts_with(const char *path, const char *magic)
+{
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  return g_file_get_contents(path, &data, &len, NULL) && len > strlen(magic) &&
+         memcmp(data, magic, strlen(magic)) == 0;
+}
+
+START_TEST(test_plot_timeline)
+{
+  g_autofree char *trace = NULL, *result = NULL;
+  pipeline_run(&trace, &result);
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "t.gp", NULL);
+  const char *args[] = {"plot", trace, "--kind", "timeline", "--script", gp, NULL};
+  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
+  g_autofree char *script = NULL;
+  ck_assert(g_file_get_contents(gp, &script, NULL, NULL));
+
+  /* every op that takes time is drawn in its category's block (back-to-back ops of one
+   * kind on one stream as one box: the boxes cover exactly the ops' time); a row per busy stream */
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(trace, &text, NULL, NULL));
+  cJSON *root = parse_json(text);
+  g_autoptr(GHashTable) per_cat = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) streams = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))
+  {
+    if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "ph")->valuestring, "X") != 0 || num(e, "dur") <= 0) continue;
+    const char *cat = cJSON_GetObjectItemCaseSensitive(e, "cat")->valuestring;
+    double *us = g_hash_table_lookup(per_cat, cat);
+    if (!us) g_hash_table_insert(per_cat, g_strdup(cat), us = g_new0(double, 2));
+    us[0] += num(e, "dur");
+    us[1] += 1;
+    g_hash_table_add(streams, g_strdup_printf("%g/%g", num(e, "pid"), num(e, "tid")));
+  }
+  cJSON_Delete(root);
+  ck_assert_uint_ge(g_hash_table_size(per_cat), 4); /* fwd, bwd, optimizer, all_reduce, p2p */
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, per_cat);
+  while (g_hash_table_iter_next(&it, &k, &v)) {
+    g_auto(GStrv) rows = data_block(script, k);
+    const double *us = v;
+    ck_assert_msg(g_strv_length(rows) >= 1 && g_strv_length(rows) <= us[1], "%s: %u boxes for %g ops", (char *)k,
+                  g_strv_length(rows), us[1]);
+    double covered = 0; /* seconds: the full iteration is drawn in s */
+    for (guint i = 0; rows[i]; i++) {
+      double x, y, lo, hi;
+      ck_assert_int_eq(sscanf(rows[i], "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+      covered += hi - lo;
+    }
+    ck_assert_double_eq_tol(covered, us[0] * 1e-6, 1e-6 * us[0] * 1e-6 + 1e-7);
+  }
+  const char *ytics = strstr(script, "set ytics");
+  ck_assert_ptr_nonnull(ytics);
+  guint labels = 0;
+  for (const char *c = ytics; *c && *c != '\n'; c++) labels += *c == ',';
+  ck_assert_uint_eq(labels + 1, g_hash_table_size(streams));
+  ck_assert_ptr_nonnull(strstr(script, "'stage 3  compute'"));
+  ck_assert_ptr_nonnull(strstr(script, "set xlabel 'time (s)'"));
+
+  /* the same trace, the same script */
+  g_autofree char *gp2 = g_build_filename(mm_test_tmpdir(), "t2.gp", NULL);
+  const char *again[] = {"plot", trace, "--kind", "timeline", "--script", gp2, NULL};
+  ck_assert_int_eq(mm_test_cli(again, NULL, NULL), 0);
+  g_autofree char *script2 = NULL;
+  ck_assert(g_file_get_contents(gp2, &script2, NULL, NULL));
+  ck_assert_str_eq(script, script2);
+
+  /* a window keeps only what falls in it, clipped */
+  const char *win[] = {"plot", trace, "--kind", "timeline", "--window", "100:300", "--script", gp2, NULL};
+  ck_assert_int_eq(mm_test_cli(win, NULL, NULL), 0);
+  g_autofree char *script3 = NULL;
+  ck_assert(g_file_get_contents(gp2, &script3, NULL, NULL));
+  ck_assert_ptr_nonnull(strstr(script3, "set xlabel 'time (ms)'"));
+  g_auto(GStrv) fwd = data_block(script3, "fwd");
+  ck_assert_uint_gt(g_strv_length(fwd), 0);
+  for (guint i = 0; fwd[i]; i++) {
+    double x, y, lo, hi;
+    ck_assert_int_eq(sscanf(fwd[i], "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+    ck_assert(lo >= 100 - 1e-9 && hi <= 300 + 1e-9 && lo < hi);
+  }
+
+  /* drawn by gnuplot when it is installed: the file appears whole, nothing else is left */
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (!gnuplot) return;
+  g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "figs", NULL);
+  g_mkdir_with_parents(dir, 0755);
+  static const char *const ext[][2] = {{"png", "\x89PNG"}, {"pdf", "%PDF"}, {"svg", "<?xml"}};
+  for (guint i = 0; i < G_N_ELEMENTS(ext); i++) {
+    g_autofree char *name = g_strdup_printf("t.%s", ext[i][0]);
+    g_autofree char *fig = g_build_filename(dir, name, NULL);
+    const char *draw[] = {"plot", trace, "--kind", "timeline", "--out", fig, NULL};
+    ck_assert_int_eq(mm_test_cli(draw, NULL, NULL), 0);
+    ck_assert_msg(file_starts_with(fig, ext[i][1]), "%s is not a %s", fig, ext[i][0]);
+  }
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  guint files = 0;
+  for (const char *nm; (nm = g_dir_read_name(d));) {
+    ck_assert_msg(nm[0] != '.', "left behind: %s", nm);
+    files++;
+  }
+  ck_assert_uint_eq(files, 3);
+}
+END_TEST
+
+START_TEST(test_plot_breakdown)
+{
+  g_autofree char *trace = NULL, *result = NULL;
+  pipeline_run(&trace, &result);
+  g_autofree char *serving = g_build_filename(mm_test_tmpdir(), "serving.json", NULL);
+  const char *run[] = {"run", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
+                       "configs/llm-inference-tp.json", "-n", "1", "--json", serving, NULL};
+  g_autofree char *cfg = mm_test_write("serve-plot.json",
+    "{\"name\":\"s\",\"task\":\"inference\",\"global_batch\":1,"
+    "\"inference\":{\"prompt_tokens\":512,\"output_tokens\":16},"
+    "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8}]}}");
+  run[6] = cfg;
+  ck_assert_int_eq(mm_test_cli(run, NULL, NULL), 0);
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "b.gp", NULL);
+  const char *args[] = {"plot", result, serving, "--kind", "breakdown", "--script", gp, NULL};
+  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
+  g_autofree char *script = NULL;
+  ck_assert(g_file_get_contents(gp, &script, NULL, NULL));
+  g_auto(GStrv) bars = data_block(script, "bars");
+  ck_assert_uint_eq(g_strv_length(bars), 3);
+  ck_assert(g_str_has_prefix(bars[0], "\"pp\" "));
+  ck_assert(g_str_has_prefix(bars[1], "\"serving prefill\" "));
+  ck_assert(g_str_has_prefix(bars[2], "\"serving decode step\" "));
+  /* the parts (compute by phase, exposed communication, idle) fill the iteration */
+  for (guint i = 0; bars[i]; i++) {
+    const char *p = strchr(bars[i] + 1, '"') + 1;
+    double v[7];
+    ck_assert_int_eq(sscanf(p, "%lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]), 7);
+    double sum = 0;
+    for (int k = 0; k < 6; k++) sum += v[k];
+    ck_assert_double_eq_tol(sum, v[6], 1e-6 * v[6]);
+  }
+  /* a directory: its run results in name order; other JSON files (the trace) are not results */
+  g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "results", NULL);
+  g_mkdir_with_parents(dir, 0755);
+  const char *const files[][2] = {{result, "a-pp.json"}, {serving, "b-serving.json"}, {trace, "c-trace.json"}};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *data = NULL, *to = g_build_filename(dir, files[i][1], NULL);
+    ck_assert(g_file_get_contents(files[i][0], &data, NULL, NULL) && g_file_set_contents(to, data, -1, NULL));
+  }
+  const char *by_dir[] = {"plot", dir, "--kind", "breakdown", "--script", gp, NULL};
+  ck_assert_int_eq(mm_test_cli(by_dir, NULL, NULL), 0);
+  g_autofree char *script2 = NULL;
+  ck_assert(g_file_get_contents(gp, &script2, NULL, NULL));
+  g_auto(GStrv) bars2 = data_block(script2, "bars");
+  ck_assert_uint_eq(g_strv_length(bars2), 3);
+  ck_assert(g_str_has_prefix(bars2[0], "\"a-pp\" ") && g_str_has_prefix(bars2[2], "\"b-serving decode step\" "));
+  /* the pipeline bubble shows as idle time */
+  double idle = 0;
+  ck_assert_int_eq(sscanf(strchr(bars[0] + 1, '"') + 1, "%*f %*f %*f %*f %*f %lf", &idle), 1);
+  ck_assert_double_gt(idle, 0);
+}
+END_TEST
+
+START_TEST(test_plot_bad_input)
+{
+  g_autofree char *trace = NULL, *result = NULL;
+  pipeline_run(&trace, &result);
+  g_autofree char *trunc = mm_test_write("trunc.json", "{\"traceEvents\":[{\"ph\":\"X\",");
+  g_autofree char *fig = g_build_filename(mm_test_tmpdir(), "bad.png", NULL);
+  struct {
+    const char *args[10];
+    const char *msg;
+  } cases[] = {
+    {{"plot", result, "--kind", "timeline", "--out", fig, NULL}, "$.traceEvents"},
+    {{"plot", trace, "--kind", "breakdown", "--out", fig, NULL}, "$.iteration_time_s"},
+    {{"plot", trunc, "--kind", "timeline", "--out", fig, NULL}, "trunc.json"},
+    {{"plot", trace, "--kind", "timeline", "--out", "x.jpg", NULL}, ".png, .svg or .pdf"},
+    {{"plot", trace, "--kind", "gantt", NULL}, "--kind"},
+    {{"plot", result, "--kind", "breakdown", "--window", "1:2", NULL}, "--window"},
+    {{"plot", trace, "--kind", "timeline", "--window", "5:1", NULL}, "--window"},
+    {{"plot", "--kind", "timeline", NULL}, "INPUT"},
+    {{"plot", "no/such.json", "--kind", "timeline", NULL}, "no/such.json"},
+    {{"plot", trace, "--kind", "timeline", "--out", "no/such/dir/t.png", NULL}, "cannot write"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(mm_test_cli(cases[i].args, NULL, &err), 1);
+    ck_assert_msg(strstr(err, cases[i].msg) != NULL, "case %u: '%s' lacks '%s'", i, err, cases[i].msg);
+    ck_assert(!g_file_test(fig, G_FILE_TEST_EXISTS));
+  }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
   Suite *s = suite_create("cli");
@@ -179,6 +400,9 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_schema_doc_is_current);
   tcase_add_test(tc, test_readme_tables_are_current);
+  tcase_add_test(tc, test_plot_timeline);
+  tcase_add_test(tc, test_plot_breakdown);
+  tcase_add_test(tc, test_plot_bad_input);
   suite_add_tcase(s, tc);
   return s;
 }

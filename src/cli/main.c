@@ -18,6 +18,7 @@ static const Command commands[] = {
   {"describe", mm_cmd_describe, "per-layer costs and, with hardware + config, per-device memory"},
   {"op", mm_cmd_op, "one operation alone: a collective on a system, sparse gradient synchronization"},
   {"validate", mm_cmd_validate, "predicted vs measured on published runs (configs/validation/)"},
+  {"plot", mm_cmd_plot, "gnuplot figures: a run's timeline (trace), iteration breakdowns (results)"},
   {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},
 };
 
@@ -50,6 +51,7 @@ gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
 int mm_cli_fail(const GError *error)
 {
   fprintf(stderr, "madmax: %s\n", error->message);
+  if (error->domain == MM_REPORT_ERROR && error->code == MM_REPORT_ERROR_TOOL) return MM_EXIT_INTERNAL;
   if (error->domain == MM_CONFIG_ERROR || error->domain == MM_REPORT_ERROR ||
       error->domain == G_OPTION_ERROR || error->domain == G_FILE_ERROR)
     return MM_EXIT_INPUT;

@@ -18,7 +18,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
 
 #define MM_REPORT_ERROR (mm_report_error_quark())
 GQuark mm_report_error_quark(void);
-typedef enum { MM_REPORT_ERROR_IO } MmReportError;
+typedef enum {
+  MM_REPORT_ERROR_IO,    /* an output cannot be written */
+  MM_REPORT_ERROR_INPUT, /* a result or trace given to plot is not what it needs */
+  MM_REPORT_ERROR_TOOL,  /* an external program (gnuplot) is missing or failed */
+} MmReportError;
 
 /* ---- describe ---------------------------------------------------------- */
 
@@ -131,5 +135,28 @@ char *mm_fmt_bytes(double v);
 char *mm_fmt_flops(double v);
 /* "12.3 ms" (transfer full) */
 char *mm_fmt_seconds(double v);
+
+/* ---- plots (gnuplot) --------------------------------------------------- */
+
+typedef enum {
+  MM_PLOT_TIMELINE,  /* a trace of madmax run --trace: ops per device class and stream over time */
+  MM_PLOT_BREAKDOWN, /* run results (madmax run --json): iteration time stacked by what fills it */
+  MM_PLOT_COUNT
+} MmPlotKind;
+extern const char *const mm_plot_kind_names[];
+
+typedef struct {
+  double from_s, to_s; /* timeline window (to_s <= from_s: the whole iteration) */
+  const char *title;   /* NULL: a default */
+} MmPlotOptions;
+
+/* The gnuplot script (data inline) drawing @kind from @inputs (a trace; result files
+ * or directories of them) into @out, whose extension (.png, .svg, .pdf) picks the
+ * terminal. (transfer full) */
+char *mm_plot_script(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
+                     GError **error);
+/* Draws it with gnuplot; @out appears only when gnuplot succeeded. */
+gboolean mm_plot_render(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
+                        GError **error);
 
 G_END_DECLS

@@ -1,0 +1,102 @@
+/* cmd_plot: `madmax plot`: gnuplot figures of a run's trace (timeline) or of run results (breakdown). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report/report.h"
+
+/* "A:B" milliseconds -> seconds. */
+static gboolean parse_window(const char *s, MmPlotOptions *o)
+{
+  char *end = NULL;
+  double a = g_ascii_strtod(s, &end);
+  if (end == s || *end != ':') return FALSE;
+  const char *b_s = end + 1;
+  double b = g_ascii_strtod(b_s, &end);
+  if (end == b_s || *end != '\0' || !(a >= 0) || !(b > a)) return FALSE;
+  o->from_s = a * 1e-3;
+  o->to_s = b * 1e-3;
+  return TRUE;
+}
+
+/* INPUT.json -> INPUT-KIND.png; a directory -> DIR/KIND.png. */
+static char *default_out(const char *input, const char *kind)
+{
+  if (g_file_test(input, G_FILE_TEST_IS_DIR)) {
+    g_autofree char *name = g_strdup_printf("%s.png", kind);
+    return g_build_filename(input, name, NULL);
+  }
+  g_autofree char *stem = g_strdup(input);
+  if (g_str_has_suffix(stem, ".json")) stem[strlen(stem) - 5] = '\0';
+  return g_strdup_printf("%s-%s.png", stem, kind);
+}
+
+int mm_cmd_plot(int argc, char **argv)
+{
+  g_autofree char *kind_s = NULL, *out = NULL, *script_path = NULL, *window = NULL, *title = NULL;
+  GOptionEntry entries[] = {
+    {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s, "timeline (from a trace) or breakdown (from results)", "KIND"},
+    {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Figure to write: .png, .svg or .pdf (default: INPUT-KIND.png)", "F"},
+    {"script", 's', 0, G_OPTION_ARG_FILENAME, &script_path,
+     "Also write the gnuplot script (data inline) to F.gp; alone, writes only the script", "F.gp"},
+    {"window", 'w', 0, G_OPTION_ARG_STRING, &window, "timeline: only this span, in ms (e.g. 1200:1500)", "A:B"},
+    {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Figure title", "T"},
+    G_OPTION_ENTRY_NULL,
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("INPUT... - draw a figure of madmax's outputs with gnuplot");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_summary(ctx,
+    "timeline: one trace written by `madmax run --trace T.json`. A row per device class and\n"
+    "stream (compute, intra- and inter-node communication, pipeline send/receive), a box per op\n"
+    "coloured by what it is (forward, backward, optimizer, each collective kind): pipeline\n"
+    "bubbles, exposed communication and overlap show as they happen.\n"
+    "breakdown: results written by `madmax run --json R.json` (files, or directories of them):\n"
+    "a stacked bar per result splitting the iteration (serving: the prefill and the decode step)\n"
+    "into forward, backward, recompute and optimizer compute (embedding lookups inside them),\n"
+    "exposed communication and idle time; the parts sum to the iteration time above the bar.\n"
+    "The figure's extension picks the format: .png (slides), .svg, .pdf (papers). --script\n"
+    "keeps the gnuplot script, data inline, to restyle by hand. (Pareto and scaling figures\n"
+    "need sweep results; they come with madmax sweep.)");
+  g_option_context_set_description(ctx,
+    "Examples:\n"
+    "  madmax run -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-pretrain.json \\\n"
+    "      --nodes 64 --trace results/pp.trace.json --json results/pp.json\n"
+    "  madmax plot results/pp.trace.json --kind timeline --out results/pp-timeline.pdf\n"
+    "  madmax plot results/pp.trace.json --kind timeline --window 0:800 --out results/warmup.png\n"
+    "  madmax plot results/ --kind breakdown --out results/breakdown.svg   # every result in the directory\n");
+  if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
+  int kind = -1;
+  for (int k = 0; kind_s && k < MM_PLOT_COUNT; k++)
+    if (strcmp(kind_s, mm_plot_kind_names[k]) == 0) kind = k;
+  if (kind < 0) {
+    fprintf(stderr, "madmax: plot needs --kind timeline or --kind breakdown%s%s%s\nTry 'madmax plot --help'.\n",
+            kind_s ? " (got '" : "", kind_s ? kind_s : "", kind_s ? "')" : "");
+    return MM_EXIT_INPUT;
+  }
+  if (argc < 2) {
+    fprintf(stderr, "madmax: plot needs an INPUT (a trace for timeline, results for breakdown)\n"
+                    "Try 'madmax plot --help'.\n");
+    return MM_EXIT_INPUT;
+  }
+  MmPlotOptions opt = {.title = title};
+  if (window && (kind != MM_PLOT_TIMELINE || !parse_window(window, &opt))) {
+    fprintf(stderr, "madmax: --window: expected A:B in milliseconds with 0 <= A < B, for --kind timeline (got '%s')\n",
+            window);
+    return MM_EXIT_INPUT;
+  }
+  const char *const *inputs = (const char *const *)argv + 1;
+  const guint n = (guint)argc - 1;
+  g_autoptr(GError) error = NULL;
+  const gboolean draw = out || !script_path;
+  if (!out) out = default_out(inputs[0], mm_plot_kind_names[kind]);
+  if (script_path) {
+    g_autofree char *script = mm_plot_script((MmPlotKind)kind, inputs, n, out, &opt, &error);
+    if (!script) return mm_cli_fail(error);
+    if (!g_file_set_contents(script_path, script, -1, &error)) return mm_cli_fail(error);
+  }
+  if (draw) {
+    if (!mm_plot_render((MmPlotKind)kind, inputs, n, out, &opt, &error)) return mm_cli_fail(error);
+    printf("%s\n", out);
+  }
+  return MM_EXIT_OK;
+}
