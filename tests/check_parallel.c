@@ -112,6 +112,38 @@ START_TEST(test_serving_cache_fills_memory)
 }
 END_TEST
 
+START_TEST(test_moe_decode_reads_routed_experts)
+{
+  /* Mixtral-8x7B on one H200 per replica: a decode step at batch 1 reads the attention and
+   * the 2 experts its token goes to (the active parameters), not all 8; at batch 64 every
+   * expert is someone's */
+  static const char *const serve = "\"inference\":{\"prompt_tokens\":1024,\"output_tokens\":128},";
+  g_autofree char *c1 = config("inference", 8, serve, "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", c1, 1);
+  const double kv = x->serving.decode_context * 32 * 2 * 8 * 128 * 2.0; /* 8 kv heads of 128 */
+  const double active = x->decode_graph->active_params * 2.0, all = (double)x->decode_graph->total_params * 2.0;
+  ck_assert_double_lt(active, 0.35 * all);
+  ck_assert_double_eq_tol(x->serving.decode_hbm_bytes, active + kv, 0.06 * active);
+  ck_assert_double_ge(x->serving.decode_hbm_bytes, active + kv);
+  g_autofree char *c64 = config("inference", 512, serve, "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) y = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", c64, 1);
+  ck_assert_double_ge(y->serving.decode_hbm_bytes, 0.999 * all);
+  /* spread over 8 GPUs (one expert each, MAD-Max's TP model), the busiest GPU reads its whole
+   * expert whatever the batch: no saving on the critical path */
+  g_autofree char *c8 = config("inference", 1, serve, "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) z = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", c8, 1);
+  ck_assert_double_eq_tol(z->serving.decode_hbm_bytes, all / 8, 0.03 * all / 8);
+  /* training routes millions of tokens: every expert is read */
+  g_autofree char *ct = config("pretrain", 8, "\"micro_batch\":1,", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) t = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", ct, 1);
+  const MmPlanProgram *pr = mm_plan_class_program(t->plan, t->metrics.critical_class);
+  double fwd_bytes = 0;
+  for (uint32_t i = 0; i < pr->n_ops; i++)
+    if (pr->info[i].what != MM_OP_COLLECTIVE && pr->info[i].phase == MM_PHASE_FWD) fwd_bytes += pr->info[i].bytes;
+  ck_assert_double_gt(fwd_bytes, all); /* FSDP gathers every weight: all experts read, plus activations */
+}
+END_TEST
+
 /* ---- expert parallelism ------------------------------------------------------ */
 
 static const char *const EP_LEVELS = "[{\"strategy\":\"ep\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
@@ -313,6 +345,7 @@ static Suite *parallel_suite(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_decode_reads_weights_and_cache);
   tcase_add_test(tc, test_serving_cache_fills_memory);
+  tcase_add_test(tc, test_moe_decode_reads_routed_experts);
   tcase_add_test(tc, test_expert_parallel_all_to_all);
   tcase_add_test(tc, test_expert_skew_slowest_sets_pace);
   tcase_add_test(tc, test_sequence_parallel);

@@ -214,6 +214,8 @@ static void work_fractions(const Lower *L, const MmLayer *l, double *work, doubl
   *weights = 1.0 / tp;
 }
 
+static double experts_read(const Lower *L, const MmLayer *l, double samples);
+
 static void part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
 {
   const MmLayer *l = &L->g->layers[li];
@@ -222,6 +224,7 @@ static void part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
   const double n = bs->samples_per_micro;
   double wf, pf;
   work_fractions(L, l, &wf, &pf);
+  pf *= experts_read(L, l, n);
   double flops = 0, mflops = 0, bytes = 0;
   switch (part) {
   case PART_FWD:
@@ -422,6 +425,34 @@ static uint32_t emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundar
 static uint32_t moe_mask(const Lower *L, guint block)
 {
   return L->s->blocks[block].degree[MM_STRAT_EP] > 1 ? MASK(MM_STRAT_EP) : MASK(MM_STRAT_TP);
+}
+
+/* Share of its experts' weights the busiest device of an expert group reads in one pass.
+ * Only experts some token is routed to are read: with T tokens in the group (every EP rank's
+ * micro-batch), each sent to k of E experts uniformly, an expert is touched with probability
+ * q = 1 - (1 - k/E)^T. Each of the g devices the experts are spread over holds m = E/g; its
+ * count is Binomial(m, q), and the step waits for the busiest: E[max] = sum_j P(max > j) with
+ * P(max > 0) = 1 (some expert is always touched) and P(max > j) = 1 - F(j)^g above (devices
+ * independent). 1 in training (q = 1); at decode batch 1 about k/E of a device holding all
+ * experts, one whole expert on each of 8 devices holding one. */
+static double experts_read(const Lower *L, const MmLayer *l, double samples)
+{
+  const MmBlock *b = &L->m->blocks[l->block];
+  if (!l->expert || b->experts <= 0 || b->top_k <= 0) return 1.0;
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  const double E = (double)b->experts, g = (double)mask_degree(bs, moe_mask(L, l->block));
+  const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? L->g->tokens_per_sample : 1.0) *
+                   (double)bs->degree[MM_STRAT_EP];
+  const double q = 1.0 - pow(1.0 - MIN(1.0, (double)b->top_k / E), T);
+  const double m = MAX(1.0, ceil(E / g));
+  if (q >= 1.0 - 1e-9 || m > 4096) return 1.0;
+  double pmf = pow(1.0 - q, m), F = 0, emax = 0;
+  for (double j = 0; j < m; j++) {
+    F = MIN(1.0, F + pmf);
+    emax += j == 0 ? 1.0 : 1.0 - pow(F, g);
+    pmf *= (m - j) / (j + 1.0) * q / (1.0 - q);
+  }
+  return MIN(1.0, emax / m);
 }
 
 static gboolean moe_split(const Lower *L, const MmLayer *l)
