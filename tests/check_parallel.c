@@ -144,6 +144,41 @@ START_TEST(test_moe_decode_reads_routed_experts)
 }
 END_TEST
 
+START_TEST(test_experts_sharded_over_tp)
+{
+  /* Mixtral on one node under TP 8 without ep: spread (one expert per GPU, All2All dispatch and
+   * combine around the experts) or sharded (a slice of every expert per GPU, an AllReduce after
+   * them as after a dense FFN) */
+  g_autofree char *spread = config("pretrain", 1, "", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autofree char *sharded = config("pretrain", 1, "", "[{\"strategy\":\"tp\",\"degree\":8,\"experts\":\"sharded\"}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", spread, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", sharded, 1);
+  const guint layers = 32;
+  ck_assert_uint_eq(count_ops(a, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD), 2 * layers);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, -1), 0);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD),
+                    count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD) + layers);
+  /* the same weights per GPU either way */
+  ck_assert_double_eq_tol(b->memory->total.weights, a->memory->total.weights, 1);
+
+  /* decoding one sequence, every GPU reads its slice of the 2 routed experts: the active
+   * parameters over 8, where spread the busiest GPU reads its whole expert */
+  static const char *const serve = "\"inference\":{\"prompt_tokens\":1024,\"output_tokens\":128},";
+  g_autofree char *ds = config("inference", 1, serve, "[{\"strategy\":\"tp\",\"degree\":8,\"experts\":\"sharded\"}]");
+  g_autoptr(MmSimulation) d = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", ds, 1);
+  const double active = d->decode_graph->active_params * 2.0 / 8;
+  ck_assert_double_eq_tol(d->serving.decode_hbm_bytes, active, 0.08 * active);
+
+  /* "experts" belongs on tp levels */
+  g_autofree char *bad = config("pretrain", 1, "", "[{\"strategy\":\"fsdp\",\"degree\":8,\"experts\":\"sharded\"}]");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) x = mm_test_sim("models/mixtral-8x7b.json", "hardware/dgx-h200-8.json", bad, NULL, &error);
+  ck_assert_ptr_null(x);
+  ck_assert_ptr_nonnull(strstr(error->message, "$.parallelism.default[0].experts"));
+  ck_assert_ptr_nonnull(strstr(error->message, "tp levels only"));
+}
+END_TEST
+
 /* ---- expert parallelism ------------------------------------------------------ */
 
 static const char *const EP_LEVELS = "[{\"strategy\":\"ep\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
@@ -346,6 +381,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_decode_reads_weights_and_cache);
   tcase_add_test(tc, test_serving_cache_fills_memory);
   tcase_add_test(tc, test_moe_decode_reads_routed_experts);
+  tcase_add_test(tc, test_experts_sharded_over_tp);
   tcase_add_test(tc, test_expert_parallel_all_to_all);
   tcase_add_test(tc, test_expert_skew_slowest_sets_pace);
   tcase_add_test(tc, test_sequence_parallel);

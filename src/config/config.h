@@ -274,6 +274,7 @@ typedef struct {
   MmShardKind sharding; /* mp only */
   MmGradSync grad_sync; /* ddp levels of embedding blocks: how their gradient is synchronized */
   gboolean sequence_parallel; /* tp levels: Megatron sequence parallelism */
+  gboolean experts_sharded;   /* tp levels of MoE blocks: every rank holds a slice of every expert */
   int zero;             /* ddp levels: ZeRO stage 0 (plain), 1 (optimizer states sharded), 2 (+ gradients) */
   MmCpImpl cp_impl;     /* cp levels */
 } MmLevel;
@@ -389,6 +390,7 @@ typedef struct {
   int64_t dp;                             /* ranks with different samples: fsdp x ddp x ep */
   int64_t shard;                          /* weight sharding degree: fsdp x tp x mp */
   gboolean sp;                            /* Megatron sequence parallelism on its tp levels */
+  gboolean experts_sharded;               /* without ep: experts split over the TP ranks, not spread */
   int zero;                               /* ZeRO stage of its ddp levels (0: plain DDP) */
   MmCpImpl cp_impl;
   gboolean frozen;                        /* no weight gradients, no optimizer state */

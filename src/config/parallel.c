@@ -129,7 +129,10 @@ typedef struct {
   gboolean sequence_parallel;
   int64_t zero;
   int kv_exchange;
+  int experts;
 } LevelRaw;
+
+static const char *const expert_tp_names[] = {"spread", "sharded", NULL};
 
 static const MmField level_fields[] = {
   {"strategy", MM_F_ENUM, TRUE, 0, 0, 0, mm_strategy_names, (gssize)offsetof(LevelRaw, strategy), NULL,
@@ -149,6 +152,10 @@ static const MmField level_fields[] = {
   {"sequence_parallel", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(LevelRaw, sequence_parallel), NULL,
    "tp levels: Megatron sequence parallelism (AllReduce -> ReduceScatter + AllGather; norms, dropout "
    "and their activations sharded); strategy \"sp\" is tp with this set"},
+  {"experts", MM_F_ENUM, FALSE, 0, 0, 0, expert_tp_names, (gssize)offsetof(LevelRaw, experts), NULL,
+   "tp levels of MoE blocks without an ep level: spread (MAD-Max: each rank holds experts / degree whole "
+   "experts; tokens dispatched and combined by All2All) or sharded (Megatron expert-TP, vLLM, SGLang, "
+   "TensorRT-LLM: each rank holds a slice of every expert; an AllReduce after the experts, as a dense FFN)"},
   {"zero", MM_F_INT, FALSE, 0, 2, 0, NULL, (gssize)offsetof(LevelRaw, zero), NULL,
    "ddp levels: ZeRO stage; 1 shards optimizer states (AllReduce, then AllGather of updated weights), "
    "2 also gradients (ReduceScatter instead of AllReduce); stage 3 is strategy fsdp"},
@@ -199,12 +206,14 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
     raw.sequence_parallel = TRUE;
   }
   out->sequence_parallel = raw.sequence_parallel;
+  out->experts_sharded = raw.experts == 1;
   out->zero = (int)raw.zero;
   out->cp_impl = (MmCpImpl)raw.kv_exchange;
   static const struct {
     const char *key;
     MmStrategy only;
-  } scoped[] = {{"sequence_parallel", MM_STRAT_TP}, {"zero", MM_STRAT_DDP}, {"kv_exchange", MM_STRAT_CP}};
+  } scoped[] = {{"sequence_parallel", MM_STRAT_TP}, {"experts", MM_STRAT_TP}, {"zero", MM_STRAT_DDP},
+                {"kv_exchange", MM_STRAT_CP}};
   for (guint k = 0; k < G_N_ELEMENTS(scoped); k++) {
     if (((present >> mm_json_field_index(level_fields, scoped[k].key)) & 1) && out->strategy != scoped[k].only &&
         !(scoped[k].only == MM_STRAT_TP && raw.strategy == MM_STRAT_SP)) {
@@ -538,6 +547,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
   for (guint i = 0; i < bs->n_levels; i++) {
     const MmLevel *l = &bs->levels[i];
     if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->sp |= l->sequence_parallel;
+    if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->experts_sharded |= l->experts_sharded;
     if (l->strategy == MM_STRAT_CP) bs->cp_impl = l->cp_impl;
     if (l->strategy != MM_STRAT_DDP) continue;
     if (bs->zero >= 0 && bs->zero != l->zero) {

@@ -424,7 +424,17 @@ static uint32_t emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundar
  * this per layer; an MLP MoE (DLRM) once around the whole expert stack. */
 static uint32_t moe_mask(const Lower *L, guint block)
 {
-  return L->s->blocks[block].degree[MM_STRAT_EP] > 1 ? MASK(MM_STRAT_EP) : MASK(MM_STRAT_TP);
+  const MmBlockSetup *bs = &L->s->blocks[block];
+  if (bs->degree[MM_STRAT_EP] > 1) return MASK(MM_STRAT_EP);
+  return bs->experts_sharded ? 0u : MASK(MM_STRAT_TP);
+}
+
+/* Whether layer @l takes the TP collectives of a dense layer: non-expert layers, and expert
+ * layers whose experts are sharded over the TP ranks (expert-TP without ep). */
+static gboolean tp_collectives(const Lower *L, const MmLayer *l)
+{
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  return !l->expert || (bs->experts_sharded && bs->degree[MM_STRAT_EP] <= 1);
 }
 
 /* Share of its experts' weights the busiest device of an expert group reads in one pass.
@@ -628,11 +638,11 @@ static void record_fwd(Lower *L, uint32_t u, Template *t)
     const MmLayer *l = &L->g->layers[li];
     if (moe && moe_dispatch_before(L, l))
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_mask(L, l->block), moe_bytes(L, l));
-    if (sp && l->tp == MM_TP_COLUMN && !l->expert)
+    if (sp && l->tp == MM_TP_COLUMN && tp_collectives(L, l))
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.act_bytes);
     if (cp_attention(L, l)) t_attention_cp(L, t, &seg, f, li, PART_FWD);
     else seg_add(L, &seg, li, PART_FWD);
-    if (tp && l->tp == MM_TP_ROW && !l->expert)
+    if (tp && l->tp == MM_TP_ROW && tp_collectives(L, l))
       t_coll(t, &seg, f, T_COLL, sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE, MM_REASON_TP, TPM,
              n * l->cost.out_bytes);
     if (moe && moe_combine_after(L, li))
@@ -668,9 +678,9 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
     const gboolean input_grad = li != f || need_input_grad;
     if (moe && moe_combine_after(L, li))
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, moe_mask(L, l->block), moe_bytes(L, l));
-    if (sp && l->tp == MM_TP_ROW && !l->expert) /* the gradient of the reduce-scatter */
+    if (sp && l->tp == MM_TP_ROW && tp_collectives(L, l)) /* the gradient of the reduce-scatter */
       t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.out_bytes);
-    const gboolean column = tp && l->tp == MM_TP_COLUMN && !l->expert && input_grad;
+    const gboolean column = tp && l->tp == MM_TP_COLUMN && tp_collectives(L, l) && input_grad;
     if (column && sp && trained)
       t_coll(t, &seg, f, T_SIDE, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.act_bytes);
     if (input_grad) {
