@@ -106,6 +106,14 @@ START_TEST(test_hardware_values)
   /* 8 NICs x 200 Gb/s shared by 8 GPUs = 25 GB/s per GPU */
   ck_assert_double_eq_tol(z->inter.bw_per_gpu_Bps, 25e9, 1);
   ck_assert_int_eq(mm_hardware_devices(z), 128);
+  /* --nodes: the name says the system was resized; its own size leaves it alone */
+  ck_assert(mm_hardware_set_nodes(z, 2, &error));
+  ck_assert_int_eq(mm_hardware_devices(z), 16);
+  ck_assert(g_str_has_suffix(z->name, ", resized to 2 nodes"));
+  g_autoptr(MmHardware) same = mm_hardware_load(p2, &error);
+  g_autofree char *name = g_strdup(same->name);
+  ck_assert(mm_hardware_set_nodes(same, 16, &error));
+  ck_assert_str_eq(same->name, name);
 }
 END_TEST
 

@@ -391,6 +391,11 @@ gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error)
                 "%s: $.inter_node.dims: a torus cannot be resized with --nodes; edit its dims", h->path);
     return FALSE;
   }
+  if (nodes != h->nodes) { /* the file's name describes its own size */
+    char *name = g_strdup_printf("%s, resized to %" G_GINT64_FORMAT " node%s", h->name, nodes, nodes == 1 ? "" : "s");
+    g_free(h->name);
+    h->name = name;
+  }
   h->nodes = nodes;
   return TRUE;
 }
