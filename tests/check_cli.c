@@ -54,6 +54,38 @@ START_TEST(test_describe_memory_json)
 }
 END_TEST
 
+START_TEST(test_describe_serving)
+{
+  /* a serving config: describe costs the prefill run simulates, shows the decode step, and
+   * its memory is run's */
+  g_autofree char *cfg = mm_test_write("serve-describe.json",
+    "{\"name\":\"s\",\"task\":\"inference\",\"global_batch\":4,"
+    "\"inference\":{\"prompt_tokens\":1000,\"output_tokens\":200},"
+    "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8}]}}");
+  const char *args[] = {"describe", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c", cfg,
+                        "-n", "1", "--json", "-", NULL};
+  g_autofree char *out = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &out, NULL), 0);
+  cJSON *d = parse_json(out);
+  ck_assert_double_eq(num(d, "tokens_per_sample"), 1000);
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "decode_step");
+  ck_assert_double_eq(num(step, "context_tokens"), 1100);
+  const cJSON *cost = cJSON_GetObjectItemCaseSensitive(step, "cost_per_sequence");
+  /* one token: about 2 FLOPs a parameter, every weight read */
+  ck_assert_double_eq_tol(num(cost, "fwd_flops") / (2.0 * num(d, "total_params")), 1.0, 0.05);
+  ck_assert_double_eq_tol(num(cost, "weight_bytes") / (2.0 * num(d, "total_params")), 1.0, 0.01);
+  const char *run[] = {"run", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c", cfg,
+                       "-n", "1", "--json", "-", NULL};
+  g_autofree char *rout = NULL;
+  ck_assert_int_eq(mm_test_cli(run, &rout, NULL), 0);
+  cJSON *r = parse_json(rout);
+  ck_assert_double_eq(num(cJSON_GetObjectItemCaseSensitive(d, "memory"), "per_device_bytes"),
+                      num(cJSON_GetObjectItemCaseSensitive(r, "memory"), "per_device_bytes"));
+  cJSON_Delete(r);
+  cJSON_Delete(d);
+}
+END_TEST
+
 START_TEST(test_describe_text)
 {
   const char *args[] = {"describe", "-m", "models/gpt3-175b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
@@ -394,6 +426,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_describe_model_only);
   tcase_add_test(tc, test_describe_memory_json);
   tcase_add_test(tc, test_describe_text);
+  tcase_add_test(tc, test_describe_serving);
   tcase_add_test(tc, test_json_file_and_determinism);
   tcase_add_test(tc, test_bad_options);
   tcase_add_test(tc, test_unwritable_output_leaves_nothing);

@@ -6,6 +6,7 @@
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "report/report.h"
+#include "sweep/sweep.h"
 
 int mm_cmd_describe(int argc, char **argv)
 {
@@ -23,7 +24,9 @@ int mm_cmd_describe(int argc, char **argv)
     "backward weight-gradient) and activation bytes per sample, then each op of one layer per block.\n"
     "With --hardware and --config it resolves the parallel strategy of every block against the\n"
     "system and prints per-device memory by category and whether it fits in HBM. Not fitting is a\n"
-    "result (exit 0, \"fits\": false), not an error.");
+    "result (exit 0, \"fits\": false), not an error. For a serving config (\"inference\") the costs\n"
+    "are those of the prefill run simulates, and the decode step's per sequence: FLOPs, K/V cache\n"
+    "and activation bytes, and the weights one step reads for the whole batch.");
   g_option_context_set_description(ctx,
     "Examples:\n"
     "  madmax describe -m models/gpt3-175b.json\n"
@@ -53,19 +56,22 @@ int mm_cmd_describe(int argc, char **argv)
     return mm_cli_fail(error);
   }
   MmScenario *scenario = in.scenario;
-  g_autoptr(MmGraph) graph = mm_graph_new(in.model);
+  /* the graph run would simulate: a serving config's prefill (and its decode step) */
+  g_autoptr(MmGraph) decode = NULL;
+  g_autoptr(MmGraph) graph = scenario ? mm_simulation_graphs(in.model, in.config, &decode) : mm_graph_new(in.model);
   g_autoptr(MmMemory) mem = scenario ? mm_memory_new(scenario, graph) : NULL;
 
   if (json_path) {
-    g_autoptr(cJSON) doc = mm_report_describe_json(graph, scenario, mem);
+    g_autoptr(cJSON) doc = mm_report_describe_json(graph, decode, scenario, mem);
     if (!mm_report_write_json(doc, json_path, &error)) {
       mm_inputs_clear(&in);
       return mm_cli_fail(error);
     }
   }
-  if (!json_path || g_strcmp0(json_path, "-") != 0) mm_report_describe_text(stdout, graph, scenario, mem);
+  if (!json_path || g_strcmp0(json_path, "-") != 0) mm_report_describe_text(stdout, graph, decode, scenario, mem);
   g_clear_pointer(&mem, mm_memory_free);
   g_clear_pointer(&graph, mm_graph_free);
+  g_clear_pointer(&decode, mm_graph_free);
   mm_inputs_clear(&in);
   return MM_EXIT_OK;
 }

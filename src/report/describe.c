@@ -104,7 +104,7 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
   return g_string_free(str, FALSE);
 }
 
-cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMemory *mem)
+cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const MmScenario *s, const MmMemory *mem)
 {
   const MmModel *m = g->model;
   cJSON *root = cJSON_CreateObject();
@@ -118,7 +118,15 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMe
   cJSON_AddNumberToObject(root, "total_params", (double)g->total_params);
   cJSON_AddNumberToObject(root, "active_params", g->active_params);
   cJSON_AddNumberToObject(root, "tokens_per_sample", g->tokens_per_sample);
-  cJSON_AddStringToObject(root, "cost_basis", "per sample (one sequence for sequence models); bytes are HBM traffic");
+  cJSON_AddStringToObject(root, "cost_basis", decode ? "per sequence, the prefill of its prompt; bytes are HBM traffic"
+                                                     : "per sample (one sequence for sequence models); bytes are HBM traffic");
+  if (decode) {
+    cJSON *d = cJSON_AddObjectToObject(root, "decode_step");
+    cJSON_AddNumberToObject(d, "context_tokens", (double)decode->pass.context);
+    cJSON_AddStringToObject(d, "cost_basis", "per sequence, one generated token; weight_bytes are read once per step "
+                                             "for the whole batch, fwd_bytes (K/V cache, activations) per sequence");
+    cJSON_AddItemToObject(d, "cost_per_sequence", cost_json(&decode->total));
+  }
   cJSON *totals = cJSON_AddObjectToObject(root, "per_sample");
   cJSON_AddItemToObject(totals, "cost", cost_json(&g->total));
   cJSON_AddNumberToObject(totals, "training_flops", mm_graph_train_flops_per_sample(g));
@@ -210,21 +218,33 @@ static char *bytes_or_dash(double v) { return v > 0 ? mm_fmt_bytes(v) : g_strdup
 static char *flops_or_dash(double v) { return v > 0 ? mm_fmt_flops(v) : g_strdup("-"); }
 static char *count_or_dash(double v) { return v > 0 ? mm_fmt_count(v) : g_strdup("-"); }
 
-void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, const MmMemory *mem)
+void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode, const MmScenario *s,
+                             const MmMemory *mem)
 {
   const MmModel *m = g->model;
   g_autofree char *params = mm_fmt_count((double)g->total_params);
   fprintf(out, "model    %s (%s)\n", m->name, m->path);
   fprintf(out, "params   %s (%" G_GINT64_FORMAT ")\n", params, g->total_params);
   g_autofree char *fwd = mm_fmt_flops(g->total.fwd_flops);
-  g_autofree char *train = mm_fmt_flops(mm_graph_train_flops_per_sample(g));
-  fprintf(out, "per sample: forward %s, training (fwd + bwd) %s", fwd, train);
-  if (m->seq_len > 0) {
-    g_autofree char *tok = mm_fmt_flops(mm_graph_train_flops_per_sample(g) / g->tokens_per_sample);
-    g_autofree char *closed = mm_fmt_flops(six_n_attention(g));
-    fprintf(out, "\nper token:  training %s (closed form 6N + 12·L·s·h with N active = %s)", tok, closed);
+  if (decode) {
+    g_autofree char *df = mm_fmt_flops(decode->total.fwd_flops);
+    g_autofree char *dw = mm_fmt_bytes(decode->total.weight_bytes);
+    g_autofree char *db = mm_fmt_bytes(decode->total.fwd_bytes);
+    fprintf(out, "serving: costs below are per sequence for the prefill of its %.0f-token prompt (forward %s)\n",
+            g->tokens_per_sample, fwd);
+    fprintf(out, "decode step, per sequence at %" G_GINT64_FORMAT " tokens of context: forward %s; HBM: %s of K/V "
+            "cache and activations,\n  plus the %s of weights, read once per step for the whole batch\n\n",
+            decode->pass.context, df, db, dw);
+  } else {
+    g_autofree char *train = mm_fmt_flops(mm_graph_train_flops_per_sample(g));
+    fprintf(out, "per sample: forward %s, training (fwd + bwd) %s", fwd, train);
+    if (m->seq_len > 0) {
+      g_autofree char *tok = mm_fmt_flops(mm_graph_train_flops_per_sample(g) / g->tokens_per_sample);
+      g_autofree char *closed = mm_fmt_flops(six_n_attention(g));
+      fprintf(out, "\nper token:  training %s (closed form 6N + 12·L·s·h with N active = %s)", tok, closed);
+    }
+    fprintf(out, "\n\n");
   }
-  fprintf(out, "\n\n");
 
   static const char *const bh[] = {"<block", "<kind", "layers", "params", "fwd/sample", "bwd/sample",
                                    "act/sample"};

@@ -29,10 +29,12 @@ typedef enum {
 /* The describe document: model totals, per-unit layers with per-sample costs,
  * and with a scenario the resolved strategies and per-device memory.
  * @s and @mem may be NULL (model only). (transfer full) */
-cJSON *mm_report_describe_json(const MmGraph *g, const MmScenario *s, const MmMemory *mem);
+/* @decode: serving configs' decode-step graph (then @g is the prefill's), else NULL. */
+cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const MmScenario *s, const MmMemory *mem);
 
 /* Human-readable version of the same. */
-void mm_report_describe_text(FILE *out, const MmGraph *g, const MmScenario *s, const MmMemory *mem);
+void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode, const MmScenario *s,
+                             const MmMemory *mem);
 
 /* The memory object of run and describe documents. (transfer full) */
 cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m);

@@ -47,21 +47,24 @@ gboolean mm_simulation_rerun(MmSimulation *sim, gboolean per_device, GError **er
   return TRUE;
 }
 
+MmGraph *mm_simulation_graphs(const MmModel *model, const MmParallelConfig *config, MmGraph **decode)
+{
+  const MmServing *sv = &config->serving;
+  *decode = NULL;
+  if (!sv->present) return mm_graph_new(model);
+  /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
+   * average prompt + output / 2 tokens) and appends one token */
+  MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE};
+  MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE};
+  *decode = mm_graph_new_pass(model, &step);
+  return mm_graph_new_pass(model, &prefill);
+}
+
 gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)
 {
-  const MmServing *sv = &sim->config->serving;
   g_clear_pointer(&sim->graph, mm_graph_free);
   g_clear_pointer(&sim->decode_graph, mm_graph_free);
-  if (sv->present) {
-    /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
-     * average prompt + output / 2 tokens) and appends one token */
-    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE};
-    MmGraphPass decode = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE};
-    sim->graph = mm_graph_new_pass(sim->model, &prefill);
-    sim->decode_graph = mm_graph_new_pass(sim->model, &decode);
-  } else {
-    sim->graph = mm_graph_new(sim->model);
-  }
+  sim->graph = mm_simulation_graphs(sim->model, sim->config, &sim->decode_graph);
   return mm_simulation_rerun(sim, per_device, error);
 }
 

@@ -38,6 +38,10 @@ typedef struct {
 MmSimulation *mm_simulation_new(const char *model, const char *hardware, const char *config, const MmSimOptions *opt,
                                 GError **error);
 
+/* The graph a config runs (serving: the prefill pass; else the model at its seq_len) and,
+ * for serving, the decode step's in @decode (else NULL). (transfer full) */
+MmGraph *mm_simulation_graphs(const MmModel *model, const MmParallelConfig *config, MmGraph **decode);
+
 /* Builds the graphs (serving: prefill and decode passes) and runs, from loaded inputs
  * whose scenario is set. */
 gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error);
