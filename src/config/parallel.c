@@ -89,12 +89,13 @@ static const MmField serving_fields[] = {
    "prompt length per sequence (the prefill)"},
   {"output_tokens", MM_F_INT, TRUE, 1, 1 << 24, 0, NULL, (gssize)offsetof(MmServing, output_tokens), "tokens",
    "tokens generated per sequence; the first comes from the prefill, each other from one decode step"},
-  {"cuda_graphs", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmServing, cuda_graphs), NULL,
-   "decode steps replayed from a captured CUDA/HIP graph (vLLM, SGLang, TensorRT-LLM): each kernel costs the "
-   "device's graph_launch_overhead_us instead of launch_overhead_us; the prefill runs eagerly"},
-  {"custom_all_reduce", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmServing, custom_all_reduce), NULL,
+  {"cuda_graphs", MM_F_BOOL, FALSE, 0, 0, 1, NULL, (gssize)offsetof(MmServing, cuda_graphs), NULL,
+   "decode steps replayed from a captured CUDA/HIP graph, as vLLM, SGLang and TensorRT-LLM do by default: each "
+   "kernel costs the device's graph_launch_overhead_us instead of launch_overhead_us; the prefill runs eagerly. "
+   "false: an eager framework"},
+  {"custom_all_reduce", MM_F_BOOL, FALSE, 0, 0, 1, NULL, (gssize)offsetof(MmServing, custom_all_reduce), NULL,
    "all-reduces inside a node may use the serving engines' one-shot kernel (algorithm one_shot) where it beats "
-   "NCCL's choice, as vLLM, SGLang and TensorRT-LLM do for small messages"},
+   "NCCL's choice, as vLLM, SGLang and TensorRT-LLM do by default for small messages. false: NCCL only"},
   MM_FIELDS_END,
 };
 
@@ -886,9 +887,9 @@ void mm_parallel_write_schema(FILE *out)
                        pipeline_fields);
   mm_json_write_schema(out, "`inference` (serving)",
                        "A prefill of the prompt, then decode steps at the mean context (prompt + "
-                       "output / 2). Without cuda_graphs and custom_all_reduce the decode step runs "
-                       "as an eager framework with NCCL would (FasterTransformer); with both, as vLLM, "
-                       "SGLang and TensorRT-LLM run it by default.",
+                       "output / 2). By default the decode step runs as vLLM, SGLang and TensorRT-LLM "
+                       "run it (cuda_graphs, custom_all_reduce); with both false, as an eager "
+                       "framework on NCCL (FasterTransformer 2022) would.",
                        serving_fields);
   mm_json_write_schema(out, "`parallelism.<key>[i]` (one level)",
                        "Keys of `parallelism`: a block kind, a block name, or `default`; a block "
