@@ -86,6 +86,50 @@ START_TEST(test_describe_serving)
 }
 END_TEST
 
+START_TEST(test_serving_trace)
+{
+  /* a serving run's trace: the prefill's processes, then the decode step's, starting when
+   * the prefill ends (the first token) */
+  g_autofree char *cfg = mm_test_write("serve-trace.json",
+    "{\"name\":\"s\",\"task\":\"inference\",\"global_batch\":2,"
+    "\"inference\":{\"prompt_tokens\":256,\"output_tokens\":32},"
+    "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8}]}}");
+  g_autofree char *trace = g_build_filename(mm_test_tmpdir(), "serve.trace.json", NULL);
+  const char *args[] = {"run", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c", cfg,
+                        "-n", "1", "--trace", trace, "--json", "-", NULL};
+  g_autofree char *out = NULL, *text = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &out, NULL), 0);
+  cJSON *r = parse_json(out);
+  const cJSON *sv = cJSON_GetObjectItemCaseSensitive(r, "serving");
+  const double ttft_us = num(sv, "time_to_first_token_s") * 1e6, tpot_us = num(sv, "time_per_output_token_s") * 1e6;
+  ck_assert(g_file_get_contents(trace, &text, NULL, NULL));
+  cJSON *t = parse_json(text);
+  double end[2] = {0, 0}, start1 = G_MAXDOUBLE;
+  guint names = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "traceEvents"))
+  {
+    const char *ph = cJSON_GetObjectItemCaseSensitive(e, "ph")->valuestring;
+    const int pid = (int)num(e, "pid");
+    if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name") == 0) {
+      const char *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "name")->valuestring;
+      ck_assert(g_str_has_prefix(nm, pid == 0 ? "prefill, " : "decode step, "));
+      names++;
+    }
+    if (strcmp(ph, "X") != 0) continue;
+    ck_assert_int_le(pid, 1);
+    end[pid] = MAX(end[pid], num(e, "ts") + num(e, "dur"));
+    if (pid == 1) start1 = MIN(start1, num(e, "ts"));
+  }
+  ck_assert_uint_eq(names, 2);
+  ck_assert_double_eq_tol(end[0], ttft_us, 1e-3);
+  ck_assert_double_ge(start1, end[0] - 1e-3);
+  ck_assert_double_eq_tol(end[1] - end[0], tpot_us, 1e-3);
+  cJSON_Delete(t);
+  cJSON_Delete(r);
+}
+END_TEST
+
 START_TEST(test_describe_text)
 {
   const char *args[] = {"describe", "-m", "models/gpt3-175b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
@@ -427,6 +471,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_describe_memory_json);
   tcase_add_test(tc, test_describe_text);
   tcase_add_test(tc, test_describe_serving);
+  tcase_add_test(tc, test_serving_trace);
   tcase_add_test(tc, test_json_file_and_determinism);
   tcase_add_test(tc, test_bad_options);
   tcase_add_test(tc, test_unwritable_output_leaves_nothing);

@@ -38,7 +38,7 @@ int mm_cmd_plot(int argc, char **argv)
     {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s, "timeline (from a trace) or breakdown (from results)", "KIND"},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Figure to write: .png, .svg or .pdf (default: INPUT-KIND.png)", "F"},
     {"script", 's', 0, G_OPTION_ARG_FILENAME, &script_path,
-     "Also write the gnuplot script (data inline) to F.gp; alone, writes only the script", "F.gp"},
+     "Also write the gnuplot script (data inline) to F.gp ('-' = stdout); alone, writes only the script", "F.gp"},
     {"window", 'w', 0, G_OPTION_ARG_STRING, &window, "timeline: only this span, in ms (e.g. 1200:1500)", "A:B"},
     {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Figure title", "T"},
     G_OPTION_ENTRY_NULL,
@@ -92,7 +92,8 @@ int mm_cmd_plot(int argc, char **argv)
   if (script_path) {
     g_autofree char *script = mm_plot_script((MmPlotKind)kind, inputs, n, out, &opt, &error);
     if (!script) return mm_cli_fail(error);
-    if (!g_file_set_contents(script_path, script, -1, &error)) return mm_cli_fail(error);
+    if (g_strcmp0(script_path, "-") == 0) fputs(script, stdout);
+    else if (!g_file_set_contents(script_path, script, -1, &error)) return mm_cli_fail(error);
   }
   if (draw) {
     if (!mm_plot_render((MmPlotKind)kind, inputs, n, out, &opt, &error)) return mm_cli_fail(error);

@@ -15,7 +15,7 @@ int mm_cmd_run(int argc, char **argv)
   MmInputPaths paths = {0};
   GOptionEntry entries[] = {
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write the result document to OUT ('-' = stdout, replaces the text)", "OUT"},
-    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace (open in ui.perfetto.dev)", "T.json"},
+    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace (open in ui.perfetto.dev; serving: the prefill, then one decode step)", "T.json"},
     {"per-device", 0, 0, G_OPTION_ARG_NONE, &per_device, "Simulate every device, not one per device class", NULL},
     G_OPTION_ENTRY_NULL,
   };
@@ -76,7 +76,7 @@ int mm_cmd_run(int argc, char **argv)
     }
     if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
   }
-  if (trace_path && !mm_report_write_trace(sim->plan, sim->engine, trace_path, &error)) return mm_cli_fail(error);
+  if (trace_path && !mm_report_write_trace(sim->plan, sim->engine, sim->decode_plan, sim->decode_engine, trace_path, &error)) return mm_cli_fail(error);
   if (!json_path || g_strcmp0(json_path, "-") != 0) {
     if (serving) printf("prefill (one forward pass over the prompts):\n");
     mm_report_run_text(stdout, sim->plan, &sim->metrics, mem);

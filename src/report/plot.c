@@ -134,18 +134,17 @@ static int row_cmp(const void *a, const void *b)
   return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* "device class 2: stage 1 (16 devices)" -> "stage 1"; other names as they are. */
+/* "device class 2: stage 1 (16 devices)" -> "stage 1"; "decode step, device class 0: stage 0
+ * (8 devices)" -> "decode step, stage 0"; other names as they are. */
 static char *process_label(const char *name)
 {
-  const char *s = name;
-  if (g_str_has_prefix(s, "device class ")) {
-    const char *colon = strstr(s, ": ");
-    if (colon) s = colon + 2;
-  }
-  char *out = g_strdup(s);
-  char *paren = strstr(out, " (");
-  if (paren && g_str_has_suffix(out, ")") && s != name) *paren = '\0';
-  return out;
+  const char *dc = strstr(name, "device class ");
+  const char *colon = dc ? strstr(dc, ": ") : NULL;
+  if (!colon) return g_strdup(name);
+  g_autofree char *rest = g_strdup(colon + 2);
+  char *paren = strstr(rest, " (");
+  if (paren && g_str_has_suffix(rest, ")")) *paren = '\0';
+  return g_strdup_printf("%.*s%s", (int)(dc - name), name, rest);
 }
 
 static gboolean number_at(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double *out,
@@ -274,7 +273,7 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
     quoted(g, out);
     g_string_append(g, "\nset title ");
     g_autofree char *base = g_path_get_basename(path);
-    g_autofree char *title = o->title ? g_strdup(o->title) : g_strdup_printf("%s: one iteration, per device class and stream", base);
+    g_autofree char *title = o->title ? g_strdup(o->title) : g_strdup_printf("%s: per device class and stream", base);
     quoted(g, title);
     g_string_append_printf(g, "\nset xlabel 'time (%s)'\nset xrange [%.9g:%.9g]\n", unit, lo * f, hi * f);
     g_string_append_printf(g, "set yrange [%d.5:-0.5]\nset ytics scale 0 (", nrows - 1);

@@ -109,7 +109,8 @@ void mm_report_serving_text(FILE *out, const MmServingMetrics *sv);
 
 /* Chrome trace-event JSON (Perfetto, chrome://tracing): a process per device class,
  * a thread per stream, an event per op. Written atomically. */
-gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *path, GError **error);
+gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de,
+                               const char *path, GError **error);
 
 /* ---- output ------------------------------------------------------------ */
 

@@ -405,34 +405,37 @@ static void append_us(GString *g, MmTime t)
   g_string_append_printf(g, "%" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT, t / 1000000, t % 1000000);
 }
 
-gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *path, GError **error)
+/* Appends the processes and events of one run: pids from @pid0, times shifted by @t0,
+ * process names prefixed with @phase (NULL: none). */
+static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngine *e, uint32_t pid0, MmTime t0,
+                      const char *phase)
 {
-  gsize ops = 0;
-  for (uint32_t c = 0; c < p->n_classes; c++) ops += mm_plan_class_program(p, c)->n_ops;
-  GString *g = g_string_sized_new(256 * ops + 64);
   /* op names, built once per program (classes of one program share them) */
   g_autofree char ***names = g_new0(char **, p->n_programs + 1);
   for (uint32_t q = 0; q < p->n_programs; q++) {
     names[q] = g_new(char *, p->programs[q].n_ops + 1);
     for (uint32_t i = 0; i < p->programs[q].n_ops; i++) names[q][i] = mm_plan_op_name(p, &p->programs[q], i);
   }
-  g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-  gboolean first = TRUE;
   for (uint32_t c = 0; c < p->n_classes; c++) {
     const MmPlanProgram *pr = mm_plan_class_program(p, c);
+    const uint32_t pid = pid0 + c;
     g_autofree char *pname = p->per_device ? g_strdup_printf("device %u (stage %u)", c, pr->stage)
                                         : g_strdup_printf("device class %u: stage %u%s (%" G_GINT64_FORMAT " devices)", c,
                                                           pr->stage, pr->hot ? ", busiest expert rank" : "",
                                                           p->class_count[c]);
-    g_string_append_printf(g, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":", first ? "" : ",\n", c);
-    json_string(g, pname);
+    g_autofree char *full = phase ? g_strdup_printf("%s, %s", phase, pname) : g_strdup(pname);
+    g_string_append_printf(g, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":",
+                           *first ? "" : ",\n", pid);
+    *first = FALSE;
+    json_string(g, full);
     g_string_append(g, "}}");
-    first = FALSE;
+    g_string_append_printf(g, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"sort_index\":%u}}",
+                           pid, pid);
     for (int st = 0; st < MM_STREAM_COUNT; st++) {
       g_string_append_printf(g, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-                             c, st, mm_stream_names[st]);
+                             pid, st, mm_stream_names[st]);
       g_string_append_printf(g, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-                             c, st, st);
+                             pid, st, st);
     }
     for (uint32_t i = 0; i < pr->n_ops; i++) {
       const MmOpInfo *in = &pr->info[i];
@@ -440,9 +443,9 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
       g_string_append(g, ",\n{\"name\":");
       json_string(g, names[p->classes[c].program][i]);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], c,
+                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], pid,
                              pr->ops[i].stream);
-      append_us(g, a);
+      append_us(g, t0 + a);
       g_string_append(g, ",\"dur\":");
       append_us(g, b - a);
       char num[G_ASCII_DTOSTR_BUF_SIZE];
@@ -459,11 +462,29 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const char *p
       g_string_append(g, "}}");
     }
   }
-  g_string_append(g, "\n]}\n");
   for (uint32_t q = 0; q < p->n_programs; q++) {
     for (uint32_t i = 0; i < p->programs[q].n_ops; i++) g_free(names[q][i]);
     g_free(names[q]);
   }
+}
+
+static gsize trace_ops(const MmPlan *p)
+{
+  gsize ops = 0;
+  for (uint32_t c = 0; p && c < p->n_classes; c++) ops += mm_plan_class_program(p, c)->n_ops;
+  return ops;
+}
+
+gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de,
+                               const char *path, GError **error)
+{
+  GString *g = g_string_sized_new(256 * (trace_ops(p) + trace_ops(decode)) + 64);
+  g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  gboolean first = TRUE;
+  trace_run(g, &first, p, e, 0, 0, decode ? "prefill" : NULL);
+  /* serving: one decode step after the prefill, as the first generated token follows it */
+  if (decode) trace_run(g, &first, decode, de, p->n_classes, mm_engine_makespan(e), "decode step");
+  g_string_append(g, "\n]}\n");
   g_autoptr(GError) io = NULL;
   gboolean ok = g_file_set_contents(path, g->str, (gssize)g->len, &io);
   g_string_free(g, TRUE);
