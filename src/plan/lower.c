@@ -455,12 +455,13 @@ static double experts_read(const Lower *L, const MmLayer *l, double samples)
                    (double)bs->degree[MM_STRAT_EP];
   const double q = 1.0 - pow(1.0 - MIN(1.0, (double)b->top_k / E), T);
   const double m = MAX(1.0, ceil(E / g));
-  if (q >= 1.0 - 1e-9 || m > 4096) return 1.0;
-  double pmf = pow(1.0 - q, m), F = 0, emax = 0;
+  if (q >= 1.0 - 1e-9 || q <= 0) return 1.0; /* every expert read (or no tokens: a degenerate pass) */
+  /* binomial terms in log space: no underflow for thousands of experts per device */
+  const double lq = log(q), l1q = log1p(-q), lm = lgamma(m + 1.0);
+  double F = 0, emax = 0;
   for (double j = 0; j < m; j++) {
-    F = MIN(1.0, F + pmf);
+    F = MIN(1.0, F + exp(lm - lgamma(j + 1.0) - lgamma(m - j + 1.0) + j * lq + (m - j) * l1q));
     emax += j == 0 ? 1.0 : 1.0 - pow(F, g);
-    pmf *= (m - j) / (j + 1.0) * q / (1.0 - q);
   }
   return MIN(1.0, emax / m);
 }
