@@ -25,7 +25,6 @@ typedef struct {
 
 /* Adds --model/-m, --hardware/-H, --config/-c and --nodes/-n to @ctx's main group. */
 void mm_cli_add_input_options(GOptionContext *ctx, MmInputPaths *paths);
-void mm_input_paths_clear(MmInputPaths *paths);
 
 /* The loaded inputs of a command (each may be NULL when not asked for). */
 typedef struct {

@@ -34,10 +34,3 @@ void mm_cli_add_input_options(GOptionContext *ctx, MmInputPaths *paths)
   };
   g_option_context_add_main_entries(ctx, entries, NULL); /* GLib copies the table */
 }
-
-void mm_input_paths_clear(MmInputPaths *paths)
-{
-  g_clear_pointer(&paths->model, g_free);
-  g_clear_pointer(&paths->hardware, g_free);
-  g_clear_pointer(&paths->config, g_free);
-}

@@ -421,17 +421,16 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
   /* indices: int64 per touched row, padded to the largest count (PyTorch blog, step 1) */
   MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO, 1.0, FALSE};
   if (m == MM_SYNC_HOST) ag.algorithm = ar.algorithm = MM_ALGO_HOST;
-  MmCommCost agc;
-  mm_comm_cost(hw, links, &ag, &agc);
+  mm_comm_cost(hw, links, &ag, &out->gather);
   out->index_bytes = ag.bytes;
   ar.bytes = out->union_rows * (double)g->dim * g->elem_bytes;
   out->value_bytes = ar.bytes;
   mm_comm_cost(hw, links, &ar, &out->reduce);
   /* de-duplication and the scatter into the union layout: memory passes over the indices and values */
   double dedup_bytes = 2.0 * ag.bytes + 2.0 * local * (double)g->dim * g->elem_bytes;
-  double dedup = dedup_bytes / (hw->device.hbm_bw_Bps * hw->device.util_hbm.value);
-  if (m == MM_SYNC_HOST) dedup = dedup_bytes / (20e9); /* on the CPU: one socket's memory bandwidth share */
-  out->time_s = agc.time_s + dedup + out->reduce.time_s;
+  out->dedup_s = dedup_bytes / (hw->device.hbm_bw_Bps * hw->device.util_hbm.value);
+  if (m == MM_SYNC_HOST) out->dedup_s = dedup_bytes / (20e9); /* on the CPU: one socket's memory bandwidth share */
+  out->time_s = out->gather.time_s + out->dedup_s + out->reduce.time_s;
 }
 
 MmSparseMethod mm_comm_sparse_best(const MmHardware *hw, const MmLinks *links, const MmSparseGrad *g,

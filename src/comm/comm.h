@@ -104,6 +104,8 @@ typedef struct {
   double index_bytes;  /* all-gathered indices (padded to the largest count) */
   double value_bytes;  /* the all-reduced values */
   double union_rows;   /* distinct rows after de-duplication */
+  double dedup_s;      /* de-duplication and scatter into the union layout (GPU, or the CPU for host) */
+  MmCommCost gather;   /* the index AllGather (dense: none) */
   MmCommCost reduce;   /* the value AllReduce */
 } MmSparseCost;
 

@@ -317,8 +317,6 @@ void mm_engine_free(MmEngine *e)
   g_free(e);
 }
 
-/* ---- simulation -------------------------------------------------------- */
-
 /* ---- flows ------------------------------------------------------------- */
 
 /* A flow's pace on the current link shares: the fraction of its data per picosecond. */
@@ -423,7 +421,6 @@ static void try_start(MmEngine *e, uint32_t c, uint32_t s)
   if (e->st[g].pending) return;
   e->busy[si] = 1;
   e->cursor[si]++;
-  e->st[g].start = e->now;
   const uint32_t slot = e->st[g].slot;
   if (slot == UINT32_MAX) {
     launch(e, c, op, cl->dur[op]);

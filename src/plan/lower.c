@@ -304,18 +304,25 @@ static int64_t mask_degree(const MmBlockSetup *bs, uint32_t mask)
   return d;
 }
 
+/* The cost of @c; repeats of the last collective of its kind (identical layers, the same
+ * pipeline transfer every micro-batch) reuse it. */
+static const MmCommCost *coll_cost(Lower *L, const MmCollective *c)
+{
+  CommMemo *memo = &L->memo[c->kind];
+  if (!memo->valid || !same_coll(&memo->in, c)) {
+    memo->in = *c;
+    mm_comm_cost(L->hw, L->links, c, &memo->out); /* a forced algorithm that does not fit falls back to auto */
+    memo->valid = TRUE;
+  }
+  return &memo->out;
+}
+
 static uint32_t emit_one(Lower *L, MmCollKind kind, MmReason reason, double size, int64_t degree, int64_t stride,
                          const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
   double skew = kind == MM_COLL_ALL_TO_ALL && reason == MM_REASON_MOE ? L->a2a_skew : 1.0;
   MmCollective c = {kind, size, degree, stride, L->s->cfg->algorithm[kind], skew, L->s->cfg->serving.custom_all_reduce};
-  CommMemo *memo = &L->memo[kind];
-  if (!memo->valid || !same_coll(&memo->in, &c)) {
-    memo->in = c;
-    mm_comm_cost(L->hw, L->links, &c, &memo->out); /* a forced algorithm that does not fit falls back to auto */
-    memo->valid = TRUE;
-  }
-  const MmCommCost *cost = &memo->out;
+  const MmCommCost *cost = coll_cost(L, &c);
   MmOpInfo info = {
     .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason,
     .unit = unit, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = size,
@@ -394,15 +401,14 @@ static uint32_t emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean
 {
   const int64_t peer = delta * L->s->stage_devices;
   MmCollective c = {kind, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[kind], 1.0, FALSE};
-  MmCommCost cost;
-  mm_comm_cost(L->hw, L->links, &c, &cost);
-  if (stream == MM_STREAM_COUNT) stream = cost.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  const MmCommCost *cost = coll_cost(L, &c);
+  if (stream == MM_STREAM_COUNT) stream = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
   MmOpInfo info = {
     .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = MM_REASON_PP, .unit = unit,
-    .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = cost.time_s,
-    .fixed_s = cost.latency_s, .algorithm = (uint8_t)cost.algorithm,
+    .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = cost->time_s,
+    .fixed_s = cost->latency_s, .algorithm = (uint8_t)cost->algorithm,
   };
-  return emit(L, stream, d, &info, moves_data ? &cost : NULL, coll, 2, ABS(peer), (int32_t)peer);
+  return emit(L, stream, d, &info, moves_data ? cost : NULL, coll, 2, ABS(peer), (int32_t)peer);
 }
 
 /* A pipeline transfer across @boundary (chunk boundary -> boundary + 1) to or from the
@@ -419,8 +425,9 @@ static uint32_t emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundar
 /* ---- per-unit lowering ------------------------------------------------- */
 
 /* MoE: the experts of a layer are spread over the ep group (or, without one, over the TP
- * group, as MAD-Max models it); tokens are dispatched to their experts before the first
- * expert layer and combined after the last, by All2All. A transformer MoE layer does
+ * group, as MAD-Max models it, unless "experts": "sharded" splits each over the TP ranks:
+ * no group, mask 0); tokens are dispatched to their experts before the first expert layer
+ * and combined after the last, by All2All. A transformer MoE layer does
  * this per layer; an MLP MoE (DLRM) once around the whole expert stack. */
 static uint32_t moe_mask(const Lower *L, guint block)
 {
@@ -1038,18 +1045,13 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
     emit_coll(L, b, MASK(MM_STRAT_DDP), MM_COLL_ALL_REDUCE, MM_REASON_DDP, sc.value_bytes, &d, u, micro, MM_PHASE_BWD);
     return;
   }
-  MmAlgorithm algo = sc.method == MM_SYNC_HOST ? MM_ALGO_HOST : MM_ALGO_AUTO;
-  MmCollective ag = {MM_COLL_ALL_GATHER, sc.index_bytes, g.degree, g.stride, algo, 1.0, FALSE};
-  MmCollective ar = {MM_COLL_ALL_REDUCE, sc.value_bytes, g.degree, g.stride, algo, 1.0, FALSE};
-  MmCommCost cag, car;
-  mm_comm_cost(L->hw, L->links, &ag, &cag);
-  mm_comm_cost(L->hw, L->links, &ar, &car);
-  double dedup = sc.time_s - cag.time_s - car.time_s; /* what the sparse path adds besides its two collectives */
-  MmStreamId st = cag.shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  const MmCommCost *cag = &sc.gather, *car = &sc.reduce;
+  const double dedup = sc.dedup_s;
+  MmStreamId st = cag->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
   MmOpInfo info = {.what = MM_OP_COLLECTIVE, .phase = MM_PHASE_BWD, .coll = MM_COLL_ALL_GATHER, .reason = MM_REASON_DDP,
-                   .unit = u, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = ag.bytes,
-                   .time_s = cag.time_s, .fixed_s = cag.latency_s, .algorithm = (uint8_t)cag.algorithm};
-  uint32_t op = emit(L, st, &d, &info, &cag, COLL_SELF, g.degree, g.stride, 0);
+                   .unit = u, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = sc.index_bytes,
+                   .time_s = cag->time_s, .fixed_s = cag->latency_s, .algorithm = (uint8_t)cag->algorithm};
+  uint32_t op = emit(L, st, &d, &info, cag, COLL_SELF, g.degree, g.stride, 0);
   d = deps_one(op);
   if (sc.method == MM_SYNC_SPARSE && dedup > 0) {
     MmOpInfo di = {.what = MM_OP_COMPUTE, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
@@ -1059,11 +1061,11 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
     d = deps_one(op);
   }
   info.coll = MM_COLL_ALL_REDUCE;
-  info.bytes = ar.bytes;
-  info.time_s = car.time_s + (sc.method == MM_SYNC_HOST ? dedup : 0);
-  info.fixed_s = car.latency_s + (sc.method == MM_SYNC_HOST ? dedup : 0); /* CPU de-duplication, on the host path */
-  info.algorithm = (uint8_t)car.algorithm;
-  emit(L, st, &d, &info, &car, COLL_SELF, g.degree, g.stride, 0);
+  info.bytes = sc.value_bytes;
+  info.time_s = car->time_s + (sc.method == MM_SYNC_HOST ? dedup : 0);
+  info.fixed_s = car->latency_s + (sc.method == MM_SYNC_HOST ? dedup : 0); /* CPU de-duplication, on the host path */
+  info.algorithm = (uint8_t)car->algorithm;
+  emit(L, st, &d, &info, car, COLL_SELF, g.degree, g.stride, 0);
 }
 
 
@@ -1318,7 +1320,7 @@ static void emit_optimizer(Lower *L)
   MmOpInfo info = {
     .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
     .last_layer = NONE, .kernels = kernels, .bytes = bytes,
-    .time_s = mm_plan_compute_time(L->hw, MM_DTYPE_FP32, 0, bytes) + kernels * L->hw->device.launch_overhead_s,
+    .time_s = mm_plan_compute_time(L->hw, MM_DTYPE_FP32, 0, bytes) + kernels * L->launch_s,
   };
   info.fixed_s = info.time_s;
   uint32_t opt = emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
@@ -1514,12 +1516,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .unit_chunk = unit_chunk, .p = (uint32_t)s->pp, .v = (uint32_t)s->vstages, .nm = (uint32_t)s->micro_steps,
   };
   L.K = L.p * L.v;
-  L.first_trained = s->model->n_blocks;
-  for (guint b = 0; b < s->model->n_blocks; b++)
-    if (!s->blocks[b].frozen) {
-      L.first_trained = b;
-      break;
-    }
+  L.first_trained = mm_plan_first_trained(s);
   L.chunk_first = g_new(uint32_t, L.K + 1);
   L.chunk_end = g_new0(uint32_t, L.K + 1);
   L.chunk_trained = g_new0(gboolean, L.K + 1);
@@ -1619,12 +1616,7 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
   /* MFU numerator: model FLOPs of the global batch (frozen blocks drop weight gradients;
    * blocks before the first trained one run no backward). */
   const gboolean training = s->cfg->task != MM_TASK_INFERENCE;
-  guint first_trained = s->model->n_blocks;
-  for (guint b = 0; b < s->model->n_blocks; b++)
-    if (!s->blocks[b].frozen) {
-      first_trained = b;
-      break;
-    }
+  const guint first_trained = mm_plan_first_trained(s);
   double per_sample = 0;
   for (guint b = 0; b < s->model->n_blocks; b++) {
     const MmCost *c = &g->block_cost[b];

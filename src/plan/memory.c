@@ -50,13 +50,6 @@ double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
   return bytes;
 }
 
-/* First block (forward order) that is trained: blocks before it run no backward. */
-static guint first_trained_block(const MmScenario *s)
-{
-  for (guint i = 0; i < s->model->n_blocks; i++)
-    if (!s->blocks[i].frozen) return i;
-  return s->model->n_blocks;
-}
 
 /* What one unit needs on one device (micro-batch quantities for one micro-batch). */
 typedef struct {
@@ -173,7 +166,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   const MmModel *m = s->model;
   const MmParallelConfig *c = s->cfg;
   const gboolean training = c->task != MM_TASK_INFERENCE;
-  const guint ft = first_trained_block(s), p = (guint)s->pp, K = (guint)(s->pp * s->vstages);
+  const guint ft = mm_plan_first_trained(s), p = (guint)s->pp, K = (guint)(s->pp * s->vstages);
   g_autofree uint32_t *chunk = mm_pipe_unit_chunks(s, g);
   g_autofree UnitMem *um = g_new0(UnitMem, g->n_units + 1);
   g_autofree double *chunk_act = g_new0(double, K + 1);

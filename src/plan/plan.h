@@ -69,6 +69,15 @@ static inline double mm_plan_zero_shards(const MmBlockSetup *bs, gboolean expert
   return (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_CP] * (expert ? 1 : bs->degree[MM_STRAT_EP]));
 }
 
+/* First block (forward order) that is trained: blocks before it run no backward;
+ * n_blocks when none is. */
+static inline guint mm_plan_first_trained(const MmScenario *s)
+{
+  for (guint i = 0; i < s->model->n_blocks; i++)
+    if (!s->blocks[i].frozen) return i;
+  return s->model->n_blocks;
+}
+
 /* Fixed cost of one kernel of a pass over @g: eager launch, or replay from a captured
  * graph (serving "cuda_graphs", decode steps only). */
 static inline double mm_plan_launch_s(const MmScenario *s, const MmGraph *g)

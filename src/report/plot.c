@@ -178,8 +178,6 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
     return FALSE;
   }
   g_autoptr(GHashTable) pname = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-  g_autoptr(GHashTable) rows = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-  g_autoptr(GArray) row_arr = g_array_new(FALSE, TRUE, sizeof(Row));
   g_autoptr(GArray) boxes = g_array_new(FALSE, FALSE, sizeof(Box));
   g_autoptr(GHashTable) tname = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   g_autoptr(GHashTable) tsort = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
@@ -228,11 +226,6 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
     if (dur <= 0 || t1 <= t0) continue;
     const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
     Box b = {(gint64)pid << 20 | (gint64)tid, t0, t1, series_of(cJSON_IsString(cat) ? cat->valuestring : "")};
-    if (!g_hash_table_contains(rows, &b.key)) {
-      g_hash_table_add(rows, g_memdup2(&b.key, sizeof b.key));
-      Row r = {b.key, 0, NULL};
-      g_array_append_val(row_arr, r);
-    }
     g_array_append_val(boxes, b);
     lo = MIN(lo, t0);
     hi = MAX(hi, t1);
@@ -242,13 +235,17 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
                   o->to_s > o->from_s ? "no op falls in the window" : "no complete (\"ph\": \"X\") events to draw");
     return FALSE;
   }
-  merge_boxes(boxes, hi - lo);
+  merge_boxes(boxes, hi - lo); /* sorted by stream key: one row per distinct key */
+  g_autoptr(GArray) row_arr = g_array_new(FALSE, TRUE, sizeof(Row));
+  for (guint k = 0; k < boxes->len; k++) {
+    const gint64 key = g_array_index(boxes, Box, k).key;
+    if (k > 0 && key == g_array_index(boxes, Box, k - 1).key) continue;
+    const double *s = g_hash_table_lookup(tsort, &key);
+    Row r = {key, s ? *s : (double)(key & ((1 << 20) - 1)), NULL};
+    g_array_append_val(row_arr, r);
+  }
   /* rows: device classes in order, their streams in the trace's order */
   Row *R = (Row *)row_arr->data;
-  for (guint r = 0; r < row_arr->len; r++) {
-    const double *s = g_hash_table_lookup(tsort, &R[r].key);
-    R[r].sort = s ? *s : (double)(R[r].key & ((1 << 20) - 1));
-  }
   qsort(R, row_arr->len, sizeof(Row), row_cmp);
   /* one class: the stream names alone */
   gboolean one_process = TRUE;
