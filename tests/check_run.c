@@ -38,6 +38,42 @@ static char *cfg(const char *extra, const char *levels)
                          extra, levels);
 }
 
+/* A block reading 18 blocks, and a block read by 18: dependency sets stay bounded (one op
+ * per stream) instead of aborting, and the reader starts after every input is done. */
+START_TEST(test_wide_fan_in_and_out)
+{
+  GString *m = g_string_new("{\"name\":\"wide\",\"blocks\":[{\"kind\":\"mlp\",\"name\":\"src\",\"inputs\":[],"
+                            "\"count\":1,\"width\":256,\"input_dim\":64}");
+  GString *top = g_string_new("");
+  for (int i = 0; i < 18; i++) {
+    g_string_append_printf(m, ",{\"kind\":\"mlp\",\"name\":\"b%d\",\"inputs\":[\"src\"],\"count\":2,\"width\":256}", i);
+    g_string_append_printf(top, "%s\"b%d\"", i ? "," : "", i);
+  }
+  g_string_append_printf(m, ",{\"kind\":\"mlp\",\"name\":\"top\",\"inputs\":[%s],\"count\":1,\"width\":256}]}", top->str);
+  g_string_free(top, TRUE);
+  g_autofree char *model = g_string_free(m, FALSE);
+  g_autofree char *hw = mm_test_node8();
+  const char *levels[] = {"[{\"strategy\":\"ddp\",\"degree\":8}]", "[{\"strategy\":\"fsdp\",\"degree\":8}]"};
+  for (guint v = 0; v < G_N_ELEMENTS(levels); v++) {
+    g_autofree char *c = cfg("", levels[v]);
+    g_autoptr(MmSimulation) x = sim(model, hw, c, 0);
+    ck_assert_double_gt(x->metrics.iteration_time_s, 0);
+    const MmPlanProgram *pr = &x->plan->programs[0];
+    for (uint32_t i = 0; i < pr->n_ops; i++) ck_assert_uint_le(pr->ops[i].n_deps, MM_STREAM_COUNT);
+    /* the top block's forward starts after every b_i forward has ended */
+    const guint top_unit = x->graph->block_first_unit[19];
+    MmTime inputs_end = 0, top_start = G_MAXUINT64;
+    for (uint32_t i = 0; i < pr->n_ops; i++) {
+      const MmOpInfo *in = &pr->info[i];
+      if (in->what != MM_OP_COMPUTE || in->phase != MM_PHASE_FWD) continue;
+      if (in->unit == top_unit) top_start = MIN(top_start, mm_engine_op_start(x->engine, 0, i));
+      else if (in->unit > 0) inputs_end = MAX(inputs_end, mm_engine_op_end(x->engine, 0, i));
+    }
+    ck_assert_uint_ge(top_start, inputs_end);
+  }
+}
+END_TEST
+
 START_TEST(test_tp_allreduces)
 {
   g_autofree char *hw = mm_test_node8();
@@ -401,6 +437,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_dlrm_all_to_all);
   tcase_add_test(tc, test_per_device_agrees);
   tcase_add_test(tc, test_invariants);
+  tcase_add_test(tc, test_wide_fan_in_and_out);
   tcase_add_test(tc, test_cli_run_json_deterministic);
   tcase_add_test(tc, test_cli_trace_and_oom);
   tcase_add_test(tc, test_shipped_examples_run);

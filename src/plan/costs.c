@@ -1,0 +1,139 @@
+/* costs: what one device computes, reads and keeps of each layer part; MoE routing shares. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, double bytes)
+{
+  const MmDevice *d = &hw->device;
+  double tc = flops > 0 ? flops / (d->peak_flops[dtype] * d->util_gemm.value) : 0;
+  double tm = bytes > 0 ? bytes / (d->hbm_bw_Bps * d->util_hbm.value) : 0;
+  return MAX(tc, tm);
+}
+
+/* Fraction of a layer's per-sample work one device does, and of its weights it reads.
+ * TP splits GEMMs (and with sequence parallelism the norms); CP splits the sequence;
+ * EP gives each rank its experts' share of the routed tokens. */
+void mm__work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights)
+{
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  const MmBlock *b = &L->m->blocks[l->block];
+  if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
+    *work = mm_plan_param_fraction(L->s, l->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+    *weights = *work;
+    return;
+  }
+  const double tp = (double)bs->degree[MM_STRAT_TP], cp = (double)bs->degree[MM_STRAT_CP];
+  const double ep = (double)bs->degree[MM_STRAT_EP];
+  if (l->expert && ep > 1) {
+    *work = L->expert_load / tp / cp;
+    *weights = 1.0 / (tp * ep);
+    return;
+  }
+  if (l->tp == MM_TP_REPLICATED) {
+    *work = (mm_plan_seq_parallel(L->s, l->block) ? 1.0 / tp : 1.0) / cp;
+    *weights = 1.0;
+    return;
+  }
+  *work = 1.0 / tp / cp;
+  *weights = 1.0 / tp;
+}
+
+
+void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
+{
+  const MmLayer *l = &L->g->layers[li];
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  const MmCost *c = &l->cost;
+  const double n = bs->samples_per_micro;
+  double wf, pf;
+  mm__work_fractions(L, l, &wf, &pf);
+  pf *= mm__experts_read(L, l, n);
+  double flops = 0, mflops = 0, bytes = 0;
+  switch (part) {
+  case PART_FWD:
+    flops = n * c->fwd_exec_flops * wf;
+    mflops = n * c->fwd_flops * wf;
+    bytes = n * c->fwd_bytes * wf + c->weight_bytes * pf;
+    break;
+  case PART_BWD_IN:
+    flops = n * c->bwd_input_exec_flops * wf;
+    mflops = n * c->bwd_input_flops * wf;
+    bytes = n * c->bwd_input_bytes * wf + (flops > 0 ? c->weight_bytes * pf : 0);
+    break;
+  case PART_BWD_W: {
+    double ge = mm_dtype_bytes(bs->grad_dtype) / mm_dtype_bytes(L->m->blocks[l->block].dtype);
+    flops = n * c->bwd_weight_flops * wf;
+    mflops = flops;
+    bytes = n * c->bwd_weight_bytes * wf + c->weight_bytes * pf * ge; /* weight gradients written */
+    break;
+  }
+  }
+  *pc = (PartCost){flops, mflops, bytes, 0, l->cls == MM_LAYER_LOOKUP};
+  if (flops > 0 || bytes > 0)
+    pc->time_s = mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->launch_s;
+}
+
+void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
+{
+  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  if (pc->time_s <= 0) return;
+  if (seg->kernels == 0) seg->first = li;
+  seg->last = li;
+  seg->kernels++;
+  seg->flops += pc->flops;
+  seg->model_flops += pc->model_flops;
+  seg->bytes += pc->bytes;
+  seg->time_s += pc->time_s;
+  if (pc->lookup) seg->what = MM_OP_LOOKUP;
+}
+
+/* ---- MoE routing ------------------------------------------------------- */
+
+/* MoE: the experts of a layer are spread over the ep group (or, without one, over the TP
+ * group, as MAD-Max models it, unless "experts": "sharded" splits each over the TP ranks:
+ * no group, mask 0); tokens are dispatched to their experts before the first expert layer
+ * and combined after the last, by All2All. A transformer MoE layer does
+ * this per layer; an MLP MoE (DLRM) once around the whole expert stack. */
+uint32_t mm__moe_mask(const Lower *L, guint block)
+{
+  const MmBlockSetup *bs = &L->s->blocks[block];
+  if (bs->degree[MM_STRAT_EP] > 1) return MASK(MM_STRAT_EP);
+  return bs->experts_sharded ? 0u : MASK(MM_STRAT_TP);
+}
+
+/* Share of its experts' weights the busiest device of an expert group reads in one pass.
+ * Only experts some token is routed to are read: with T tokens in the group (every EP rank's
+ * micro-batch), each sent to k of E experts uniformly, an expert is touched with probability
+ * q = 1 - (1 - k/E)^T. Each of the g devices the experts are spread over holds m = E/g; its
+ * count is Binomial(m, q), and the step waits for the busiest: E[max] = sum_j P(max > j) with
+ * P(max > 0) = 1 (some expert is always touched) and P(max > j) = 1 - F(j)^g above (devices
+ * independent). 1 in training (q = 1); at decode batch 1 about k/E of a device holding all
+ * experts, one whole expert on each of 8 devices holding one. */
+double mm__experts_read(const Lower *L, const MmLayer *l, double samples)
+{
+  const MmBlock *b = &L->m->blocks[l->block];
+  if (!l->expert || b->experts <= 0 || b->top_k <= 0) return 1.0;
+  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  const double E = (double)b->experts, g = (double)mm__mask_degree(bs, mm__moe_mask(L, l->block));
+  const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? L->g->tokens_per_sample : 1.0) *
+                   (double)bs->degree[MM_STRAT_EP];
+  const double q = 1.0 - pow(1.0 - MIN(1.0, (double)b->top_k / E), T);
+  const double m = MAX(1.0, ceil(E / g));
+  if (q >= 1.0 - 1e-9 || q <= 0) return 1.0; /* every expert read (or no tokens: a degenerate pass) */
+  /* binomial terms in log space: no underflow for thousands of experts per device */
+  const double lq = log(q), l1q = log1p(-q), lm = lgamma(m + 1.0);
+  double F = 0, emax = 0;
+  for (double j = 0; j < m; j++) {
+    F = MIN(1.0, F + exp(lm - lgamma(j + 1.0) - lgamma(m - j + 1.0) + j * lq + (m - j) * l1q));
+    emax += j == 0 ? 1.0 : 1.0 - pow(F, g);
+  }
+  return MIN(1.0, emax / m);
+}
+
+gboolean mm__moe_split(const Lower *L, const MmLayer *l)
+{
+  return l->expert && mm__mask_degree(&L->s->blocks[l->block], mm__moe_mask(L, l->block)) > 1;
+}
+

@@ -1,0 +1,238 @@
+/* emit: ops and their dependencies; collectives over a block's strategy levels and between stages. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Adds @op to @d. A stream runs its ops one at a time in program order, so the latest op of
+ * a stream implies every earlier one: a set keeps one op per stream, and never holds more
+ * than MM_STREAM_COUNT however many blocks feed a block. */
+void mm__deps_add(const Lower *L, Deps *d, uint32_t op)
+{
+  if (op == NONE) return;
+  const uint32_t stream = L->ops[op].stream;
+  for (uint32_t i = 0; i < d->n; i++) {
+    if (L->ops[d->v[i]].stream == stream) {
+      d->v[i] = MAX(d->v[i], op);
+      return;
+    }
+  }
+  g_assert(d->n < MAX_DEPS);
+  d->v[d->n++] = op;
+}
+
+Deps mm__deps_one(uint32_t op)
+{
+  Deps d = {.n = 0};
+  if (op != NONE) d.v[d.n++] = op;
+  return d;
+}
+
+/* ---- emitting ---------------------------------------------------------- */
+
+/* Appends an op. @coll: MM_NO_COLL (compute), COLL_SELF (a collective of this program's
+ * groups) or a shared id; @cost NULL for a member that moves no data itself. */
+uint32_t mm__emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *cost,
+                     uint32_t coll, int64_t degree, int64_t stride, int32_t peer)
+{
+  uint32_t idx = L->n_ops, nd = d ? d->n : 0, nx = cost ? cost->n_use : 0;
+  g_assert(idx < COLL_TIED);
+  if (L->n_xfer + nx > L->cap_xfer) {
+    L->cap_xfer = 2 * L->cap_xfer + nx + 64;
+    L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
+    L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
+  }
+  if (L->n_ops == L->cap_ops) {
+    L->cap_ops = 2 * L->cap_ops + 64;
+    L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
+    L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
+  }
+  if (L->n_deps + nd > L->cap_deps) {
+    L->cap_deps = 2 * L->cap_deps + nd + 64;
+    L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
+  }
+  L->ops[idx] = (MmEngineOp){
+    .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
+    .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
+    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = cost && cost->sequential,
+  };
+  for (uint32_t i = 0; i < nx; i++) {
+    L->xfer_link[L->n_xfer] = cost->link[i];
+    L->xfer_bytes[L->n_xfer++] = cost->bytes[i];
+  }
+  for (uint32_t i = 0; i < nd; i++) {
+    g_assert(d->v[i] < idx);
+    L->deps[L->n_deps++] = d->v[i];
+  }
+  L->info[idx] = *info;
+  L->info[idx].chunk = (uint16_t)L->cur_chunk;
+  L->n_ops++;
+  L->last_on[stream] = idx;
+  return idx;
+}
+
+/* Waits for the last op of every stream: what ends the iteration waits for everything. */
+Deps mm__deps_all_streams(const Lower *L)
+{
+  Deps d = {.n = 0};
+  for (int i = 0; i < MM_STREAM_COUNT; i++) mm__deps_add(L, &d, L->last_on[i]);
+  return d;
+}
+
+/* ---- collectives over strategy levels ----------------------------------- */
+
+/* The groups of block @bi's levels whose strategy is in @mask: consecutive levels (those of
+ * degree 1 take no digit) form one group of their product with the innermost stride. */
+typedef struct {
+  int64_t degree[MM_MAX_LEVELS], stride[MM_MAX_LEVELS];
+  int n;
+} Runs;
+
+static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
+{
+  Runs r;
+  r.n = 0;
+  gboolean open = FALSE;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *lv = &bs->levels[i];
+    if (lv->degree <= 1) continue;
+    if (!(mask & MASK(lv->strategy))) {
+      open = FALSE;
+      continue;
+    }
+    if (open) {
+      r.degree[r.n - 1] *= lv->degree;
+    } else {
+      r.degree[r.n] = lv->degree;
+      r.stride[r.n++] = bs->stride[i];
+      open = TRUE;
+    }
+  }
+  return r;
+}
+
+int64_t mm__mask_degree(const MmBlockSetup *bs, uint32_t mask)
+{
+  int64_t d = 1;
+  for (int k = 0; k < MM_STRAT_COUNT; k++)
+    if (mask & MASK(k)) d *= bs->degree[k];
+  return d;
+}
+
+/* The cost of @c; repeats of the last collective of its kind (identical layers, the same
+ * pipeline transfer every micro-batch) reuse it. */
+const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c)
+{
+  CommMemo *memo = &L->memo[c->kind];
+  if (!memo->valid || !same_coll(&memo->in, c)) {
+    memo->in = *c;
+    mm_comm_cost(L->hw, L->links, c, &memo->out); /* a forced algorithm that does not fit falls back to auto */
+    memo->valid = TRUE;
+  }
+  return &memo->out;
+}
+
+static uint32_t emit_one(Lower *L, MmCollKind kind, MmReason reason, double size, int64_t degree, int64_t stride,
+                         const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  double skew = kind == MM_COLL_ALL_TO_ALL && reason == MM_REASON_MOE ? L->a2a_skew : 1.0;
+  MmCollective c = {kind, size, degree, stride, L->s->cfg->algorithm[kind], skew, L->s->cfg->serving.custom_all_reduce};
+  const MmCommCost *cost = mm__coll_cost(L, &c);
+  MmOpInfo info = {
+    .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason,
+    .unit = unit, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = size,
+    .time_s = cost->time_s, .fixed_s = cost->latency_s, .algorithm = (uint8_t)cost->algorithm,
+  };
+  MmStreamId st = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  return mm__emit(L, st, d, &info, cost, COLL_SELF, degree, stride, 0);
+}
+
+/* Emits @kind over the groups of block @bi's levels in @mask, chained on @d:
+ * AllGather outermost group first on a growing buffer, ReduceScatter innermost first
+ * on a shrinking one, AllReduce over several groups as reduce-scatters, the outermost
+ * all-reduce and all-gathers back. Returns the last op (NONE when nothing moves). */
+uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmReason reason, double bytes,
+                          const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  const MmBlockSetup *bs = &L->s->blocks[bi];
+  if (bytes <= 0 || mm__mask_degree(bs, mask) <= 1) return NONE;
+  const Runs r = level_runs(bs, mask);
+  Deps cur;
+  deps_copy(&cur, d);
+  uint32_t op = NONE;
+#define STEP(k, i, sz)                                                                       \
+  do {                                                                                       \
+    op = emit_one(L, (k), reason, (sz), r.degree[i], r.stride[i], &cur, unit, micro, phase); \
+    cur = mm__deps_one(op);                                                                      \
+  } while (0)
+  double size = bytes;
+  switch (kind) {
+  case MM_COLL_ALL_GATHER:
+    for (int i = 0; i < r.n; i++) size /= (double)r.degree[i];
+    for (int i = r.n; i-- > 0;) {
+      size *= (double)r.degree[i];
+      STEP(MM_COLL_ALL_GATHER, i, size);
+    }
+    break;
+  case MM_COLL_REDUCE_SCATTER:
+    for (int i = 0; i < r.n; i++) {
+      STEP(MM_COLL_REDUCE_SCATTER, i, size);
+      size /= (double)r.degree[i];
+    }
+    break;
+  case MM_COLL_ALL_REDUCE:
+    for (int i = 0; i + 1 < r.n; i++) {
+      STEP(MM_COLL_REDUCE_SCATTER, i, size);
+      size /= (double)r.degree[i];
+    }
+    STEP(MM_COLL_ALL_REDUCE, r.n - 1, size);
+    for (int i = r.n - 1; i-- > 0;) {
+      size *= (double)r.degree[i];
+      STEP(MM_COLL_ALL_GATHER, i, size);
+    }
+    break;
+  default:
+    for (int i = 0; i < r.n; i++) STEP(kind, i, size);
+    break;
+  }
+#undef STEP
+  return op;
+}
+
+/* The group stride that costs a transfer between this stage and the one @delta away:
+ * the offset itself inside a node, a whole node's when the pair sits in two nodes. */
+static int64_t pair_stride(const Lower *L, int64_t delta)
+{
+  const int64_t sd = L->s->stage_devices, g = L->hw->gpus_per_node, a = (int64_t)L->stage * sd;
+  if (a / g != (a + delta * sd) / g) return g * MAX((int64_t)1, ABS(delta) * sd / g);
+  return ABS(delta) * sd;
+}
+
+/* A collective between this device and the one @delta stages away, with the id @coll
+ * both programs use: pipeline transfers (the sender moves the bytes, the receiver posts
+ * a matching op without data and ends with it) and the tied-embedding AllReduce. */
+uint32_t mm__emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean moves_data, uint32_t coll,
+                          int64_t delta, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  const int64_t peer = delta * L->s->stage_devices;
+  MmCollective c = {kind, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[kind], 1.0, FALSE};
+  const MmCommCost *cost = mm__coll_cost(L, &c);
+  if (stream == MM_STREAM_COUNT) stream = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  MmOpInfo info = {
+    .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = MM_REASON_PP, .unit = unit,
+    .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = cost->time_s,
+    .fixed_s = cost->latency_s, .algorithm = (uint8_t)cost->algorithm,
+  };
+  return mm__emit(L, stream, d, &info, moves_data ? cost : NULL, coll, 2, ABS(peer), (int32_t)peer);
+}
+
+/* A pipeline transfer across @boundary (chunk boundary -> boundary + 1) to or from the
+ * stage @delta away. */
+uint32_t mm__emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundary, uint32_t micro, int64_t delta,
+                         double bytes, const Deps *d, uint32_t unit)
+{
+  MmStreamId st = send ? (bwd ? MM_STREAM_PP_SEND_BWD : MM_STREAM_PP_SEND_FWD)
+                       : (bwd ? MM_STREAM_PP_RECV_BWD : MM_STREAM_PP_RECV_FWD);
+  uint32_t id = COLL_P2P + (boundary * L->nm + micro) * 2 + (bwd ? 1 : 0);
+  return mm__emit_pair(L, st, MM_COLL_P2P, send, id, delta, bytes, d, unit, micro, bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
+}

@@ -1,0 +1,100 @@
+/* fsdp: parameters per unit and the FSDP all-gather queue, issued `fsdp_prefetch` units ahead. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- FSDP gather sequence ---------------------------------------------- */
+
+void mm__precompute_units(Lower *L)
+{
+  const MmGraph *g = L->g;
+  L->unit_dense = g_new0(double, g->n_units + 1);
+  L->unit_expert = g_new0(double, g->n_units + 1);
+  L->unit_moe = g_new0(gboolean, g->n_units + 1);
+  for (uint32_t u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    const MmBlockSetup *bs = &L->s->blocks[un->block];
+    if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
+      L->unit_dense[u] = L->unit_dense[u - 1];
+      L->unit_expert[u] = L->unit_expert[u - 1];
+      L->unit_moe[u] = L->unit_moe[u - 1];
+      continue;
+    }
+    for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+      const MmLayer *l = &g->layers[li];
+      double p = (double)l->cost.params * mm_plan_param_fraction(L->s, un->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+      if (l->expert) L->unit_expert[u] += p;
+      else L->unit_dense[u] += p;
+      L->unit_moe[u] |= mm__moe_split(L, l);
+    }
+  }
+}
+
+double mm__unit_params(const Lower *L, uint32_t u)
+{
+  return L->unit_dense[u] + L->unit_expert[u];
+}
+
+gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
+{
+  const MmUnit *un = &L->g->units[u];
+  return L->s->blocks[un->block].degree[MM_STRAT_FSDP] > 1 && L->g->units[u].cost.params > 0;
+}
+
+static void gq_add(GArray *a, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  GatherItem it = {u, micro, bwd};
+  g_array_append_val(a, it);
+}
+
+/* The order in which FSDP units compute over the stage's schedule: the order their
+ * AllGathers are issued, `fsdp_prefetch` ahead of the compute. */
+void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
+{
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(GatherItem));
+  for (guint i = 0; i < n_steps; i++) {
+    const uint32_t k = steps[i].chunk * L->p + L->stage;
+    if (!steps[i].bwd) {
+      for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
+        if (mm__fsdp_unit(L, u)) gq_add(a, u, steps[i].micro, FALSE);
+    } else {
+      for (uint32_t u = L->chunk_end[k]; u-- > L->chunk_first[k];)
+        if (L->g->units[u].block >= L->first_trained && mm__fsdp_unit(L, u)) gq_add(a, u, steps[i].micro, TRUE);
+    }
+  }
+  L->n_gq = a->len;
+  L->gq = (GatherItem *)(void *)g_array_free(a, FALSE);
+  L->gq_op = g_new(uint32_t, L->n_gq + 1);
+}
+
+void mm__emit_gather(Lower *L, const Deps *d)
+{
+  uint32_t i = L->gq_emitted++;
+  const GatherItem *it = &L->gq[i];
+  const MmUnit *un = &L->g->units[it->unit];
+  double bytes = mm__unit_params(L, it->unit) * mm_dtype_bytes(L->m->blocks[un->block].dtype);
+  L->gq_op[i] = mm__emit_coll(L, un->block, MASK(MM_STRAT_FSDP), MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,
+                          it->micro, it->bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
+}
+
+/* The gather of the unit about to compute (issued earlier). */
+uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  g_assert(L->gq_pos < L->gq_emitted);
+  const GatherItem *it = &L->gq[L->gq_pos];
+  g_assert(it->unit == u && it->micro == micro && it->bwd == bwd);
+  (void)u, (void)micro, (void)bwd;
+  return L->gq_op[L->gq_pos];
+}
+
+/* After a unit computed: its buffer is free, so the gather `prefetch + 1` units ahead may go. */
+void mm__gather_advance(Lower *L, uint32_t compute_done)
+{
+  L->gq_pos++;
+  uint32_t want = L->gq_pos + (uint32_t)L->s->cfg->fsdp_prefetch + 1;
+  while (L->gq_emitted < MIN(want, L->n_gq)) {
+    Deps d = mm__deps_one(compute_done);
+    mm__emit_gather(L, &d);
+  }
+}

@@ -1,0 +1,259 @@
+/* grads: gradient synchronization (FSDP, DDP buckets, sparse), the tied embedding and the optimizer step. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- gradient synchronization ------------------------------------------ */
+
+gboolean mm__block_reads(const MmBlock *c, guint b)
+{
+  for (guint i = 0; i < c->n_inputs; i++)
+    if (c->inputs[i] == b) return TRUE;
+  return FALSE;
+}
+
+gboolean mm__mp_block(const Lower *L, guint b)
+{
+  return L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && L->s->blocks[b].degree[MM_STRAT_MP] > 1;
+}
+
+/* Last unit of block @b. */
+uint32_t mm__block_last_unit(const Lower *L, guint b)
+{
+  return L->g->block_first_unit[b] + L->g->block_units[b] - 1;
+}
+
+/* Replicas that hold the same parameters and average their gradients: data-parallel
+ * levels, and for non-expert parameters the ep and cp ranks too. */
+uint32_t mm__replica_mask(gboolean expert)
+{
+  return MASK(MM_STRAT_DDP) | MASK(MM_STRAT_CP) | (expert ? 0u : MASK(MM_STRAT_EP));
+}
+
+
+/* Emits the backward exchange of MP tables once every trained consumer has its input gradient. */
+void mm__hoist_mp_backward(Lower *L, IterState *st, uint32_t micro)
+{
+  const MmModel *m = L->m;
+  const uint32_t *fwd = &st->fwd_out[micro * m->n_blocks];
+  for (guint e = L->first_trained; e < m->n_blocks; e++) {
+    if (!mm__mp_block(L, e) || st->mp_bwd[e] != NONE) continue;
+    Deps d = {.n = 0};
+    gboolean ready = TRUE, any = FALSE;
+    for (guint c = e + 1; c < m->n_blocks; c++) {
+      if (!mm__block_reads(&m->blocks[c], e)) continue;
+      any = TRUE;
+      if (!st->bwd_done[c]) ready = FALSE;
+      else mm__deps_add(L, &d, st->bwd_out[c]);
+    }
+    if (!ready) continue;
+    if (!any) mm__deps_add(L, &d, fwd[e]);
+    st->mp_bwd[e] = mm__emit_mp_exchange(L, mm__block_last_unit(L, e), micro, MM_PHASE_BWD, &d);
+  }
+}
+
+/* All-reduce (ZeRO-2: reduce-scatter) of a gradient bucket; slot 0 non-expert, 1 expert. */
+void mm__flush_bucket(Lower *L, IterState *st, guint b, int slot, uint32_t micro)
+{
+  const guint i = 2 * b + (guint)slot;
+  if (st->bucket_bytes[i] <= 0) return;
+  Deps d = mm__deps_one(st->bucket_dep[i]);
+  MmCollKind kind = L->s->blocks[b].zero >= 2 ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE;
+  mm__emit_coll(L, b, mm__replica_mask(slot == 1), kind, MM_REASON_DDP, st->bucket_bytes[i], &d, NONE, micro, MM_PHASE_BWD);
+  st->bucket_bytes[i] = 0;
+}
+
+/* The ddp level of a block that asked for sparse gradient synchronization, or -1. */
+static int sparse_level(const Lower *L, guint b)
+{
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  int found = -1, ddp_levels = 0;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    if (bs->levels[i].strategy != MM_STRAT_DDP || bs->levels[i].degree <= 1) continue;
+    ddp_levels++;
+    if (bs->levels[i].grad_sync != MM_GRAD_SYNC_DENSE) found = (int)i;
+  }
+  return ddp_levels == 1 ? found : -1; /* one data-parallel level: its group exchanges the rows */
+}
+static MmSparseGrad sparse_grad(const Lower *L, guint b, int level)
+{
+  const MmBlock *bk = &L->m->blocks[b];
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  double rows, lookups, dim;
+  if (bk->kind == MM_BLOCK_EMBEDDING_BAG) {
+    rows = (double)bk->rows;
+    dim = (double)bk->dim;
+    lookups = bs->samples_per_micro * (double)L->s->micro_steps * bk->pooling; /* per table */
+  } else {
+    rows = (double)bk->vocab;
+    dim = (double)bk->hidden;
+    lookups = bs->samples_per_micro * (double)L->s->micro_steps * (double)bk->seq_len;
+  }
+  double p = (double)bs->levels[level].degree;
+  double local = rows * -expm1(-lookups / rows), uni = rows * -expm1(-p * lookups / rows);
+  double overlap = p > 1 && local > 0 ? CLAMP((p * local - uni) / ((p - 1.0) * local), 0.0, 1.0) : 1.0;
+  double tables = bk->kind == MM_BLOCK_EMBEDDING_BAG ? (double)bk->tables * bs->mp_fraction : 1.0;
+  MmSparseGrad g = {
+    .rows = (int64_t)(rows * tables), .dim = (int64_t)dim, .elem_bytes = mm_dtype_bytes(bs->grad_dtype),
+    .touched_frac = local / rows, .overlap = overlap, .degree = bs->levels[level].degree,
+    .stride = bs->stride[level],
+  };
+  return g;
+}
+
+/* Sparse synchronization of an embedding gradient: all-gather of the (padded) local row
+ * indices, de-duplication on the GPU, AllReduce of the union's rows; host staging folds
+ * the CPU de-duplication into the exchange. */
+static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t micro, uint32_t weights_done)
+{
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  MmSparseGrad g = sparse_grad(L, b, level);
+  MmSparseCost sc;
+  MmGradSync want = bs->levels[level].grad_sync;
+  if (want == MM_GRAD_SYNC_AUTO) mm_comm_sparse_best(L->hw, L->links, &g, &sc);
+  else mm_comm_sparse_cost(L->hw, L->links, &g, want == MM_GRAD_SYNC_HOST ? MM_SYNC_HOST : MM_SYNC_SPARSE, &sc);
+  Deps d = mm__deps_one(weights_done);
+  if (sc.method == MM_SYNC_DENSE) {
+    mm__emit_coll(L, b, MASK(MM_STRAT_DDP), MM_COLL_ALL_REDUCE, MM_REASON_DDP, sc.value_bytes, &d, u, micro, MM_PHASE_BWD);
+    return;
+  }
+  const MmCommCost *cag = &sc.gather, *car = &sc.reduce;
+  const double dedup = sc.dedup_s;
+  MmStreamId st = cag->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  MmOpInfo info = {.what = MM_OP_COLLECTIVE, .phase = MM_PHASE_BWD, .coll = MM_COLL_ALL_GATHER, .reason = MM_REASON_DDP,
+                   .unit = u, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = sc.index_bytes,
+                   .time_s = cag->time_s, .fixed_s = cag->latency_s, .algorithm = (uint8_t)cag->algorithm};
+  uint32_t op = mm__emit(L, st, &d, &info, cag, COLL_SELF, g.degree, g.stride, 0);
+  d = mm__deps_one(op);
+  if (sc.method == MM_SYNC_SPARSE && dedup > 0) {
+    MmOpInfo di = {.what = MM_OP_COMPUTE, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
+                   .first_layer = L->g->units[u].first_layer, .last_layer = L->g->units[u].first_layer, .kernels = 2,
+                   .bytes = dedup * L->hw->device.hbm_bw_Bps * L->hw->device.util_hbm.value, .time_s = dedup, .fixed_s = dedup};
+    op = mm__emit(L, MM_STREAM_COMPUTE, &d, &di, NULL, MM_NO_COLL, 0, 0, 0);
+    d = mm__deps_one(op);
+  }
+  info.coll = MM_COLL_ALL_REDUCE;
+  info.bytes = sc.value_bytes;
+  info.time_s = car->time_s + (sc.method == MM_SYNC_HOST ? dedup : 0);
+  info.fixed_s = car->latency_s + (sc.method == MM_SYNC_HOST ? dedup : 0); /* CPU de-duplication, on the host path */
+  info.algorithm = (uint8_t)car->algorithm;
+  mm__emit(L, st, &d, &info, car, COLL_SELF, g.degree, g.stride, 0);
+}
+
+
+/* Gradient synchronization of one unit after its backward. */
+void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_t weights_done)
+{
+  const MmUnit *un = &L->g->units[u];
+  const guint b = un->block;
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  if (bs->frozen || weights_done == NONE || un->cost.params == 0) return;
+  const gboolean last_micro = micro + 1 == L->nm;
+  const double ge = mm_dtype_bytes(bs->grad_dtype);
+  const double grads[2] = {L->unit_dense[u] * ge, L->unit_expert[u] * ge};
+  if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_FSDP] <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
+    return; /* sharded tables update in place */
+  Deps d = mm__deps_one(weights_done);
+  if (bs->degree[MM_STRAT_FSDP] > 1) {
+    /* FSDP reduce-scatters every micro-step; HSDP then all-reduces the shard across replicas */
+    uint32_t rs = mm__emit_coll(L, b, MASK(MM_STRAT_FSDP), MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
+                            u, micro, MM_PHASE_BWD);
+    if (!last_micro) return;
+    for (int x = 0; x < 2; x++) {
+      Deps r = mm__deps_one(rs);
+      mm__emit_coll(L, b, mm__replica_mask(x == 1), MM_COLL_ALL_REDUCE, MM_REASON_DDP,
+                grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro, MM_PHASE_BWD);
+    }
+  } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {
+    emit_sparse_sync(L, b, sparse_level(L, b), u, micro, weights_done);
+  } else if (last_micro) {
+    /* DDP accumulates locally (no_sync) and all-reduces buckets during the last backward */
+    for (int x = 0; x < 2; x++) {
+      if (grads[x] <= 0 || mm__mask_degree(bs, mm__replica_mask(x == 1)) <= 1) continue;
+      st->bucket_bytes[2 * b + (guint)x] += grads[x];
+      st->bucket_dep[2 * b + (guint)x] = weights_done;
+      if (L->s->cfg->ddp_overlap && st->bucket_bytes[2 * b + (guint)x] >= L->s->cfg->ddp_bucket_bytes)
+        mm__flush_bucket(L, st, b, x, micro);
+    }
+  }
+}
+
+
+/* The tied word-embedding gradient, all-reduced between the first and the last stage. */
+void mm__emit_tied(Lower *L)
+{
+  if (L->p <= 1 || !L->training) return;
+  const MmModel *m = L->m;
+  for (guint b = 0; b < m->n_blocks; b++) {
+    const MmBlock *bk = &m->blocks[b];
+    if (bk->kind != MM_BLOCK_LM_HEAD || !bk->tied || L->s->blocks[b].frozen) continue;
+    const uint32_t k = L->unit_chunk[L->g->block_first_unit[b]];
+    if (k % L->p == 0) return; /* head and embedding share a stage */
+    if (L->stage != 0 && L->stage != k % L->p) return;
+    const MmBlockSetup *bs = &L->s->blocks[b];
+    const double bytes = (double)bk->vocab * (double)bk->hidden * mm_dtype_bytes(bs->grad_dtype) /
+                         (double)bs->degree[MM_STRAT_TP];
+    const int64_t delta = (int64_t)(k % L->p) * (L->stage == 0 ? 1 : -1);
+    Deps d = mm__deps_all_streams(L);
+    mm__emit_pair(L, MM_STREAM_COUNT, MM_COLL_ALL_REDUCE, TRUE, COLL_TIED, delta, bytes, &d, L->g->block_first_unit[b],
+              L->nm - 1, MM_PHASE_BWD);
+    return;
+  }
+}
+
+/* Non-expert and expert parameters of block @b on this stage's device (after TP/MP/EP,
+ * before FSDP); FALSE when the stage holds none of its units. */
+static gboolean stage_block_params(const Lower *L, guint b, double *dense, double *expert)
+{
+  gboolean any = FALSE;
+  *dense = *expert = 0;
+  for (uint32_t u = L->g->block_first_unit[b]; u < L->g->block_first_unit[b] + L->g->block_units[b]; u++) {
+    if (L->unit_chunk[u] % L->p != L->stage) continue;
+    any = TRUE;
+    *dense += L->unit_dense[u];
+    *expert += L->unit_expert[u];
+  }
+  return any;
+}
+
+/* One optimizer step after every gradient has arrived; ZeRO-1/2 then all-gather the
+ * updated weights. */
+void mm__emit_optimizer(Lower *L)
+{
+  const MmModel *m = L->m;
+  double bytes = 0, dense, expert;
+  uint32_t kernels = 0;
+  for (guint b = 0; b < m->n_blocks; b++) {
+    const MmBlock *bk = &m->blocks[b];
+    const MmBlockSetup *bs = &L->s->blocks[b];
+    if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG || !stage_block_params(L, b, &dense, &expert)) continue;
+    /* ZeRO shards the update over the replicas */
+    double params = (dense / mm_plan_zero_shards(bs, FALSE) + expert / mm_plan_zero_shards(bs, TRUE)) /
+                    (double)bs->degree[MM_STRAT_FSDP];
+    double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
+    bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
+    kernels++;
+  }
+  if (kernels == 0) return;
+  Deps d = mm__deps_all_streams(L);
+  MmOpInfo info = {
+    .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
+    .last_layer = NONE, .kernels = kernels, .bytes = bytes,
+    .time_s = mm_plan_compute_time(L->hw, MM_DTYPE_FP32, 0, bytes) + kernels * L->launch_s,
+  };
+  info.fixed_s = info.time_s;
+  uint32_t opt = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+  for (guint b = 0; b < m->n_blocks; b++) {
+    const MmBlockSetup *bs = &L->s->blocks[b];
+    if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG ||
+        !stage_block_params(L, b, &dense, &expert))
+      continue;
+    const double e = mm_dtype_bytes(m->blocks[b].dtype);
+    Deps od = mm__deps_one(opt);
+    mm__emit_coll(L, b, mm__replica_mask(FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od, MM_NO_UNIT, 0,
+              MM_PHASE_OPTIMIZER);
+    mm__emit_coll(L, b, mm__replica_mask(TRUE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, expert * e, &od, MM_NO_UNIT, 0,
+              MM_PHASE_OPTIMIZER);
+  }
+}

@@ -1,0 +1,167 @@
+/* plan internals: the lowering state and the seams between the plan's files (not a public header). */
+#pragma once
+
+#include "plan.h"
+
+#define NONE UINT32_MAX
+#define MAX_DEPS MM_STREAM_COUNT /* one op per stream (mm__deps_add) */
+#define MASK(strategy) (1u << (strategy))
+/* Collective ids shared by different programs: pipeline transfers and the tied-embedding
+ * gradient. Other collectives use their op index (below 2^31). */
+#define COLL_SELF (MM_NO_COLL - 1)
+#define COLL_TIED 0x7ffffff0u
+#define COLL_P2P 0x80000000u
+
+typedef struct {
+  uint32_t v[MAX_DEPS];
+  uint32_t n;
+} Deps;
+
+/* A copy of @d's used entries (or an empty set). */
+static inline void deps_copy(Deps *to, const Deps *d)
+{
+  to->n = d ? d->n : 0;
+  if (to->n) memcpy(to->v, d->v, sizeof(uint32_t) * to->n);
+}
+
+typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W } Part;
+
+/* A compute segment: consecutive layer parts that no collective separates. */
+typedef struct {
+  double time_s, flops, model_flops, bytes;
+  uint32_t kernels, first, last;
+  MmOpWhat what;
+} Seg;
+
+/* One unit's turn in the FSDP gather sequence. */
+typedef struct {
+  uint32_t unit;
+  uint32_t micro;
+  gboolean bwd;
+} GatherItem;
+
+/* Per-device cost of one part of one layer (computed once per canonical layer). */
+typedef struct {
+  double flops, model_flops, bytes, time_s;
+  gboolean lookup;
+} PartCost;
+
+/* The last cost computed per collective kind: identical layers repeat it. */
+typedef struct {
+  MmCollective in;
+  MmCommCost out;
+  gboolean valid;
+} CommMemo;
+
+static inline gboolean same_coll(const MmCollective *a, const MmCollective *b)
+{
+  return a->kind == b->kind && a->bytes == b->bytes && a->degree == b->degree && a->stride == b->stride &&
+         a->algorithm == b->algorithm && a->skew == b->skew && a->one_shot == b->one_shot;
+}
+
+typedef struct Template Template;
+
+typedef struct {
+  const MmScenario *s;
+  const MmGraph *g;
+  const MmModel *m;
+  const MmHardware *hw;
+  const MmLinks *links;
+  MmEngineOp *ops;
+  MmOpInfo *info;
+  uint32_t n_ops, cap_ops;
+  uint32_t *deps;
+  uint32_t n_deps, cap_deps;
+  uint32_t *xfer_link;
+  double *xfer_bytes;
+  uint32_t n_xfer, cap_xfer;
+  PartCost *parts;      /* 3 per layer, indexed by canonical layer */
+  double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
+  double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
+  Template *templates;  /* V_COUNT per unit, built on first use */
+  gboolean *unit_moe;   /* per unit: experts spread over a group (all-to-alls) */
+  CommMemo memo[MM_COLL_COUNT];
+  uint32_t last_on[MM_STREAM_COUNT];
+  guint first_trained;
+  gboolean training;
+  double launch_s; /* per kernel: eager launch, or replay from a captured graph */
+
+  /* the behaviour this program lowers */
+  uint32_t stage;
+  double expert_load; /* routed tokens this device's experts get / the mean */
+  double a2a_skew;    /* its All2All traffic / the mean */
+
+  /* pipeline */
+  const uint32_t *unit_chunk;
+  uint32_t p, v, K, nm; /* stages, chunks per stage, chunks, micro-batches */
+  uint32_t *chunk_first, *chunk_end; /* unit range of each chunk */
+  gboolean *chunk_trained;           /* runs a backward */
+  uint32_t cur_chunk;
+
+  GatherItem *gq;
+  uint32_t n_gq, gq_emitted, gq_pos;
+  uint32_t *gq_op; /* gather op of each item */
+} Lower;
+
+typedef struct {
+  uint32_t *fwd_out;  /* m x blocks: the op producing a block's output, per micro-batch */
+  uint32_t *bwd_out, *mp_bwd;
+  gboolean *bwd_done;
+  double *bucket_bytes; /* 2 x blocks: non-expert, expert gradients waiting for their AllReduce */
+  uint32_t *bucket_dep;
+} IterState;
+
+enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_COUNT };
+
+/* emit.c: ops, dependencies and collectives over strategy levels */
+void mm__deps_add(const Lower *L, Deps *d, uint32_t op);
+Deps mm__deps_one(uint32_t op);
+uint32_t mm__emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *cost,
+                  uint32_t coll, int64_t degree, int64_t stride, int32_t peer);
+Deps mm__deps_all_streams(const Lower *L);
+int64_t mm__mask_degree(const MmBlockSetup *bs, uint32_t mask);
+const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c);
+uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmReason reason, double bytes,
+                       const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);
+uint32_t mm__emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean moves_data, uint32_t coll,
+                       int64_t delta, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);
+uint32_t mm__emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundary, uint32_t micro, int64_t delta,
+                      double bytes, const Deps *d, uint32_t unit);
+
+/* costs.c: per-device work of a layer part */
+void mm__work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights);
+double mm__experts_read(const Lower *L, const MmLayer *l, double samples);
+void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc);
+void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part);
+uint32_t mm__moe_mask(const Lower *L, guint block);
+gboolean mm__moe_split(const Lower *L, const MmLayer *l);
+
+/* template.c: unit templates and their replay */
+uint32_t mm__lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in);
+uint32_t mm__lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
+                       uint32_t *weights_done);
+uint32_t mm__emit_mp_exchange(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *d);
+void mm__templates_free(Lower *L);
+
+/* fsdp.c: per-unit parameters and the FSDP gather queue */
+void mm__precompute_units(Lower *L);
+double mm__unit_params(const Lower *L, uint32_t u);
+gboolean mm__fsdp_unit(const Lower *L, uint32_t u);
+void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps);
+void mm__emit_gather(Lower *L, const Deps *d);
+uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd);
+void mm__gather_advance(Lower *L, uint32_t compute_done);
+
+/* grads.c: gradient synchronization, the tied embedding, the optimizer step */
+gboolean mm__block_reads(const MmBlock *c, guint b);
+gboolean mm__mp_block(const Lower *L, guint b);
+uint32_t mm__block_last_unit(const Lower *L, guint b);
+uint32_t mm__replica_mask(gboolean expert);
+void mm__hoist_mp_backward(Lower *L, IterState *st, uint32_t micro);
+void mm__flush_bucket(Lower *L, IterState *st, guint b, int slot, uint32_t micro);
+void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_t weights_done);
+void mm__emit_tied(Lower *L);
+void mm__emit_optimizer(Lower *L);
+
+/* iteration.c: one stage's schedule of chunk forwards and backwards */
+void mm__lower_program(Lower *L);

@@ -1,0 +1,243 @@
+/* iteration: one stage's schedule of chunk forwards and backwards, with pipeline transfers. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- the iteration ----------------------------------------------------- */
+
+/* Units of block @b inside chunk @k: [*u0, *u1); FALSE when none. */
+static gboolean block_in_chunk(const Lower *L, guint b, uint32_t k, uint32_t *u0, uint32_t *u1)
+{
+  const uint32_t bf = L->g->block_first_unit[b], be = bf + L->g->block_units[b];
+  *u0 = MAX(bf, L->chunk_first[k]);
+  *u1 = MIN(be, L->chunk_end[k]);
+  return *u0 < *u1;
+}
+
+/* Forward of chunk @k for micro-batch @mi; @in: what its first block waits for (the
+ * pipeline receive). Returns the op producing the chunk's output. */
+static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, const Deps *in)
+{
+  const MmModel *m = L->m;
+  uint32_t *fwd = &st->fwd_out[mi * m->n_blocks];
+  uint32_t last = NONE;
+  for (guint b = 0; b < m->n_blocks; b++) {
+    uint32_t u0, u1;
+    if (!block_in_chunk(L, b, k, &u0, &u1)) continue;
+    const MmBlock *bk = &m->blocks[b];
+    Deps bin = {.n = 0};
+    if (u0 == L->g->block_first_unit[b]) {
+      for (guint i = 0; i < bk->n_inputs; i++) {
+        guint src = bk->inputs[i];
+        if (L->unit_chunk[mm__block_last_unit(L, src)] == k) mm__deps_add(L, &bin, fwd[src]);
+        else for (uint32_t j = 0; j < in->n; j++) mm__deps_add(L, &bin, in->v[j]);
+      }
+    } else {
+      bin = *in;
+    }
+    uint32_t out = NONE;
+    for (uint32_t u = u0; u < u1; u++) {
+      Deps d = out == NONE ? bin : mm__deps_one(out);
+      if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, FALSE));
+      out = mm__lower_fwd(L, u, mi, MM_PHASE_FWD, &d);
+      if (mm__fsdp_unit(L, u)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+    }
+    if (mm__mp_block(L, b)) {
+      Deps d = mm__deps_one(out);
+      out = mm__emit_mp_exchange(L, mm__block_last_unit(L, b), mi, MM_PHASE_FWD, &d);
+    }
+    fwd[b] = last = out;
+  }
+  return last;
+}
+
+/* Backward of chunk @k for micro-batch @mi; @gin: the gradient of its output (the
+ * pipeline receive; the last chunk starts from the loss). Returns the op producing the
+ * gradient of its input. */
+static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, const Deps *gin)
+{
+  const MmModel *m = L->m;
+  const guint nb = m->n_blocks;
+  const uint32_t *fwd = &st->fwd_out[mi * nb];
+  const gboolean last_micro = mi + 1 == L->nm;
+  for (guint b = 0; b < nb; b++) {
+    st->bwd_done[b] = FALSE;
+    st->mp_bwd[b] = NONE;
+    st->bwd_out[b] = NONE;
+  }
+  uint32_t first_out = NONE;
+  for (guint b = nb; b-- > L->first_trained;) {
+    uint32_t u0, u1;
+    if (!block_in_chunk(L, b, k, &u0, &u1)) continue;
+    const MmBlock *bk = &m->blocks[b];
+    Deps grad = {.n = 0};
+    if (u1 == mm__block_last_unit(L, b) + 1) {
+      gboolean consumed = FALSE;
+      for (guint c = b + 1; c < nb; c++) {
+        if (!mm__block_reads(&m->blocks[c], b)) continue;
+        consumed = TRUE;
+        if (L->unit_chunk[L->g->block_first_unit[c]] == k) mm__deps_add(L, &grad, st->bwd_out[c]);
+        else for (uint32_t j = 0; j < gin->n; j++) mm__deps_add(L, &grad, gin->v[j]);
+      }
+      if (!consumed) mm__deps_add(L, &grad, fwd[b]); /* the loss */
+    } else {
+      grad = *gin;
+    }
+    if (mm__mp_block(L, b)) {
+      mm__hoist_mp_backward(L, st, mi);
+      grad = mm__deps_one(st->mp_bwd[b]);
+    }
+    gboolean need_in = FALSE;
+    for (guint i = 0; i < bk->n_inputs; i++) need_in |= bk->inputs[i] >= L->first_trained;
+    const uint32_t bf = L->g->block_first_unit[b];
+    uint32_t out = NONE;
+    for (uint32_t u = u1; u-- > u0;) {
+      Deps d = out == NONE ? grad : mm__deps_one(out);
+      if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, TRUE));
+      uint32_t wd = NONE;
+      out = mm__lower_bwd(L, u, mi, &d, u == bf ? need_in : TRUE, &wd);
+      if (mm__fsdp_unit(L, u)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+      mm__sync_grads(L, st, u, mi, wd);
+    }
+    if (last_micro && L->s->cfg->ddp_overlap) {
+      mm__flush_bucket(L, st, b, 0, mi);
+      mm__flush_bucket(L, st, b, 1, mi);
+    }
+    st->bwd_out[b] = out;
+    st->bwd_done[b] = TRUE;
+    first_out = out;
+    mm__hoist_mp_backward(L, st, mi);
+  }
+  return first_out;
+}
+
+/* Bytes crossing the boundary after chunk @k: the last unit's output of one micro-batch,
+ * split over the TP ranks (Megatron's scatter/gather) and the CP ranks. */
+static double boundary_bytes(const Lower *L, uint32_t k)
+{
+  const uint32_t u = L->chunk_end[k] - 1;
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  const MmLayer *l = &L->g->layers[un->first_layer + un->n_layers - 1];
+  return bs->samples_per_micro * l->cost.out_bytes / (double)bs->degree[MM_STRAT_TP] /
+         (double)bs->degree[MM_STRAT_CP];
+}
+
+/* Stage offset from this stage to the one running chunk @k. */
+static int64_t stage_delta(const Lower *L, uint32_t k)
+{
+  return (int64_t)(k % L->p) - (int64_t)L->stage;
+}
+
+/* Megatron's scatter/gather: each TP rank sends 1/t of a boundary tensor; the receiving
+ * TP group all-gathers it (not with sequence parallelism: the tensor stays sharded). */
+static uint32_t gather_boundary(Lower *L, uint32_t recv, uint32_t unit, uint32_t mi, MmPhase phase, double bytes)
+{
+  const guint b = L->g->units[unit].block;
+  if (L->s->blocks[b].degree[MM_STRAT_TP] <= 1 || mm_plan_seq_parallel(L->s, b)) return recv;
+  Deps d = mm__deps_one(recv);
+  uint32_t op = mm__emit_coll(L, b, MASK(MM_STRAT_TP), MM_COLL_ALL_GATHER, MM_REASON_PP,
+                          bytes * (double)L->s->blocks[b].degree[MM_STRAT_TP], &d, unit, mi, phase);
+  return op == NONE ? recv : op;
+}
+
+/* The input activations of chunk @k (from the stage of chunk k - 1). */
+static uint32_t recv_activations(Lower *L, uint32_t k, uint32_t mi)
+{
+  double bytes = boundary_bytes(L, k - 1);
+  uint32_t r = mm__emit_p2p(L, FALSE, FALSE, k - 1, mi, stage_delta(L, k - 1), bytes, NULL, L->chunk_first[k]);
+  return gather_boundary(L, r, L->chunk_first[k], mi, MM_PHASE_FWD, bytes);
+}
+
+/* The gradient of chunk @k's output (from the stage of chunk k + 1). */
+static uint32_t recv_gradients(Lower *L, uint32_t k, uint32_t mi)
+{
+  double bytes = boundary_bytes(L, k);
+  uint32_t r = mm__emit_p2p(L, FALSE, TRUE, k, mi, stage_delta(L, k + 1), bytes, NULL, L->chunk_end[k] - 1);
+  return gather_boundary(L, r, L->chunk_end[k] - 1, mi, MM_PHASE_BWD, bytes);
+}
+
+
+
+/* Lowers this stage's schedule: per step a chunk's forward (after receiving its input,
+ * before sending its output) or backward (after receiving its output's gradient, before
+ * sending its input's); then gradient buckets, the tied embedding and the optimizer. */
+void mm__lower_program(Lower *L)
+{
+  const guint nb = L->m->n_blocks;
+  const uint32_t p = L->p, v = L->v, m = L->nm, K = L->K;
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 2 * (gsize)m * v + 1);
+  guint n_steps = mm_pipe_schedule(L->s->cfg->pipeline.schedule, p, v, m, L->stage, L->training, steps);
+  mm__build_gather_queue(L, steps, n_steps);
+
+  IterState st;
+  st.fwd_out = g_new(uint32_t, (gsize)m * nb + 1);
+  for (gsize i = 0; i < (gsize)m * nb; i++) st.fwd_out[i] = NONE;
+  st.bwd_out = g_new(uint32_t, nb);
+  st.mp_bwd = g_new(uint32_t, nb);
+  st.bwd_done = g_new0(gboolean, nb);
+  st.bucket_bytes = g_new0(double, 2 * nb);
+  st.bucket_dep = g_new(uint32_t, 2 * nb);
+
+  for (uint32_t i = 0; i < MIN((uint32_t)L->s->cfg->fsdp_prefetch + 1, L->n_gq); i++) mm__emit_gather(L, NULL);
+
+  /* synchronous exchange: the next step waits for this step's transfers */
+  const gboolean sync = !L->s->cfg->pipeline.overlap_p2p;
+  uint32_t pending = NONE;
+  for (guint i = 0; i < n_steps; i++) {
+    const uint32_t k = steps[i].chunk * p + L->stage, mi = steps[i].micro;
+    L->cur_chunk = k;
+    if (!steps[i].bwd) {
+      Deps in = {.n = 0};
+      if (sync) mm__deps_add(L, &in, pending);
+      if (k > 0) mm__deps_add(L, &in, recv_activations(L, k, mi));
+      uint32_t out = chunk_fwd(L, &st, k, mi, &in);
+      pending = NONE;
+      if (k + 1 < K) {
+        Deps d = mm__deps_one(out);
+        pending = mm__emit_p2p(L, TRUE, FALSE, k, mi, stage_delta(L, k + 1), boundary_bytes(L, k), &d, L->chunk_end[k] - 1);
+      }
+      continue;
+    }
+    if (!L->chunk_trained[k]) continue;
+    Deps gin = {.n = 0};
+    if (sync) mm__deps_add(L, &gin, pending);
+    if (k + 1 < K) mm__deps_add(L, &gin, recv_gradients(L, k, mi));
+    uint32_t out = chunk_bwd(L, &st, k, mi, &gin);
+    pending = NONE;
+    if (k > 0 && L->chunk_trained[k - 1] && out != NONE) {
+      Deps d = mm__deps_one(out);
+      pending = mm__emit_p2p(L, TRUE, TRUE, k - 1, mi, stage_delta(L, k - 1), boundary_bytes(L, k - 1), &d, L->chunk_first[k]);
+    }
+  }
+  g_assert(L->gq_pos == L->n_gq);
+  L->cur_chunk = L->stage;
+
+  if (L->training && !L->s->cfg->ddp_overlap) {
+    /* gradients all-reduced after the whole backward, in bucket-sized pieces */
+    for (guint b = nb; b-- > 0;) {
+      for (int x = 0; x < 2; x++) {
+        const guint i = 2 * b + (guint)x;
+        double left = st.bucket_bytes[i], size = L->s->cfg->ddp_bucket_bytes;
+        st.bucket_dep[i] = L->last_on[MM_STREAM_COMPUTE];
+        while (left > 0) {
+          st.bucket_bytes[i] = MIN(left, size);
+          left -= st.bucket_bytes[i];
+          mm__flush_bucket(L, &st, b, x, m - 1);
+        }
+      }
+    }
+  }
+  if (L->training) {
+    mm__emit_tied(L);
+    mm__emit_optimizer(L);
+  }
+  g_free(st.fwd_out);
+  g_free(st.bwd_out);
+  g_free(st.mp_bwd);
+  g_free(st.bwd_done);
+  g_free(st.bucket_bytes);
+  g_free(st.bucket_dep);
+}
+

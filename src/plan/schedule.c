@@ -1,0 +1,63 @@
+/* schedule: pipeline schedules (GPipe, 1F1B, interleaved 1F1B) and the chunk of every unit. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- pipeline schedules and chunks -------------------------------------- */
+
+/* Megatron's mapping of the k-th virtual micro-batch to (chunk, micro-batch). */
+static MmPipeStep virtual_step(guint p, guint v, guint k, gboolean bwd)
+{
+  guint in_group = k % (p * v);
+  guint chunk = in_group / p;
+  MmPipeStep s = {(uint8_t)bwd, (uint16_t)(bwd ? v - 1 - chunk : chunk), (k / (p * v)) * p + k % p};
+  return s;
+}
+
+guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
+                       MmPipeStep *out)
+{
+  g_return_val_if_fail(p >= 1 && v >= 1 && m >= 1 && stage < p, 0);
+  const guint total = m * v;
+  guint n = 0, fk = 0, bk = 0;
+  if (!backward || kind == MM_PIPE_GPIPE) {
+    for (; fk < total; fk++) out[n++] = virtual_step(p, v, fk, FALSE);
+    if (backward)
+      for (; bk < total; bk++) out[n++] = virtual_step(p, v, bk, TRUE);
+    return n;
+  }
+  guint warm = v == 1 ? MIN(p - stage - 1, m) : MIN((p - stage - 1) * 2 + (v - 1) * p, total);
+  for (guint i = 0; i < warm; i++) out[n++] = virtual_step(p, v, fk++, FALSE);
+  for (guint i = 0; i < total - warm; i++) {
+    out[n++] = virtual_step(p, v, fk++, FALSE);
+    out[n++] = virtual_step(p, v, bk++, TRUE);
+  }
+  while (bk < total) out[n++] = virtual_step(p, v, bk++, TRUE);
+  return n;
+}
+
+uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g)
+{
+  uint32_t *chunk = g_new0(uint32_t, g->n_units + 1);
+  const int64_t K = s->pp * s->vstages;
+  if (K <= 1) return chunk;
+  g_autofree int64_t *want = g_new(int64_t, K);
+  const MmPipeline *pl = &s->cfg->pipeline;
+  for (int64_t k = 0; k < K; k++) want[k] = pl->layers ? pl->layers[k] : s->layer_units / K;
+  if (!pl->layers) {
+    /* the remainder goes to the middle chunks first: the ends also hold embedding and head */
+    int64_t rem = s->layer_units % K;
+    for (int64_t i = 0; rem > 0; i++, rem--) want[K <= 2 ? i % K : 1 + i % (K - 2)]++;
+  }
+  int64_t k = 0, left = want[0];
+  for (uint32_t u = 0; u < g->n_units; u++) {
+    if (mm_block_is_layers(&s->model->blocks[g->units[u].block])) {
+      while (left == 0 && k + 1 < K) left = want[++k];
+      left--;
+    }
+    chunk[u] = (uint32_t)k;
+  }
+  return chunk;
+}
+
