@@ -3,7 +3,7 @@
 
 #include <glib.h>
 
-#include "config/config.h"
+#include "plan/plan.h"
 
 /* Exit codes of the command-line contract (DESIGN.md). */
 enum { MM_EXIT_OK = 0, MM_EXIT_INPUT = 1, MM_EXIT_INTERNAL = 2 };

@@ -8,6 +8,58 @@
 
 G_BEGIN_DECLS
 
+/* ---- scenario: model x hardware x config, cross-checked ------------------ */
+
+/* One block's strategy resolved against the system. */
+typedef struct {
+  const MmStrategyEntry *entry;           /* (transfer none) */
+  MmLevel levels[MM_MAX_LEVELS];          /* degrees resolved, innermost first */
+  int64_t stride[MM_MAX_LEVELS];          /* device-index distance between group members */
+  guint n_levels;
+  int64_t degree[MM_STRAT_COUNT];         /* product of the degrees of each strategy */
+  int64_t dp;                             /* ranks with different samples: fsdp x ddp x ep */
+  int64_t shard;                          /* weight sharding degree: fsdp x tp x mp */
+  gboolean sp;                            /* Megatron sequence parallelism on its tp levels */
+  gboolean experts_sharded;               /* without ep: experts split over the TP ranks, not spread */
+  int zero;                               /* ZeRO stage of its ddp levels (0: plain DDP) */
+  MmCpImpl cp_impl;
+  gboolean frozen;                        /* no weight gradients, no optimizer state */
+  MmDtype compute_dtype, grad_dtype;
+  const MmOptimizer *optimizer;           /* (transfer none) */
+  double samples_per_micro;               /* samples one device processes per micro-step */
+  double mp_fraction;                     /* embedding_bag: pieces on the busiest device / all (1 otherwise) */
+} MmBlockSetup;
+
+typedef struct {
+  const MmModel *model;            /* (transfer none) all three outlive the scenario */
+  const MmHardware *hw;
+  const MmParallelConfig *cfg;
+  int64_t devices;
+  int64_t global_batch;            /* samples per iteration */
+  guint ref_block;                 /* block whose data-parallel ranks micro_batch counts */
+  int64_t dp_ref;
+  int64_t micro_batch;             /* samples per dp_ref rank per micro-step */
+  int64_t micro_steps;             /* gradient-accumulation steps (pipeline micro-batches) per iteration */
+  int64_t pp;                      /* pipeline stages (outermost device digit) */
+  int64_t vstages;                 /* model chunks per stage */
+  int64_t stage_devices;           /* devices per stage: the block levels multiply to this */
+  int64_t layer_units;             /* repeated layers the pipeline splits (transformer and mlp units) */
+  int64_t ep_stride, ep_degree;    /* the expert-parallel group of the first MoE block (degree 1: none) */
+  MmBlockSetup *blocks;            /* one per model block */
+} MmScenario;
+
+/* Resolves degrees ("node", "nodes", "all"), checks them against the system
+ * and the model (product = devices, TP divides heads, MP fits the tables, ...)
+ * and derives the batch split. Errors name the config file. (transfer full) */
+MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+                            GError **error);
+void mm_scenario_free(MmScenario *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmScenario, mm_scenario_free)
+
+/* True when every member of a level's group sits in one node. */
+gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint level);
+
+
 /* Bytes held by one device, by category. */
 typedef struct {
   double weights;

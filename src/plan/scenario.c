@@ -1,0 +1,434 @@
+/* scenario: loaded inputs x a point of overrides -> the resolved scenario (degrees, groups on nodes, batch split). */
+#include <math.h>
+#include <string.h>
+
+#include "config/json.h"
+#include "plan.h"
+
+/* ---- scenario ---------------------------------------------------------- */
+
+void mm_scenario_free(MmScenario *s)
+{
+  if (!s) return;
+  g_free(s->blocks);
+  g_free(s);
+}
+
+static gboolean names_block(const MmModel *m, const char *key, gboolean *is_kind)
+{
+  for (int k = 0; k < MM_BLOCK_KIND_COUNT; k++) {
+    if (strcmp(key, mm_block_kind_names[k]) == 0) {
+      *is_kind = TRUE;
+      return TRUE;
+    }
+  }
+  *is_kind = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++)
+    if (strcmp(key, m->blocks[i].name) == 0) return TRUE;
+  return FALSE;
+}
+
+static gboolean block_frozen(const MmParallelConfig *c, const MmBlock *b)
+{
+  if (c->task == MM_TASK_INFERENCE) return TRUE;
+  for (guint i = 0; i < c->n_frozen; i++)
+    if (strcmp(c->frozen[i], b->name) == 0 || strcmp(c->frozen[i], mm_block_kind_names[b->kind]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* Resolves one block's levels; errors point into $.parallelism.<key>. */
+static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const MmBlock *b,
+                              MmBlockSetup *bs, GError **error)
+{
+  const MmHardware *hw = s->hw;
+  const int64_t n = s->stage_devices, g = hw->gpus_per_node;
+  const MmStrategyEntry *e = bs->entry;
+  g_autofree char *jp = g_strdup_printf("$.parallelism.%s", e->key);
+  int64_t prod = 1;
+  int all_at = -1;
+  bs->n_levels = e->n_levels;
+  for (guint i = 0; i < e->n_levels; i++) {
+    MmLevel l = e->levels[i];
+    switch (l.spec) {
+    case MM_DEG_NUMBER: break;
+    case MM_DEG_NODE: l.degree = g; break;
+    case MM_DEG_NODES: l.degree = hw->nodes; break;
+    case MM_DEG_ALL: all_at = (int)i; l.degree = 1; break;
+    }
+    bs->levels[i] = l;
+    prod *= l.degree;
+    if (prod > n) break;
+  }
+  if (all_at >= 0) {
+    if (prod > n || n % prod != 0) {
+      g_autofree char *dp = g_strdup_printf("%s[%d].degree", jp, all_at);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                    "\"all\" must fill %" G_GINT64_FORMAT " devices of %s%s, but the other levels multiply "
+                    "to %" G_GINT64_FORMAT ", which does not divide it",
+                    n, hw->path, s->pp > 1 ? " (one pipeline stage)" : "", prod);
+      return FALSE;
+    }
+    bs->levels[all_at].degree = n / prod;
+    prod = n;
+  }
+  if (prod != n) {
+    if (s->pp > 1)
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "degrees multiply to %s%" G_GINT64_FORMAT " but one of the %" G_GINT64_FORMAT
+                    " pipeline stages of %s has %" G_GINT64_FORMAT " devices; the product must equal it",
+                    prod > n ? "more than " : "", prod > n ? n : prod, s->pp, hw->path, n);
+    else
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "degrees multiply to %s%" G_GINT64_FORMAT " but %s has %" G_GINT64_FORMAT
+                    " devices (%" G_GINT64_FORMAT " nodes x %" G_GINT64_FORMAT "); the product must equal it",
+                    prod > n ? "more than " : "", prod > n ? n : prod, hw->path, n, hw->nodes, g);
+    return FALSE;
+  }
+  int64_t stride = 1;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    bs->stride[i] = stride;
+    int64_t span = stride * l->degree;
+    gboolean inside = g % span == 0;             /* group within one node */
+    gboolean across = stride % g == 0;           /* one GPU per node per group */
+    gboolean whole = g % stride == 0 && span % g == 0; /* whole nodes */
+    if (l->degree > 1 && !inside && !across && !whole) {
+      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                    "a %s group of %" G_GINT64_FORMAT " devices with stride %" G_GINT64_FORMAT
+                    " straddles node boundaries of %" G_GINT64_FORMAT "-GPU nodes unevenly; degrees must "
+                    "divide the node or be multiples of it",
+                    mm_strategy_names[l->strategy], l->degree, stride, g);
+      return FALSE;
+    }
+    bs->degree[l->strategy] *= l->degree;
+    stride = span;
+  }
+  bs->dp = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP];
+  bs->shard = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_TP] * bs->degree[MM_STRAT_MP];
+  bs->zero = -1;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->sp |= l->sequence_parallel;
+    if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->experts_sharded |= l->experts_sharded;
+    if (l->strategy == MM_STRAT_CP) bs->cp_impl = l->cp_impl;
+    if (l->strategy != MM_STRAT_DDP) continue;
+    if (bs->zero >= 0 && bs->zero != l->zero) {
+      g_autofree char *zp = g_strdup_printf("%s[%u].zero", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, zp,
+                    "every ddp level of a list must use the same ZeRO stage (%d here, %d before)", l->zero, bs->zero);
+      return FALSE;
+    }
+    bs->zero = l->zero;
+  }
+  if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP] <= 1) bs->zero = 0;
+
+  /* Strategy / block-kind compatibility. */
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    g_autofree char *lp = g_strdup_printf("%s[%u].strategy", jp, i);
+    if (l->strategy == MM_STRAT_MP && b->kind != MM_BLOCK_EMBEDDING_BAG) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "mp shards embedding tables; block \"%s\" is a %s (use tp or fsdp)", b->name,
+                    mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->grad_sync != MM_GRAD_SYNC_DENSE && b->kind != MM_BLOCK_EMBEDDING_BAG && b->kind != MM_BLOCK_TOKEN_EMBEDDING) {
+      g_autofree char *gp = g_strdup_printf("%s[%u].grad_sync", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp,
+                    "sparse gradient synchronization applies to embedding blocks; \"%s\" is a %s", b->name,
+                    mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_MP && s->pp > 1) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "mp (sharded embedding tables) is not modelled with pipeline stages");
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_EP && b->experts == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "ep shards experts; block \"%s\" has none (experts = 0 in %s)", b->name, s->model->path);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_EP && l->degree > 1 && b->experts % l->degree != 0) {
+      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                    "ep degree %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT " experts of block \"%s\"",
+                    l->degree, b->experts, b->name);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_CP && b->kind != MM_BLOCK_TRANSFORMER && b->kind != MM_BLOCK_TOKEN_EMBEDDING &&
+        b->kind != MM_BLOCK_LM_HEAD) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "cp splits sequences; block \"%s\" is a %s (cp applies to transformer, token_embedding and "
+                    "lm_head blocks)", b->name, mm_block_kind_names[b->kind]);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_CP && l->degree > 1 && (s->cfg->serving.present || b->seq_len % l->degree != 0)) {
+      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      if (s->cfg->serving.present)
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp, "cp is not modelled for prefill/decode serving");
+      else
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                      "cp degree %" G_GINT64_FORMAT " does not divide seq_len %" G_GINT64_FORMAT " of block \"%s\"",
+                      l->degree, b->seq_len, b->name);
+      return FALSE;
+    }
+    if (l->strategy == MM_STRAT_TP && b->kind == MM_BLOCK_EMBEDDING_BAG) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
+                    "tp does not apply to embedding tables (block \"%s\"); use mp with sharding \"column\"",
+                    b->name);
+      return FALSE;
+    }
+  }
+  const int64_t tp = bs->degree[MM_STRAT_TP], mp = bs->degree[MM_STRAT_MP];
+  if (b->kind == MM_BLOCK_TRANSFORMER && tp > 1) {
+    const char *bad = NULL;
+    int64_t v = 0;
+    if (b->heads % tp != 0) bad = "heads", v = b->heads;
+    else if (b->kv_heads >= tp ? b->kv_heads % tp != 0 : tp % b->kv_heads != 0) bad = "kv_heads", v = b->kv_heads;
+    else if (b->ffn % tp != 0) bad = "ffn", v = b->ffn;
+    if (bad) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT
+                    " of block \"%s\" (%s)",
+                    tp, bad, v, b->name, s->model->path);
+      return FALSE;
+    }
+  }
+  bs->mp_fraction = 1.0;
+  if (b->kind == MM_BLOCK_EMBEDDING_BAG && mp > 1) {
+    MmShardKind sk = MM_SHARD_TABLE;
+    for (guint i = 0; i < bs->n_levels; i++)
+      if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
+    int64_t have = sk == MM_SHARD_TABLE ? b->tables : sk == MM_SHARD_ROW ? b->rows : b->dim;
+    if (have < mp) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "%s-wise sharding over %" G_GINT64_FORMAT " devices needs at least that many %s; "
+                    "block \"%s\" has %" G_GINT64_FORMAT,
+                    mm_shard_names[sk], mp, sk == MM_SHARD_TABLE ? "tables" : sk == MM_SHARD_ROW ? "rows" : "columns",
+                    b->name, have);
+      return FALSE;
+    }
+    /* the busiest device holds ceil(n / mp) of the n pieces */
+    bs->mp_fraction = (double)((have + mp - 1) / mp) / (double)have;
+  }
+  return TRUE;
+}
+
+gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint level)
+{
+  g_return_val_if_fail(level < b->n_levels, FALSE);
+  return s->hw->gpus_per_node % (b->stride[level] * b->levels[level].degree) == 0;
+}
+
+/* Pipeline stages: the outermost digit; checks the model can be cut into chunks. */
+static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **error)
+{
+  const MmPipeline *p = &s->cfg->pipeline;
+  const MmModel *m = s->model;
+  const int64_t g = s->hw->gpus_per_node;
+  s->pp = p->degree;
+  s->vstages = p->virtual_stages;
+  s->stage_devices = s->devices / s->pp;
+  for (guint i = 0; i < m->n_blocks; i++)
+    if (mm_block_is_layers(&m->blocks[i])) s->layer_units += m->blocks[i].count;
+  if (s->pp == 1) return TRUE;
+  if (s->devices % s->pp != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
+                  "%" G_GINT64_FORMAT " stages do not divide the %" G_GINT64_FORMAT " devices of %s", s->pp,
+                  s->devices, s->hw->path);
+    return FALSE;
+  }
+  const int64_t st = s->stage_devices;
+  if (!(g % (st * s->pp) == 0 || st % g == 0 || (g % st == 0 && (st * s->pp) % g == 0))) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
+                  "stages of %" G_GINT64_FORMAT " devices straddle the %" G_GINT64_FORMAT
+                  "-GPU nodes of %s unevenly; a stage must fill whole nodes or divide one",
+                  st, g, s->hw->path);
+    return FALSE;
+  }
+  const int64_t chunks = s->pp * s->vstages;
+  if (s->layer_units < chunks) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline",
+                  "%" G_GINT64_FORMAT " chunks (degree x virtual_stages) but model %s has only %" G_GINT64_FORMAT
+                  " transformer/mlp layers to split",
+                  chunks, m->path, s->layer_units);
+    return FALSE;
+  }
+  if (p->layers) {
+    int64_t sum = 0;
+    for (guint i = 0; i < p->n_layers; i++) sum += p->layers[i];
+    if (sum != s->layer_units) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.layers",
+                    "the chunks hold %" G_GINT64_FORMAT " layers but model %s has %" G_GINT64_FORMAT, sum, m->path,
+                    s->layer_units);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    gboolean chain = i == 0 ? b->n_inputs == 0 : b->n_inputs == 1 && b->inputs[0] == i - 1;
+    if (!chain) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline",
+                    "pipeline stages need a chain of blocks; block \"%s\" of %s reads other blocks than the one "
+                    "before it",
+                    b->name, m->path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* The block micro_batch refers to: the first transformer, else the first mlp, else block 0. */
+static guint main_block(const MmModel *m)
+{
+  static const MmBlockKind order[] = {MM_BLOCK_TRANSFORMER, MM_BLOCK_MLP};
+  for (guint k = 0; k < G_N_ELEMENTS(order); k++)
+    for (guint i = 0; i < m->n_blocks; i++)
+      if (m->blocks[i].kind == order[k]) return i;
+  return 0;
+}
+
+MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+                            GError **error)
+{
+  g_return_val_if_fail(m && hw && c, NULL);
+  MmJsonCtx ctx = {c->path};
+  g_autoptr(MmScenario) s = g_new0(MmScenario, 1);
+  s->model = m;
+  s->hw = hw;
+  s->cfg = c;
+  s->devices = mm_hardware_devices(hw);
+  s->blocks = g_new0(MmBlockSetup, m->n_blocks);
+  if (!resolve_pipeline(&ctx, s, error)) return NULL;
+
+  for (guint i = 0; i < c->n_strategies; i++) {
+    gboolean is_kind;
+    if (strcmp(c->strategies[i].key, "default") != 0 && !names_block(m, c->strategies[i].key, &is_kind)) {
+      g_autofree char *jp = g_strdup_printf("$.parallelism.%s", c->strategies[i].key);
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_KEY, &ctx, jp,
+                    "\"%s\" is neither a block kind, a block name of %s, nor \"default\"",
+                    c->strategies[i].key, m->path);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < c->n_frozen; i++) {
+    gboolean is_kind;
+    if (!names_block(m, c->frozen[i], &is_kind)) {
+      g_autofree char *jp = g_strdup_printf("$.frozen[%u]", i);
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, &ctx, jp,
+                    "\"%s\" is neither a block kind nor a block name of %s", c->frozen[i], m->path);
+      return NULL;
+    }
+  }
+
+  gboolean any_trained = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    MmBlockSetup *bs = &s->blocks[i];
+    for (int k = 0; k < MM_STRAT_COUNT; k++) bs->degree[k] = 1;
+    bs->entry = mm_parallel_strategy_for(c, b);
+    if (!bs->entry) {
+      mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$.parallelism",
+                    "no strategy for block \"%s\" (kind %s); add an entry keyed \"%s\", \"%s\" or \"default\"",
+                    b->name, mm_block_kind_names[b->kind], b->name, mm_block_kind_names[b->kind]);
+      return NULL;
+    }
+    if (!resolve_block(&ctx, s, b, bs, error)) return NULL;
+    bs->frozen = block_frozen(c, b);
+    any_trained |= !bs->frozen;
+    bs->compute_dtype = c->compute_set ? c->compute_dtype : b->compute_dtype;
+    bs->grad_dtype = c->grads_set ? c->grad_dtype : b->dtype;
+    bs->optimizer = b->kind == MM_BLOCK_EMBEDDING_BAG ? &c->sparse_optimizer : &c->optimizer;
+    if (hw->device.peak_flops[bs->compute_dtype] <= 0) {
+      g_autofree char *jp = g_strdup_printf("$.blocks[%u]", i);
+      MmJsonCtx mctx = {m->path};
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, c->compute_set ? &ctx : &mctx,
+                    c->compute_set ? "$.precision.compute" : jp,
+                    "compute dtype %s of block \"%s\" has no peak in device file %s",
+                    mm_dtype_name(bs->compute_dtype), b->name, hw->device.path);
+      return NULL;
+    }
+  }
+  if (c->task == MM_TASK_FINETUNE && !any_trained) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.frozen",
+                  "every block is frozen; finetune needs at least one trained block");
+    return NULL;
+  }
+
+  /* Batch split: micro_batch counts samples per data-parallel rank of main_block(). */
+  if (c->global_batch_tokens > 0) {
+    if (m->seq_len == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.global_batch_tokens",
+                    "model %s has no seq_len; give \"global_batch\" in samples", m->path);
+      return NULL;
+    }
+    if (c->global_batch_tokens % m->seq_len != 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.global_batch_tokens",
+                    "%" G_GINT64_FORMAT " tokens is not a whole number of %" G_GINT64_FORMAT "-token sequences",
+                    c->global_batch_tokens, m->seq_len);
+      return NULL;
+    }
+    s->global_batch = c->global_batch_tokens / m->seq_len;
+  } else {
+    s->global_batch = c->global_batch;
+  }
+  s->ref_block = main_block(m);
+  s->dp_ref = s->blocks[s->ref_block].dp;
+  const char *bkey = c->global_batch_tokens > 0 ? "$.global_batch_tokens" : "$.global_batch";
+  if (s->global_batch % s->dp_ref != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, bkey,
+                  "%" G_GINT64_FORMAT " samples do not split evenly over the %" G_GINT64_FORMAT
+                  " data-parallel ranks of block \"%s\"",
+                  s->global_batch, s->dp_ref, m->blocks[s->ref_block].name);
+    return NULL;
+  }
+  int64_t local = s->global_batch / s->dp_ref;
+  s->micro_batch = c->micro_batch > 0 ? c->micro_batch : local;
+  if (local % s->micro_batch != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.micro_batch",
+                  "micro_batch %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT
+                  " samples each data-parallel rank of block \"%s\" gets",
+                  s->micro_batch, local, m->blocks[s->ref_block].name);
+    return NULL;
+  }
+  s->micro_steps = local / s->micro_batch;
+  double global_micro = (double)s->micro_batch * (double)s->dp_ref;
+  for (guint i = 0; i < m->n_blocks; i++)
+    s->blocks[i].samples_per_micro = global_micro / (double)s->blocks[i].dp;
+  if (s->pp > 1 && c->pipeline.schedule == MM_PIPE_INTERLEAVED && s->vstages > 1 && s->micro_steps % s->pp != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.micro_batch",
+                  "the interleaved schedule needs the micro-batches per iteration (%" G_GINT64_FORMAT
+                  ") to be a multiple of the %" G_GINT64_FORMAT " pipeline stages",
+                  s->micro_steps, s->pp);
+    return NULL;
+  }
+  /* expert parallelism: the group of the first block that has one */
+  s->ep_degree = 1;
+  s->ep_stride = 1;
+  for (guint i = 0; i < m->n_blocks && s->ep_degree == 1; i++) {
+    const MmBlockSetup *bs = &s->blocks[i];
+    for (guint k = 0; k < bs->n_levels; k++) {
+      if (bs->levels[k].strategy == MM_STRAT_EP && bs->levels[k].degree > 1) {
+        s->ep_degree = bs->levels[k].degree;
+        s->ep_stride = bs->stride[k];
+        break;
+      }
+    }
+  }
+  if (c->expert_skew > 0 && (s->ep_degree == 1 || c->expert_skew > (double)(s->ep_degree - 1))) {
+    if (s->ep_degree == 1)
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.expert_skew",
+                    "routing skew needs an ep level (experts sharded over a group) on a MoE block");
+    else
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.expert_skew",
+                    "%g is more than the %" G_GINT64_FORMAT " other ranks of the ep group can give up; expected at "
+                    "most ep degree - 1 = %" G_GINT64_FORMAT,
+                    c->expert_skew, s->ep_degree - 1, s->ep_degree - 1);
+    return NULL;
+  }
+  return g_steal_pointer(&s);
+}
+
