@@ -127,7 +127,7 @@ START_TEST(test_scenario_resolution)
   g_autoptr(MmHardware) h = mm_hardware_load(hp, &error);
   g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
   ck_assert(m && h && c);
-  g_autoptr(MmScenario) s = mm_scenario_new(m, h, c, &error);
+  g_autoptr(MmScenario) s = mm_scenario_new(m, h, c, NULL, &error);
   ck_assert_msg(s != NULL, "%s", error ? error->message : "");
   const MmBlockSetup *b = &s->blocks[1];
   ck_assert_uint_eq(b->n_levels, 2);
@@ -317,7 +317,7 @@ START_TEST(test_bad_input)
   g_autoptr(MmModel) m = mm_model_load(model, &error);
   g_autoptr(MmHardware) h = m ? mm_hardware_load(hw, &error) : NULL;
   g_autoptr(MmParallelConfig) c = h ? mm_parallel_load(cfg, &error) : NULL;
-  g_autoptr(MmScenario) s = c ? mm_scenario_new(m, h, c, &error) : NULL;
+  g_autoptr(MmScenario) s = c ? mm_scenario_new(m, h, c, NULL, &error) : NULL;
   ck_assert_msg(s == NULL, "case '%s' was accepted", bc->what);
   ck_assert_msg(error != NULL, "case '%s': no error set", bc->what);
   ck_assert_msg(error->domain == MM_CONFIG_ERROR, "case '%s': wrong domain", bc->what);

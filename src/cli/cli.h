@@ -32,13 +32,13 @@ typedef struct {
   MmHardware *hardware;
   MmParallelConfig *config;
   MmScenario *scenario;
-} MmInputs;
+} MmCliInputs;
 
 /* Loads the model, and with @hardware the system (resized to @nodes when > 0), the
  * config and their scenario. On failure @in holds what loaded; clear it. */
-gboolean mm_inputs_load(MmInputs *in, const char *model, const char *hardware, const char *config, int64_t nodes,
+gboolean mm_cli_inputs_load(MmCliInputs *in, const char *model, const char *hardware, const char *config, int64_t nodes,
                         GError **error);
-void mm_inputs_clear(MmInputs *in);
+void mm_cli_inputs_clear(MmCliInputs *in);
 
 /* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
 gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

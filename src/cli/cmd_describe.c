@@ -50,21 +50,21 @@ int mm_cmd_describe(int argc, char **argv)
   }
 
   g_autoptr(GError) error = NULL;
-  MmInputs in;
-  if (!mm_inputs_load(&in, model_path, hw_path, cfg_path, nodes, &error)) {
-    mm_inputs_clear(&in);
+  MmCliInputs in;
+  if (!mm_cli_inputs_load(&in, model_path, hw_path, cfg_path, nodes, &error)) {
+    mm_cli_inputs_clear(&in);
     return mm_cli_fail(error);
   }
   MmScenario *scenario = in.scenario;
   /* the graph run would simulate: a serving config's prefill (and its decode step) */
   g_autoptr(MmGraph) decode = NULL;
-  g_autoptr(MmGraph) graph = scenario ? mm_simulation_graphs(in.model, in.config, &decode) : mm_graph_new(in.model);
+  g_autoptr(MmGraph) graph = scenario ? mm_simulation_graphs(scenario, &decode) : mm_graph_new(in.model);
   g_autoptr(MmMemory) mem = scenario ? mm_memory_new(scenario, graph) : NULL;
 
   if (json_path) {
     g_autoptr(cJSON) doc = mm_report_describe_json(graph, decode, scenario, mem);
     if (!mm_report_write_json(doc, json_path, &error)) {
-      mm_inputs_clear(&in);
+      mm_cli_inputs_clear(&in);
       return mm_cli_fail(error);
     }
   }
@@ -72,6 +72,6 @@ int mm_cmd_describe(int argc, char **argv)
   g_clear_pointer(&mem, mm_memory_free);
   g_clear_pointer(&graph, mm_graph_free);
   g_clear_pointer(&decode, mm_graph_free);
-  mm_inputs_clear(&in);
+  mm_cli_inputs_clear(&in);
   return MM_EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /* inputs: loading the three input files (and the --nodes override) for every subcommand. */
 #include "cli.h"
 
-void mm_inputs_clear(MmInputs *in)
+void mm_cli_inputs_clear(MmCliInputs *in)
 {
   g_clear_pointer(&in->scenario, mm_scenario_free);
   g_clear_pointer(&in->config, mm_parallel_free);
@@ -9,17 +9,16 @@ void mm_inputs_clear(MmInputs *in)
   g_clear_pointer(&in->model, mm_model_free);
 }
 
-gboolean mm_inputs_load(MmInputs *in, const char *model, const char *hardware, const char *config, int64_t nodes,
+gboolean mm_cli_inputs_load(MmCliInputs *in, const char *model, const char *hardware, const char *config, int64_t nodes,
                         GError **error)
 {
-  *in = (MmInputs){0};
+  *in = (MmCliInputs){0};
   if (!(in->model = mm_model_load(model, error))) return FALSE;
   if (!hardware) return TRUE;
   if (!(in->hardware = mm_hardware_load(hardware, error))) return FALSE;
-  if (nodes > 0 && !mm_hardware_set_nodes(in->hardware, nodes, error)) return FALSE;
   if (!(in->config = mm_parallel_load(config, error))) return FALSE;
-  if (in->config->seq_len > 0) mm_model_set_seq_len(in->model, in->config->seq_len);
-  if (!(in->scenario = mm_scenario_new(in->model, in->hardware, in->config, error))) return FALSE;
+  MmPoint pt = {.nodes = nodes};
+  if (!(in->scenario = mm_scenario_new(in->model, in->hardware, in->config, &pt, error))) return FALSE;
   return TRUE;
 }
 

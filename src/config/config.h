@@ -353,8 +353,6 @@ typedef struct {
 MmModel *mm_model_load(const char *path, GError **error);
 MmModel *mm_model_parse(const char *path, const char *text, gsize len, GError **error);
 void mm_model_free(MmModel *m);
-/* Sets the sequence length of the model and of every sequence block (a config's seq_len). */
-void mm_model_set_seq_len(MmModel *m, int64_t seq_len);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
 
 /* A system file names its device file relative to its own directory. */
@@ -365,6 +363,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmHardware, mm_hardware_free)
 /* Uses @nodes nodes of the system's design instead of the file's count (a slice of a
  * cluster, or a larger one); fails when more than one node has no inter-node network. */
 gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error);
+/* Whether @nodes nodes of @h's design can be simulated (what mm_hardware_set_nodes checks). */
+gboolean mm_hardware_check_nodes(const MmHardware *h, int64_t nodes, GError **error);
 
 /* Loads a device file alone (one of hardware/devices). */
 gboolean mm_device_load(const char *path, MmDevice *out, GError **error);

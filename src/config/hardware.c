@@ -372,7 +372,7 @@ static MmHardware *hardware_from_json(const char *path, const cJSON *root, GErro
   return g_steal_pointer(&h);
 }
 
-gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error)
+gboolean mm_hardware_check_nodes(const MmHardware *h, int64_t nodes, GError **error)
 {
   if (nodes < 1 || nodes > (1 << 20) || nodes * h->gpus_per_node > (1 << 24)) {
     g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_RANGE,
@@ -391,6 +391,12 @@ gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error)
                 "%s: $.inter_node.dims: a torus cannot be resized with --nodes; edit its dims", h->path);
     return FALSE;
   }
+  return TRUE;
+}
+
+gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error)
+{
+  if (!mm_hardware_check_nodes(h, nodes, error)) return FALSE;
   if (nodes != h->nodes) { /* the file's name describes its own size */
     char *name = g_strdup_printf("%s, resized to %" G_GINT64_FORMAT " node%s", h->name, nodes, nodes == 1 ? "" : "s");
     g_free(h->name);

@@ -449,14 +449,3 @@ void mm_model_write_schema(FILE *out)
     mm_json_write_schema(out, title, intros[k], kind_fields[k]);
   }
 }
-
-void mm_model_set_seq_len(MmModel *m, int64_t seq_len)
-{
-  g_return_if_fail(m && seq_len > 0);
-  m->seq_len = seq_len;
-  for (guint i = 0; i < m->n_blocks; i++) {
-    MmBlock *b = &m->blocks[i];
-    if (b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_TOKEN_EMBEDDING || b->kind == MM_BLOCK_LM_HEAD)
-      b->seq_len = seq_len;
-  }
-}

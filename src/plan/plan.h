@@ -8,6 +8,35 @@
 
 G_BEGIN_DECLS
 
+/* ---- points: overrides of loaded inputs -------------------------------- */
+
+/* Hardware what-if factors; 0 (or 1) keeps the loaded value. */
+typedef enum {
+  MM_SCALE_COMPUTE,   /* peak FLOP/s of every dtype */
+  MM_SCALE_HBM_BW,    /* HBM bandwidth */
+  MM_SCALE_HBM_BYTES, /* HBM capacity */
+  MM_SCALE_INTRA_BW,  /* scale-up links (per GPU and per link) */
+  MM_SCALE_INTER_BW,  /* scale-out NICs */
+  MM_SCALE_COUNT
+} MmScale;
+extern const char *const mm_scale_names[]; /* "compute", "hbm_bw", "hbm_bytes", "intra_bw", "inter_bw" */
+
+/* One point of a study: what differs from the loaded files. Zero fields keep the file's
+ * value. The loaded model, system and config are never edited: a scenario derives its own
+ * views of them (see mm_scenario_new). */
+typedef struct {
+  int64_t nodes;           /* nodes of the system's design */
+  int64_t global_batch;    /* samples per iteration (drops the config's global_batch_tokens) */
+  int64_t micro_batch;     /* samples per data-parallel rank per micro-step */
+  int64_t pipeline_degree; /* stages (a changed degree drops the config's per-chunk layer split) */
+  int64_t virtual_stages;  /* model chunks per stage */
+  int64_t seq_len;         /* tokens per sequence (else the config's seq_len, else the model's) */
+  MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: the config's) */
+  const MmStrategyEntry *strategies;    /* replaces the config's parallelism when non-NULL (borrowed) */
+  guint n_strategies;
+  double scale[MM_SCALE_COUNT];         /* hardware what-if factors */
+} MmPoint;
+
 /* ---- scenario: model x hardware x config, cross-checked ------------------ */
 
 /* One block's strategy resolved against the system. */
@@ -31,7 +60,7 @@ typedef struct {
 } MmBlockSetup;
 
 typedef struct {
-  const MmModel *model;            /* (transfer none) all three outlive the scenario */
+  const MmModel *model;            /* the scenario's views of the loaded inputs (which outlive it) */
   const MmHardware *hw;
   const MmParallelConfig *cfg;
   int64_t devices;
@@ -46,12 +75,20 @@ typedef struct {
   int64_t layer_units;             /* repeated layers the pipeline splits (transformer and mlp units) */
   int64_t ep_stride, ep_degree;    /* the expert-parallel group of the first MoE block (degree 1: none) */
   MmBlockSetup *blocks;            /* one per model block */
+  /* the views a point derives (model, hw and cfg point at them; strings stay borrowed) */
+  MmModel model_view;
+  MmHardware hw_view;
+  MmParallelConfig cfg_view;
+  MmBlock *view_blocks;            /* a copy of the blocks when the point changes seq_len */
+  char *view_hw_name;              /* "..., resized to N nodes" */
 } MmScenario;
 
-/* Resolves degrees ("node", "nodes", "all"), checks them against the system
- * and the model (product = devices, TP divides heads, MP fits the tables, ...)
- * and derives the batch split. Errors name the config file. (transfer full) */
-MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+/* Derives the scenario of point @pt (NULL: the files as loaded) from loaded inputs, which
+ * it never edits and which must outlive it: applies the overrides to views it owns,
+ * resolves degrees ("node", "nodes", "all"), checks them against the system and the model
+ * (product = devices, TP divides heads, MP fits the tables, ...) and derives the batch
+ * split. Errors name the config file. (transfer full) */
+MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c, const MmPoint *pt,
                             GError **error);
 void mm_scenario_free(MmScenario *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmScenario, mm_scenario_free)

@@ -7,11 +7,87 @@
 
 /* ---- scenario ---------------------------------------------------------- */
 
+const char *const mm_scale_names[] = {"compute", "hbm_bw", "hbm_bytes", "intra_bw", "inter_bw", NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(mm_scale_names) == MM_SCALE_COUNT + 1);
+
 void mm_scenario_free(MmScenario *s)
 {
   if (!s) return;
   g_free(s->blocks);
+  g_free(s->view_blocks);
+  g_free(s->view_hw_name);
   g_free(s);
+}
+
+static double factor(const MmPoint *pt, MmScale k)
+{
+  return pt->scale[k] > 0 ? pt->scale[k] : 1.0;
+}
+
+/* The point's views of the inputs: shallow copies (strings and arrays borrowed) with the
+ * overridden fields replaced; what changes inside an array (block seq_len) is copied. */
+static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+                             const MmPoint *pt, GError **error)
+{
+  MmParallelConfig *cv = &s->cfg_view;
+  *cv = *c;
+  if (pt->global_batch > 0) {
+    cv->global_batch = pt->global_batch;
+    cv->global_batch_tokens = 0;
+  }
+  if (pt->micro_batch > 0) cv->micro_batch = pt->micro_batch;
+  if (pt->pipeline_degree > 0 && pt->pipeline_degree != c->pipeline.degree) {
+    cv->pipeline.degree = pt->pipeline_degree;
+    cv->pipeline.layers = NULL; /* sized for the file's degree */
+    cv->pipeline.n_layers = 0;
+  }
+  if (pt->virtual_stages > 0 && pt->virtual_stages != c->pipeline.virtual_stages) {
+    cv->pipeline.virtual_stages = pt->virtual_stages;
+    cv->pipeline.layers = NULL;
+    cv->pipeline.n_layers = 0;
+  }
+  if (pt->seq_len > 0) cv->seq_len = pt->seq_len;
+  for (int k = 0; k < MM_COLL_COUNT; k++)
+    if (pt->algorithm[k] != MM_ALGO_AUTO) cv->algorithm[k] = pt->algorithm[k];
+  if (pt->strategies) {
+    cv->strategies = (MmStrategyEntry *)pt->strategies; /* read only */
+    cv->n_strategies = pt->n_strategies;
+  }
+
+  /* a config's seq_len sets every sequence block's */
+  s->model_view = *m;
+  if (cv->seq_len > 0) {
+    s->view_blocks = g_memdup2(m->blocks, sizeof(MmBlock) * m->n_blocks);
+    s->model_view.blocks = s->view_blocks;
+    s->model_view.seq_len = cv->seq_len;
+    for (guint i = 0; i < m->n_blocks; i++) {
+      MmBlock *b = &s->view_blocks[i];
+      if (b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_TOKEN_EMBEDDING || b->kind == MM_BLOCK_LM_HEAD)
+        b->seq_len = cv->seq_len;
+    }
+  }
+
+  MmHardware *hv = &s->hw_view;
+  *hv = *hw;
+  if (pt->nodes > 0 && pt->nodes != hw->nodes) {
+    if (!mm_hardware_check_nodes(hw, pt->nodes, error)) return FALSE;
+    s->view_hw_name = g_strdup_printf("%s, resized to %" G_GINT64_FORMAT " node%s", hw->name, pt->nodes,
+                                      pt->nodes == 1 ? "" : "s");
+    hv->name = s->view_hw_name;
+    hv->nodes = pt->nodes;
+  }
+  for (int d = 0; d < MM_DTYPE_COUNT; d++) hv->device.peak_flops[d] *= factor(pt, MM_SCALE_COMPUTE);
+  hv->device.hbm_bw_Bps *= factor(pt, MM_SCALE_HBM_BW);
+  hv->device.hbm_bytes *= factor(pt, MM_SCALE_HBM_BYTES);
+  hv->intra.bw_per_gpu_Bps *= factor(pt, MM_SCALE_INTRA_BW);
+  hv->intra.link_bw_Bps *= factor(pt, MM_SCALE_INTRA_BW);
+  hv->inter.bw_per_gpu_Bps *= factor(pt, MM_SCALE_INTER_BW);
+  hv->inter.link_bw_Bps *= factor(pt, MM_SCALE_INTER_BW);
+
+  s->model = &s->model_view;
+  s->hw = hv;
+  s->cfg = cv;
+  return TRUE;
 }
 
 static gboolean names_block(const MmModel *m, const char *key, gboolean *is_kind)
@@ -291,15 +367,17 @@ static guint main_block(const MmModel *m)
   return 0;
 }
 
-MmScenario *mm_scenario_new(const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
+MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmParallelConfig *c0, const MmPoint *pt,
                             GError **error)
 {
-  g_return_val_if_fail(m && hw && c, NULL);
-  MmJsonCtx ctx = {c->path};
+  g_return_val_if_fail(m0 && hw0 && c0, NULL);
+  static const MmPoint none = {0};
   g_autoptr(MmScenario) s = g_new0(MmScenario, 1);
-  s->model = m;
-  s->hw = hw;
-  s->cfg = c;
+  if (!derive_views(s, m0, hw0, c0, pt ? pt : &none, error)) return NULL;
+  const MmModel *m = s->model;
+  const MmHardware *hw = s->hw;
+  const MmParallelConfig *c = s->cfg;
+  MmJsonCtx ctx = {c->path};
   s->devices = mm_hardware_devices(hw);
   s->blocks = g_new0(MmBlockSetup, m->n_blocks);
   if (!resolve_pipeline(&ctx, s, error)) return NULL;

@@ -1,6 +1,24 @@
 /* sweep: one complete simulation (load, graph, memory, plan, engine, metrics) as a value. */
 #include "sweep.h"
 
+void mm_inputs_free(MmInputs *in)
+{
+  if (!in) return;
+  mm_parallel_free(in->config);
+  mm_hardware_free(in->hardware);
+  mm_model_free(in->model);
+  g_free(in);
+}
+
+MmInputs *mm_inputs_load(const char *model, const char *hardware, const char *config, GError **error)
+{
+  g_autoptr(MmInputs) in = g_new0(MmInputs, 1);
+  if (!(in->model = mm_model_load(model, error))) return NULL;
+  if (!(in->hardware = mm_hardware_load(hardware, error))) return NULL;
+  if (!(in->config = mm_parallel_load(config, error))) return NULL;
+  return g_steal_pointer(&in);
+}
+
 void mm_simulation_free(MmSimulation *sim)
 {
   if (!sim) return;
@@ -12,9 +30,7 @@ void mm_simulation_free(MmSimulation *sim)
   mm_memory_free(sim->memory);
   mm_graph_free(sim->graph);
   mm_scenario_free(sim->scenario);
-  mm_parallel_free(sim->config);
-  mm_hardware_free(sim->hardware);
-  mm_model_free(sim->model);
+  mm_inputs_free(sim->owned);
   g_free(sim);
 }
 
@@ -29,67 +45,53 @@ static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_dev
   return TRUE;
 }
 
-gboolean mm_simulation_rerun(MmSimulation *sim, gboolean per_device, GError **error)
+MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode)
 {
-  g_clear_pointer(&sim->engine, mm_engine_free);
-  g_clear_pointer(&sim->plan, mm_plan_free);
-  g_clear_pointer(&sim->decode_engine, mm_engine_free);
-  g_clear_pointer(&sim->decode_plan, mm_plan_free);
-  g_clear_pointer(&sim->memory, mm_memory_free);
-  sim->memory = mm_memory_new(sim->scenario, sim->graph);
-  if (!run_pass(sim->scenario, sim->graph, per_device, &sim->plan, &sim->engine, &sim->metrics, error)) return FALSE;
-  if (!sim->decode_graph) return TRUE;
-  if (!run_pass(sim->scenario, sim->decode_graph, per_device, &sim->decode_plan, &sim->decode_engine,
-                &sim->decode_metrics, error))
-    return FALSE;
-  mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, &sim->decode_metrics,
-                            sim->memory, &sim->serving);
-  return TRUE;
-}
-
-MmGraph *mm_simulation_graphs(const MmModel *model, const MmParallelConfig *config, MmGraph **decode)
-{
-  const MmServing *sv = &config->serving;
+  const MmServing *sv = &s->cfg->serving;
   *decode = NULL;
-  if (!sv->present) return mm_graph_new(model);
+  if (!sv->present) return mm_graph_new(s->model);
   /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
    * average prompt + output / 2 tokens) and appends one token */
   MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE};
   MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE};
-  *decode = mm_graph_new_pass(model, &step);
-  return mm_graph_new_pass(model, &prefill);
+  *decode = mm_graph_new_pass(s->model, &step);
+  return mm_graph_new_pass(s->model, &prefill);
 }
 
-gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)
+MmSimulation *mm_simulation_new_point(const MmInputs *in, const MmPoint *pt, gboolean per_device, GError **error)
 {
-  g_clear_pointer(&sim->graph, mm_graph_free);
-  g_clear_pointer(&sim->decode_graph, mm_graph_free);
-  sim->graph = mm_simulation_graphs(sim->model, sim->config, &sim->decode_graph);
-  return mm_simulation_rerun(sim, per_device, error);
+  g_return_val_if_fail(in, NULL);
+  g_autoptr(MmSimulation) sim = g_new0(MmSimulation, 1);
+  sim->inputs = in;
+  if (pt) sim->point = *pt;
+  if (!(sim->scenario = mm_scenario_new(in->model, in->hardware, in->config, &sim->point, error))) return NULL;
+  const MmScenario *s = sim->scenario;
+  sim->model = s->model;
+  sim->hardware = s->hw;
+  sim->config = s->cfg;
+  sim->graph = mm_simulation_graphs(s, &sim->decode_graph);
+  sim->memory = mm_memory_new(s, sim->graph);
+  if (!run_pass(s, sim->graph, per_device, &sim->plan, &sim->engine, &sim->metrics, error)) return NULL;
+  if (sim->decode_graph) {
+    if (!run_pass(s, sim->decode_graph, per_device, &sim->decode_plan, &sim->decode_engine, &sim->decode_metrics,
+                  error))
+      return NULL;
+    mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, &sim->decode_metrics, sim->memory,
+                              &sim->serving);
+  }
+  return g_steal_pointer(&sim);
 }
 
 MmSimulation *mm_simulation_new(const char *model, const char *hardware, const char *config, const MmSimOptions *opt,
                                 GError **error)
 {
-  MmSimOptions none = {0};
+  static const MmSimOptions none = {0};
   if (!opt) opt = &none;
-  g_autoptr(MmSimulation) sim = g_new0(MmSimulation, 1);
-  if (!(sim->model = mm_model_load(model, error))) return NULL;
-  if (!(sim->hardware = mm_hardware_load(hardware, error))) return NULL;
-  if (opt->nodes > 0 && !mm_hardware_set_nodes(sim->hardware, opt->nodes, error)) return NULL;
-  if (!(sim->config = mm_parallel_load(config, error))) return NULL;
-  if (sim->config->seq_len > 0) mm_model_set_seq_len(sim->model, sim->config->seq_len);
-  if (opt->global_batch > 0) {
-    sim->config->global_batch = opt->global_batch;
-    sim->config->global_batch_tokens = 0;
-  }
-  if (opt->micro_batch > 0) sim->config->micro_batch = opt->micro_batch;
-  if (opt->pipeline_degree > 0) {
-    sim->config->pipeline.degree = opt->pipeline_degree;
-    g_clear_pointer(&sim->config->pipeline.layers, g_free); /* sized for the file's degree */
-    sim->config->pipeline.n_layers = 0;
-  }
-  if (!(sim->scenario = mm_scenario_new(sim->model, sim->hardware, sim->config, error))) return NULL;
-  if (!mm_simulation_run(sim, opt->per_device, error)) return NULL;
-  return g_steal_pointer(&sim);
+  g_autoptr(MmInputs) in = mm_inputs_load(model, hardware, config, error);
+  if (!in) return NULL;
+  MmPoint pt = {.nodes = opt->nodes, .global_batch = opt->global_batch, .micro_batch = opt->micro_batch,
+                .pipeline_degree = opt->pipeline_degree};
+  MmSimulation *sim = mm_simulation_new_point(in, &pt, opt->per_device, error);
+  if (sim) sim->owned = g_steal_pointer(&in);
+  return sim;
 }
