@@ -6,7 +6,8 @@
 
 #include "comm/comm.h"
 #include "config/json.h" /* the schema-table parser the config loaders use */
-#include "sweep.h"
+#include "sweep/sweep.h"
+#include "validate.h"
 
 G_DEFINE_QUARK(mm-validate-error-quark, mm_validate_error)
 
