@@ -241,6 +241,39 @@ START_TEST(test_readme_tables_are_current)
 }
 END_TEST
 
+/* A bad validation cases file is bad input (exit 1), named with the JSON path of the fault;
+ * so is a case asking a serving metric of a training config. */
+START_TEST(test_validate_bad_cases)
+{
+  g_autofree char *root = mm_test_src(".");
+  g_autofree char *serving = g_strdup_printf(
+    "{\"name\":\"t\",\"root\":\"%s\",\"cases\":[{\"id\":\"x\",\"source\":\"s\",\"model\":\"models/mpt-7b.json\","
+    "\"hardware\":\"hardware/dgx-a100-2048.json\",\"nodes\":1,\"config\":\"configs/validation/fsdp.json\","
+    "\"metric\":\"time_per_output_token\",\"measured\":0.02}]}", root);
+  /* the metric's name as run --json spells it is not a metric validate knows either */
+  g_autofree char *unknown = mm_test_write("validate-unknown-metric.json", serving);
+  g_autoptr(GString) s = g_string_new(serving);
+  g_string_replace(s, "time_per_output_token", "decode_latency_s_per_token", 0);
+  g_autofree char *tpot = mm_test_write("validate-serving-metric.json", s->str);
+  g_autofree char *trunc = mm_test_write("validate-trunc.json", "{\"name\":\"t\",\"cases\":[");
+  struct {
+    const char *file, *where;
+  } cases[] = {
+    {tpot, "$.cases[0].metric"},
+    {unknown, "$.cases[0].metric"},
+    {trunc, "validate-trunc.json"},
+    {"no/such/cases.json", "no/such/cases.json"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *args[] = {"validate", cases[i].file, "--json", "-", NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    ck_assert_int_eq(mm_test_cli(args, &out, &err), 1);
+    ck_assert_msg(strstr(err, cases[i].file) && strstr(err, cases[i].where), "case %u: %s", i, err);
+    ck_assert_str_eq(out, ""); /* no half result */
+  }
+}
+END_TEST
+
 /* ---- plot ------------------------------------------------------------------ */
 
 /* A 4-stage 1F1B run of 8 micro-batches on 4 DGX A100 nodes, with its trace and result. */
@@ -478,6 +511,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_schema_doc_is_current);
   tcase_add_test(tc, test_readme_tables_are_current);
+  tcase_add_test(tc, test_validate_bad_cases);
   tcase_add_test(tc, test_plot_timeline);
   tcase_add_test(tc, test_plot_breakdown);
   tcase_add_test(tc, test_plot_bad_input);

@@ -5,6 +5,7 @@
 
 #include "comm/comm.h"
 #include "testutil.h"
+#include "validate/validate.h"
 
 static MmHardware *load_hw(const char *rel)
 {

@@ -43,6 +43,6 @@ void mm_cli_inputs_clear(MmCliInputs *in);
 /* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
 gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
 
-/* Prints "madmax: MESSAGE" and maps the error to an exit code:
- * bad input (config, option, output path) -> 1, anything else -> 2. */
+/* Prints "madmax: MESSAGE" and maps the error to an exit code: bad input (model, hardware,
+ * config, validation cases, plot inputs, options, output paths) -> 1, anything else -> 2. */
 int mm_cli_fail(const GError *error);

@@ -2,7 +2,8 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "sweep/sweep.h"
+#include "report/report.h"
+#include "validate/validate.h"
 
 /* A default cases file: in the working directory, else in the source tree madmax was built from. */
 static char *default_cases(const char *rel)

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "config/config.h"
 #include "report/report.h"
+#include "validate/validate.h"
 
 typedef struct {
   const char *name;
@@ -48,13 +49,28 @@ gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
   return TRUE;
 }
 
+/* Exit code per error: a domain and one of its codes (-1: every code); the first row that
+ * matches wins. Input files, options and output paths are the user's (1); anything not
+ * listed (an engine invariant) is internal (2). */
+static const struct {
+  GQuark (*domain)(void);
+  int code;
+  int exit;
+} exit_codes[] = {
+  {mm_report_error_quark, MM_REPORT_ERROR_TOOL, MM_EXIT_INTERNAL}, /* gnuplot missing or failed */
+  {mm_config_error_quark, -1, MM_EXIT_INPUT},   /* model, hardware, config files */
+  {mm_validate_error_quark, -1, MM_EXIT_INPUT}, /* validation cases files */
+  {mm_report_error_quark, -1, MM_EXIT_INPUT},   /* traces and results given to plot; outputs */
+  {g_option_error_quark, -1, MM_EXIT_INPUT},
+  {g_file_error_quark, -1, MM_EXIT_INPUT},
+};
+
 int mm_cli_fail(const GError *error)
 {
   fprintf(stderr, "madmax: %s\n", error->message);
-  if (error->domain == MM_REPORT_ERROR && error->code == MM_REPORT_ERROR_TOOL) return MM_EXIT_INTERNAL;
-  if (error->domain == MM_CONFIG_ERROR || error->domain == MM_REPORT_ERROR ||
-      error->domain == G_OPTION_ERROR || error->domain == G_FILE_ERROR)
-    return MM_EXIT_INPUT;
+  for (guint i = 0; i < G_N_ELEMENTS(exit_codes); i++)
+    if (error->domain == exit_codes[i].domain() && (exit_codes[i].code < 0 || error->code == exit_codes[i].code))
+      return exit_codes[i].exit;
   return MM_EXIT_INTERNAL;
 }
 

@@ -3,12 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
 #include <unistd.h>
 
-#include "config/json.h" /* the loaders' JSON reader and "FILE: PATH: message" errors */
+#include "config/json.h" /* the loaders' JSON reader */
 #include "report.h"
 
 const char *const mm_plot_kind_names[] = {"timeline", "breakdown", NULL};
@@ -147,18 +148,46 @@ static char *process_label(const char *name)
   return g_strdup_printf("%.*s%s", (int)(dc - name), name, rest);
 }
 
+/* A fault of a trace or result at JSON path @jpath: MM_REPORT_ERROR_INPUT, in the config
+ * loaders' "FILE: PATH: message" layout. */
+static void input_error(GError **error, const MmJsonCtx *ctx, const char *jpath, const char *fmt, ...)
+  G_GNUC_PRINTF(4, 5);
+static void input_error(GError **error, const MmJsonCtx *ctx, const char *jpath, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "%s: %s: %s", ctx->file, jpath, msg);
+}
+
+/* A trace or result file, parsed. The reader is src/config's and raises MM_CONFIG_ERROR;
+ * here the same message is MM_REPORT_ERROR: READ (missing, unreadable, not JSON) or INPUT
+ * (not a JSON object). (transfer full) */
+static cJSON *load_input(const char *path, GError **error)
+{
+  GError *cfg = NULL;
+  cJSON *root = mm_json_load_file(path, &cfg);
+  if (root) return root;
+  g_assert(cfg->domain == MM_CONFIG_ERROR);
+  const gboolean unreadable = cfg->code == MM_CONFIG_ERROR_IO || cfg->code == MM_CONFIG_ERROR_PARSE;
+  g_set_error_literal(error, MM_REPORT_ERROR, unreadable ? MM_REPORT_ERROR_READ : MM_REPORT_ERROR_INPUT, cfg->message);
+  g_error_free(cfg);
+  return NULL;
+}
+
 static gboolean number_at(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double *out,
                           GError **error)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
   if (!v) {
-    mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, ctx, path, "missing; expected a number");
+    input_error(error, ctx, path, "missing; expected a number");
     return FALSE;
   }
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
     g_autofree char *d = mm_json_describe_value(v);
-    mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, path, "expected a number, got %s", d);
+    input_error(error, ctx, path, "expected a number, got %s", d);
     return FALSE;
   }
   *out = v->valuedouble;
@@ -168,13 +197,12 @@ static gboolean number_at(const MmJsonCtx *ctx, const cJSON *obj, const char *ke
 static gboolean timeline(GString *g, const char *path, const char *term_out, const char *out, const MmPlotOptions *o,
                          GError **error)
 {
-  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  g_autoptr(cJSON) root = load_input(path, error);
   if (!root) return FALSE;
   MmJsonCtx ctx = {path};
   const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
   if (!cJSON_IsArray(ev)) {
-    mm_json_error(error, ev ? MM_CONFIG_ERROR_TYPE : MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$.traceEvents",
-                  "expected an array of trace events (a trace written by madmax run --trace)");
+    input_error(error, &ctx, "$.traceEvents", "expected an array of trace events (a trace written by madmax run --trace)");
     return FALSE;
   }
   g_autoptr(GHashTable) pname = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
@@ -188,10 +216,11 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
     g_autofree char *jp = g_strdup_printf("$.traceEvents[%d]", i);
     const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
     if (!cJSON_IsObject(e) || !cJSON_IsString(ph)) {
-      mm_json_error(error, MM_CONFIG_ERROR_TYPE, &ctx, jp, "expected an event object with a string \"ph\"");
+      input_error(error, &ctx, jp, "expected an event object with a string \"ph\"");
       return FALSE;
     }
     double pid = 0, tid = 0;
+    g_autoptr(GError) bad = NULL; /* a metadata event's tid */
     if (!number_at(&ctx, e, "pid", jp, &pid, error)) return FALSE;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
@@ -202,15 +231,18 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
       const cJSON *si = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
       if (strcmp(what, "process_name") == 0 && cJSON_IsString(an)) {
         g_hash_table_replace(pname, g_memdup2(&(gint64){(gint64)pid}, sizeof(gint64)), process_label(an->valuestring));
-      } else if (strcmp(what, "thread_name") == 0 && cJSON_IsString(an) && number_at(&ctx, e, "tid", jp, &tid, error)) {
+      } else if (strcmp(what, "thread_name") == 0 && cJSON_IsString(an) && number_at(&ctx, e, "tid", jp, &tid, &bad)) {
         gint64 k = (gint64)pid << 20 | (gint64)tid;
         g_hash_table_replace(tname, g_memdup2(&k, sizeof k), g_strdup(an->valuestring));
       } else if (strcmp(what, "thread_sort_index") == 0 && cJSON_IsNumber(si) &&
-                 number_at(&ctx, e, "tid", jp, &tid, error)) {
+                 number_at(&ctx, e, "tid", jp, &tid, &bad)) {
         gint64 k = (gint64)pid << 20 | (gint64)tid;
         g_hash_table_replace(tsort, g_memdup2(&k, sizeof k), g_memdup2(&si->valuedouble, sizeof(double)));
       }
-      if (error && *error) return FALSE;
+      if (bad) {
+        g_propagate_error(error, g_steal_pointer(&bad));
+        return FALSE;
+      }
       continue;
     }
     if (strcmp(ph->valuestring, "X") != 0) continue; /* other phases are not drawn */
@@ -219,7 +251,7 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
         !number_at(&ctx, e, "dur", jp, &dur, error))
       return FALSE;
     if (pid < 0 || tid < 0 || tid >= (1 << 20) || dur < 0) {
-      mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, jp, "expected pid, tid >= 0 and dur >= 0");
+      input_error(error, &ctx, jp, "expected pid, tid >= 0 and dur >= 0");
       return FALSE;
     }
     double t0 = MAX(ts, from_us), t1 = MIN(ts + dur, to_us);
@@ -231,8 +263,8 @@ static gboolean timeline(GString *g, const char *path, const char *term_out, con
     hi = MAX(hi, t1);
   }
   if (boxes->len == 0) {
-    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.traceEvents",
-                  o->to_s > o->from_s ? "no op falls in the window" : "no complete (\"ph\": \"X\") events to draw");
+    input_error(error, &ctx, "$.traceEvents", "%s",
+                o->to_s > o->from_s ? "no op falls in the window" : "no complete (\"ph\": \"X\") events to draw");
     return FALSE;
   }
   merge_boxes(boxes, hi - lo); /* sorted by stream key: one row per distinct key */
@@ -327,9 +359,11 @@ static const cJSON *object_at(const MmJsonCtx *ctx, const cJSON *obj, const char
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
-  if (!v) mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, ctx, path, "missing; expected an object");
-  else if (!mm_json_expect(ctx, v, path, cJSON_Object, "an object", error)) v = NULL;
-  return v;
+  if (cJSON_IsObject(v)) return v;
+  g_autofree char *got = v ? mm_json_describe_value(v) : NULL;
+  if (!v) input_error(error, ctx, path, "missing; expected an object");
+  else input_error(error, ctx, path, "expected an object, got %s", got);
+  return NULL;
 }
 
 /* One bar from a run document (or its decode_step) at @jp. */
@@ -359,7 +393,7 @@ static gboolean bar_from(const MmJsonCtx *ctx, const cJSON *doc, const char *jp,
 
 static gboolean bars_from_file(const char *path, gboolean from_dir, GArray *bars, GError **error)
 {
-  g_autoptr(cJSON) doc = mm_json_load_file(path, error);
+  g_autoptr(cJSON) doc = load_input(path, error);
   if (!doc) return FALSE;
   if (from_dir && !cJSON_GetObjectItemCaseSensitive(doc, "iteration_time_s")) return TRUE; /* not a run result */
   MmJsonCtx ctx = {path};
@@ -382,8 +416,12 @@ static gboolean breakdown(GString *g, const char *const *inputs, guint n, const 
   g_array_set_clear_func(bars, bar_clear);
   for (guint i = 0; i < n; i++) {
     if (g_file_test(inputs[i], G_FILE_TEST_IS_DIR)) {
-      g_autoptr(GDir) dir = g_dir_open(inputs[i], 0, error);
-      if (!dir) return FALSE;
+      g_autoptr(GError) derr = NULL;
+      g_autoptr(GDir) dir = g_dir_open(inputs[i], 0, &derr);
+      if (!dir) {
+        g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_READ, "%s: cannot read: %s", inputs[i], derr->message);
+        return FALSE;
+      }
       g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
       for (const char *nm; (nm = g_dir_read_name(dir));)
         if (g_str_has_suffix(nm, ".json")) g_ptr_array_add(names, g_build_filename(inputs[i], nm, NULL));

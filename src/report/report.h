@@ -20,8 +20,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
 GQuark mm_report_error_quark(void);
 typedef enum {
   MM_REPORT_ERROR_IO,    /* an output cannot be written */
-  MM_REPORT_ERROR_INPUT, /* a result or trace given to plot is not what it needs */
+  MM_REPORT_ERROR_INPUT, /* a result or trace given to plot is not what it needs (key, type, range) */
   MM_REPORT_ERROR_TOOL,  /* an external program (gnuplot) is missing or failed */
+  MM_REPORT_ERROR_READ,  /* a result or trace given to plot is missing, unreadable or not JSON */
 } MmReportError;
 
 /* ---- describe ---------------------------------------------------------- */

@@ -67,42 +67,4 @@ MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode);
 void mm_simulation_free(MmSimulation *sim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmSimulation, mm_simulation_free)
 
-/* ---- validation against published measurements ------------------------- */
-
-#define MM_VALIDATE_ERROR (mm_validate_error_quark())
-GQuark mm_validate_error_quark(void);
-
-typedef struct {
-  char *id;
-  char *group;
-  char *source;
-  char *metric;      /* what was measured (see docs/VALIDATION.md) */
-  char *unit;
-  double measured;
-  double predicted;
-  double error_frac; /* predicted / measured - 1 */
-  gboolean fits;
-  char *note;
-  char *curve;       /* collective curves: the case a point belongs to (NULL otherwise) */
-} MmValidationRow;
-
-typedef struct {
-  char *path;
-  char *name;
-  GPtrArray *rows;    /* MmValidationRow */
-  GPtrArray *skipped; /* char * "id: reason" */
-  double median_abs_error, p90_abs_error, worst_abs_error;
-  char *worst_id;
-} MmValidation;
-
-/* Runs every case of a cases file (under configs/validation/): each names a model,
- * a system (and a node count), a config, the metric the source measured and its
- * value. Paths are relative to the cases file's "root". (transfer full) */
-MmValidation *mm_validation_run(const char *cases_path, GError **error);
-void mm_validation_free(MmValidation *v);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmValidation, mm_validation_free)
-
-cJSON *mm_validation_json(const MmValidation *v);
-void mm_validation_text(FILE *out, const MmValidation *v, gboolean markdown);
-
 G_END_DECLS

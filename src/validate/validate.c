@@ -6,7 +6,8 @@
 
 #include "comm/comm.h"
 #include "config/json.h" /* the schema-table parser the config loaders use */
-#include "sweep.h"
+#include "sweep/sweep.h"
+#include "validate.h"
 
 G_DEFINE_QUARK(mm-validate-error-quark, mm_validate_error)
 
@@ -66,7 +67,7 @@ typedef struct {
 static const MmField file_fields[] = {
   {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(FileRaw, name), NULL, "title of the table"},
   {"root", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(FileRaw, root), NULL,
-   "directory the case paths are relative to, relative to this file"},
+   "directory the case paths are relative to: relative to this file, or absolute"},
   {"cases", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "end-to-end cases"},
   {"skipped", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "{id, reason} of measurements not expressible yet"},
   {"collective_cases", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
@@ -95,6 +96,34 @@ static const MmField curve_fields[] = {
   {"note", MM_F_STR, FALSE, 0, 0, 0, NULL, CURVE(note), NULL, "how the case maps onto madmax"},
   MM_FIELDS_END,
 };
+
+/* The schema-table parser is src/config's and raises MM_CONFIG_ERROR; a fault of the cases
+ * file itself is this module's: the same message under MM_VALIDATE_ERROR. Takes @cfg;
+ * returns NULL, for `return cases_error(...)`. */
+static gpointer cases_error(GError **error, GError *cfg)
+{
+  g_assert(cfg->domain == MM_CONFIG_ERROR);
+  MmValidateError code = cfg->code == MM_CONFIG_ERROR_IO      ? MM_VALIDATE_ERROR_IO
+                         : cfg->code == MM_CONFIG_ERROR_PARSE ? MM_VALIDATE_ERROR_PARSE
+                                                              : MM_VALIDATE_ERROR_INVALID;
+  g_set_error_literal(error, MM_VALIDATE_ERROR, code, cfg->message);
+  g_error_free(cfg);
+  return NULL;
+}
+
+/* @path under @base, unless @path is absolute. (transfer full) */
+static char *resolve(const char *base, const char *path)
+{
+  return g_path_is_absolute(path) ? g_strdup(path) : g_build_filename(base, path, NULL);
+}
+
+/* The metrics a config without an "inference" object produces, for messages. (transfer full) */
+static char *training_metrics(void)
+{
+  GString *s = g_string_new(NULL);
+  for (int m = 0; m < M_PREFILL; m++) g_string_append_printf(s, "%s%s", m ? ", " : "", metric_names[m]);
+  return g_string_free(s, FALSE);
+}
 
 static void row_free(gpointer p)
 {
@@ -194,15 +223,16 @@ static void group_medians(FILE *out, const MmValidation *v, gboolean md)
 
 MmValidation *mm_validation_run(const char *cases_path, GError **error)
 {
-  g_autoptr(cJSON) root = mm_json_load_file(cases_path, error);
-  if (!root) return NULL;
+  GError *jerr = NULL;
+  g_autoptr(cJSON) root = mm_json_load_file(cases_path, &jerr);
+  if (!root) return cases_error(error, jerr);
   MmJsonCtx ctx = {cases_path};
   FileRaw fr = {0};
-  gboolean ok = mm_json_apply(&ctx, root, "$", file_fields, &fr, NULL, error);
+  gboolean ok = mm_json_apply(&ctx, root, "$", file_fields, &fr, NULL, &jerr);
   g_autofree char *name = fr.name, *rel_root = fr.root;
-  if (!ok) return NULL;
+  if (!ok) return cases_error(error, jerr);
   g_autofree char *dir = g_path_get_dirname(cases_path);
-  g_autofree char *base = g_build_filename(dir, rel_root ? rel_root : ".", NULL);
+  g_autofree char *base = resolve(dir, rel_root ? rel_root : ".");
 
   g_autoptr(MmValidation) v = g_new0(MmValidation, 1);
   v->path = g_strdup(cases_path);
@@ -214,22 +244,25 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
   int i = 0;
   for (const cJSON *it = cases ? cases->child : NULL; it; it = it->next, i++) {
     g_autofree char *jp = g_strdup_printf("$.cases[%d]", i);
-    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a case object", error)) return NULL;
+    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a case object", &jerr)) return cases_error(error, jerr);
     CaseRaw c = {0};
-    ok = mm_json_apply(&ctx, it, jp, case_fields, &c, NULL, error);
+    ok = mm_json_apply(&ctx, it, jp, case_fields, &c, NULL, &jerr);
     g_autofree char *id = c.id, *group = c.group, *source = c.source, *model = c.model, *hardware = c.hardware, *config = c.config,
                     *note = c.note;
-    if (!ok) return NULL;
-    g_autofree char *mp = g_build_filename(base, model, NULL);
-    g_autofree char *hp = g_build_filename(base, hardware, NULL);
-    g_autofree char *cp = g_build_filename(base, config, NULL);
+    if (!ok) return cases_error(error, jerr);
+    g_autofree char *mp = resolve(base, model);
+    g_autofree char *hp = resolve(base, hardware);
+    g_autofree char *cp = resolve(base, config);
     g_autoptr(GError) serr = NULL;
     MmSimOptions opt = {.nodes = c.nodes, .global_batch = c.global_batch, .micro_batch = c.micro_batch,
                         .pipeline_degree = c.pipeline_stages};
     g_autoptr(MmSimulation) sim = mm_simulation_new(mp, hp, cp, &opt, &serr);
     if (sim && c.metric >= M_PREFILL && !sim->decode_plan) {
-      g_set_error(error, MM_VALIDATE_ERROR, 0, "%s: case %s: metric %s needs a config with an \"inference\" object",
-                  cases_path, id, metric_names[c.metric]);
+      g_autofree char *allowed = training_metrics();
+      g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_METRIC,
+                  "%s: %s.metric: \"%s\" is a serving metric, but case %s's config %s has no \"inference\" object; "
+                  "expected one of %s (or a serving config)",
+                  cases_path, jp, metric_names[c.metric], id, config, allowed);
       return NULL;
     }
     if (!sim) {
@@ -252,12 +285,12 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
   i = 0;
   for (const cJSON *it = curves ? curves->child : NULL; it; it = it->next, i++) {
     g_autofree char *jp = g_strdup_printf("$.collective_cases[%d]", i);
-    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a curve object", error)) return NULL;
+    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "a curve object", &jerr)) return cases_error(error, jerr);
     CurveRaw c = {0};
-    ok = mm_json_apply(&ctx, it, jp, curve_fields, &c, NULL, error);
+    ok = mm_json_apply(&ctx, it, jp, curve_fields, &c, NULL, &jerr);
     g_autofree char *id = c.id, *group = c.group, *source = c.source, *hardware = c.hardware, *note = c.note;
-    if (!ok) return NULL;
-    g_autofree char *hp = g_build_filename(base, hardware, NULL);
+    if (!ok) return cases_error(error, jerr);
+    g_autofree char *hp = resolve(base, hardware);
     g_autoptr(GError) herr = NULL;
     g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
     if (!hw) {
@@ -273,8 +306,9 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
       const cJSON *pb = cJSON_GetArrayItem(pt, 0), *pv = cJSON_GetArrayItem(pt, 1), *rk = cJSON_GetArrayItem(pt, 2);
       if (!cJSON_IsArray(pt) || np < 2 || np > 3 || !cJSON_IsNumber(pb) || !cJSON_IsNumber(pv) || pb->valuedouble <= 0 ||
           pv->valuedouble <= 0 || (np == 3 && (!cJSON_IsNumber(rk) || rk->valuedouble < 2)) || (np == 2 && c.ranks < 1)) {
-        mm_json_error(error, MM_CONFIG_ERROR_TYPE, &ctx, pp,
-                      "expected [bytes > 0, bus GB/s > 0] (or [bytes, GB/s, ranks >= 2] when \"ranks\" is 0)");
+        g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_INVALID,
+                    "%s: %s: expected [bytes > 0, bus GB/s > 0] (or [bytes, GB/s, ranks >= 2] when \"ranks\" is 0)",
+                    cases_path, pp);
         return NULL;
       }
       int64_t ranks = np == 3 ? (int64_t)rk->valuedouble : c.ranks;
@@ -303,7 +337,8 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     const cJSON *why = cJSON_GetObjectItemCaseSensitive(it, "reason");
     if (!cJSON_IsString(sid) || !cJSON_IsString(why)) {
       g_autofree char *jp = g_strdup_printf("$.skipped[%d]", i);
-      mm_json_error(error, MM_CONFIG_ERROR_TYPE, &ctx, jp, "expected {\"id\": string, \"reason\": string}");
+      g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_INVALID, "%s: %s: expected {\"id\": string, \"reason\": string}",
+                  cases_path, jp);
       return NULL;
     }
     g_ptr_array_add(v->skipped, g_strdup_printf("%s: %s", sid->valuestring, why->valuestring));
