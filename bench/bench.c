@@ -25,8 +25,7 @@ static double one_replan(const MmSimulation *sim)
   g_autoptr(GError) error = NULL;
   g_autoptr(MmMemory) mem = mm_memory_new(sim->scenario, sim->graph);
   MmPlanOptions opt = {0};
-  g_autoptr(MmPlan) plan = mm_plan_new(sim->scenario, sim->graph, &opt, &error);
-  if (!plan) die(error);
+  g_autoptr(MmPlan) plan = mm_plan_new(sim->scenario, sim->graph, &opt);
   g_autoptr(MmEngine) e = mm_engine_new(plan->engine_programs, plan->n_programs, plan->classes, plan->n_classes, &error);
   if (!e || !mm_engine_run(e, &error)) die(error);
   MmRunMetrics r;

@@ -101,10 +101,9 @@ void mm_plan_free(MmPlan *p)
   g_free(p);
 }
 
-MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *opt, GError **error)
+MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *opt)
 {
   g_return_val_if_fail(s && g && g->model == s->model, NULL);
-  (void)error;
   MmPlan *p = g_new0(MmPlan, 1);
   p->scenario = s;
   p->graph = g;

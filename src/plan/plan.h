@@ -301,8 +301,9 @@ static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32
  * prefetch and reduce-scatters, TP all-reduces (SP: reduce-scatters and
  * all-gathers), DDP bucketed all-reduces (ZeRO: reduce-scatters, weight
  * all-gathers), MP and MoE all-to-alls, CP K/V exchange, pipeline stages with
- * their schedule and point-to-point transfers. (transfer full) */
-MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *opt, GError **error);
+ * their schedule and point-to-point transfers. A resolved scenario always lowers (its
+ * inputs were checked when it was derived). (transfer full) */
+MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *opt);
 void mm_plan_free(MmPlan *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmPlan, mm_plan_free)
 

@@ -38,7 +38,7 @@ static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_dev
                          MmRunMetrics *metrics, GError **error)
 {
   MmPlanOptions opt = {.per_device = per_device};
-  if (!(*plan = mm_plan_new(s, g, &opt, error))) return FALSE;
+  *plan = mm_plan_new(s, g, &opt);
   *engine = mm_engine_new((*plan)->engine_programs, (*plan)->n_programs, (*plan)->classes, (*plan)->n_classes, error);
   if (!*engine || !mm_engine_run(*engine, error)) return FALSE;
   mm_report_run_metrics(*plan, *engine, metrics);

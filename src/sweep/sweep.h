@@ -1,4 +1,4 @@
-/* sweep: run whole simulations (config -> report) for validation, design sweeps and what-if studies. */
+/* sweep: whole simulations of points (loaded inputs x overrides -> report), the unit of sweeps and what-if studies. */
 #pragma once
 
 #include "report/report.h"
