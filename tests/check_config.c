@@ -138,7 +138,7 @@ START_TEST(test_scenario_resolution)
   ck_assert(mm_level_intra_node(s, b, 0));
   ck_assert(!mm_level_intra_node(s, b, 1));
   ck_assert_int_eq(b->dp, 256);
-  ck_assert_int_eq(b->shard, 2048);
+  ck_assert_int_eq(mm_plan_mask_degree(b, MM_STRAT_MASK(MM_STRAT_FSDP) | MM_STRAT_MASK(MM_STRAT_TP)), 2048);
   /* no micro_batch given: the whole local batch (2048 samples / 256 ranks) in one step */
   ck_assert_int_eq(s->micro_steps, 1);
   ck_assert_int_eq(s->micro_batch, 8);

@@ -251,6 +251,7 @@ typedef enum {
   MM_STRAT_SP, /* a level name only: tp with sequence_parallel */
   MM_STRAT_EP, /* experts sharded; data parallel for the rest of the block */
   MM_STRAT_CP, /* sequence split: ring attention or K/V all-gather */
+  MM_STRAT_ULYSSES, /* DeepSpeed-Ulysses: sequence split, heads split around attention by All2All */
   MM_STRAT_COUNT
 } MmStrategy;
 extern const char *const mm_strategy_names[];

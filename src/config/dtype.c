@@ -16,7 +16,7 @@ const char *const mm_provenance_names[] = {"datasheet", "paper", "measurement", 
 const char *const mm_topology_names[] = {"switch", "full_mesh", "ring", "fat_tree", "rail",
                                          "torus2d", "torus3d", NULL};
 const char *const mm_task_names[] = {"pretrain", "finetune", "inference", NULL};
-const char *const mm_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "pp", "sp", "ep", "cp", NULL};
+const char *const mm_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "pp", "sp", "ep", "cp", "ulysses", NULL};
 const char *const mm_shard_names[] = {"table", "row", "column", NULL};
 const char *const mm_optimizer_names[] = {"adam", "sgd", "adagrad", "rowwise_adagrad", NULL};
 const char *const mm_recompute_names[] = {"none", "full", "selective", NULL};

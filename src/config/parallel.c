@@ -141,7 +141,8 @@ static const MmField level_fields[] = {
    "parallel; activation AllReduce), sp (tp with sequence parallelism), ddp (replicate; gradient "
    "AllReduce; ZeRO-1/2 with \"zero\"), mp (embedding tables sharded; All2All), ep (experts sharded "
    "over the group, tokens dispatched by All2All; data parallel for the rest of the block), cp "
-   "(context parallel: the sequence split over the group). Pipeline stages: the top-level \"pipeline\""},
+   "(context parallel: the sequence split over the group), ulysses (DeepSpeed-Ulysses: the sequence split "
+   "over the group, heads split around attention by All2All). Pipeline stages: the top-level \"pipeline\""},
   {"degree", MM_F_CUSTOM, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, "devices",
    "a positive integer, \"node\" (GPUs per node), \"nodes\" (number of nodes) or \"all\" (what "
    "the other levels leave: devices / their product)"},

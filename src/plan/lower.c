@@ -8,7 +8,7 @@ const char *const mm_stream_names[] = {"compute",     "comm_intra",  "comm_inter
                                        "pp_send_bwd", "pp_recv_fwd", "pp_recv_bwd", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_stream_names) == MM_STREAM_COUNT + 1);
 const char *const mm_phase_names[] = {"fwd", "bwd", "recompute", "optimizer", NULL};
-const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", "pp", "cp", "zero", NULL};
+const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", "pp", "cp", "zero", "ulysses", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_reason_names) == MM_REASON_COUNT + 1);
 
 /* ---- programs and classes ---------------------------------------------- */

@@ -47,7 +47,6 @@ typedef struct {
   guint n_levels;
   int64_t degree[MM_STRAT_COUNT];         /* product of the degrees of each strategy */
   int64_t dp;                             /* ranks with different samples: fsdp x ddp x ep */
-  int64_t shard;                          /* weight sharding degree: fsdp x tp x mp */
   gboolean sp;                            /* Megatron sequence parallelism on its tp levels */
   gboolean experts_sharded;               /* without ep: experts split over the TP ranks, not spread */
   int zero;                               /* ZeRO stage of its ddp levels (0: plain DDP) */
@@ -178,6 +177,94 @@ static inline double mm_plan_launch_s(const MmScenario *s, const MmGraph *g)
 /* Fraction of a block's parameters held by the busiest device. */
 double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *layer);
 
+typedef enum { MM_PHASE_FWD, MM_PHASE_BWD, MM_PHASE_RECOMPUTE, MM_PHASE_OPTIMIZER, MM_PHASE_COUNT } MmPhase;
+extern const char *const mm_phase_names[];
+
+/* ---- strategies and placement ------------------------------------------- *
+ * A strategy is one row of mm_strategy_rows: which block kinds it applies to, its checks,
+ * and its place() function. The placement of a layer composes the rows of its block's
+ * levels: the device's share of the layer's parameters, work, weight reads, activations,
+ * the collectives at its boundaries and whose gradients are averaged over which groups.
+ * Memory, lowering and describe all read placements, so they cannot disagree. */
+
+#define MM_KIND(k) (1u << (k))
+#define MM_KINDS_ALL ((1u << MM_BLOCK_KIND_COUNT) - 1u)
+#define MM_KINDS_SEQUENCE (MM_KIND(MM_BLOCK_TRANSFORMER) | MM_KIND(MM_BLOCK_TOKEN_EMBEDDING) | MM_KIND(MM_BLOCK_LM_HEAD))
+#define MM_STRAT_MASK(strategy) (1u << (strategy))
+#define MM_COLL_NONE MM_COLL_COUNT
+
+/* One collective at a layer's boundary: before or after its compute in the forward (the
+ * backward mirrors the order: the gradients of "after" collectives come before the input
+ * gradient, those of "before" ones after it). */
+typedef struct {
+  uint8_t after;           /* 0: before the layer's compute, 1: after it */
+  uint8_t outer;           /* wraps the others (MoE dispatch/combine around TP): first before, last after */
+  uint8_t fwd, bwd;        /* MmCollKind in forward (and recompute) and in backward; MM_COLL_NONE: none */
+  uint8_t reason;          /* MmReason */
+  uint8_t input_grad_only; /* the backward one only where the layer computes its input gradient */
+  uint8_t wgrad_beside;    /* the weight gradient runs beside the backward one (it waits for its input) */
+  uint32_t mask;           /* strategies whose levels form the group */
+  double fwd_bytes, bwd_bytes; /* one device, one micro-batch */
+  double regather_bytes;   /* > 0: the input all-gathered again beside the backward one, for the
+                            * weight gradient (sequence parallelism) */
+} MmPlaceColl;
+
+#define MM_PLACE_MAX_COLLS 6
+
+typedef struct {
+  double param_frac;  /* of the layer's parameters one device holds */
+  double work_frac;   /* of its per-sample FLOPs and activation traffic one device runs (mean expert load) */
+  double weight_frac; /* of its weights one device reads per pass */
+  double act_frac;    /* of its kept activations one device holds */
+  double kv_frac;     /* transformer: of the K/V cache one device holds */
+  double seq_split;   /* ranks each sequence's tokens are split over (context / Ulysses parallel) */
+  gboolean load_scaled; /* an expert layer spread over an ep group: work follows the rank's routed load */
+  uint32_t n_colls;
+  MmPlaceColl colls[MM_PLACE_MAX_COLLS];
+  uint32_t ring_mask;     /* ring attention: compute in pieces while K/V pass around this group (0: none) */
+  double ring_fwd_bytes, ring_bwd_bytes;
+} MmPlacement;
+
+/* Whose gradients a strategy's groups average. */
+typedef enum { MM_REPLICAS_NONE, MM_REPLICAS_ALL, MM_REPLICAS_DENSE } MmReplicas;
+
+typedef struct {
+  MmStrategy id;
+  uint32_t kinds;          /* MM_KIND() of the block kinds it applies to */
+  const char *kinds_hint;  /* appended to "... block X is a K": what to use instead */
+  gboolean data_parallel;  /* its ranks process different samples */
+  gboolean splits_sequence;/* its ranks hold different tokens of each sequence */
+  MmReplicas replicas;     /* parameters whose gradients its groups average */
+  /* Checks a level of block @b (degrees resolved in @bs); NULL or a message (transfer full)
+   * with *@field set to the level key it is about ("strategy", "degree"). */
+  char *(*check)(const MmScenario *s, const MmBlock *b, const MmBlockSetup *bs, const MmLevel *l,
+                 const char **field);
+  /* Applies the strategy (degree bs->degree[id] > 1) to the placement of layer @li. */
+  void (*place)(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p);
+} MmStrategyRow;
+
+/* The row of @st (NULL for PP and SP, which are not levels). */
+const MmStrategyRow *mm_strategy_row(MmStrategy st);
+
+/* The placement of layer @li of @g under @s. */
+void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *out);
+
+/* Strategies whose groups average the gradients of block @b's (expert or other) parameters. */
+uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert);
+
+/* Whether @st's ranks process different samples (FSDP, DDP, EP). */
+gboolean mm_plan_data_parallel(MmStrategy st);
+
+/* Pieces of embedding block @b that @sk sharding splits: tables, rows or columns. */
+int64_t mm_plan_mp_pieces(const MmBlock *b, MmShardKind sk);
+
+/* Product of block @b's degrees over the strategies in @mask. */
+int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask);
+
+/* The exchange of a sharded embedding block's pooled outputs in @phase (fwd or bwd): its
+ * kind and the bytes one device sends per micro-batch. */
+double mm_plan_mp_exchange(const MmScenario *s, const MmGraph *g, guint b, MmPhase phase, MmCollKind *kind);
+
 /* ---- lowering: op streams ----------------------------------------------- */
 
 typedef enum {
@@ -192,8 +279,6 @@ typedef enum {
 } MmStreamId;
 extern const char *const mm_stream_names[];
 
-typedef enum { MM_PHASE_FWD, MM_PHASE_BWD, MM_PHASE_RECOMPUTE, MM_PHASE_OPTIMIZER, MM_PHASE_COUNT } MmPhase;
-extern const char *const mm_phase_names[];
 
 typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE } MmOpWhat;
 
@@ -207,6 +292,7 @@ typedef enum {
   MM_REASON_PP,   /* pipeline sends and receives, tied-embedding gradient */
   MM_REASON_CP,   /* context parallel K/V exchange */
   MM_REASON_ZERO, /* ZeRO-1/2: updated weights gathered after the optimizer step */
+  MM_REASON_ULYSSES, /* DeepSpeed-Ulysses: sequence <-> heads All2All around attention */
   MM_REASON_COUNT
 } MmReason;
 extern const char *const mm_reason_names[];

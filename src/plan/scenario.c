@@ -181,8 +181,9 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     bs->degree[l->strategy] *= l->degree;
     stride = span;
   }
-  bs->dp = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP];
-  bs->shard = bs->degree[MM_STRAT_FSDP] * bs->degree[MM_STRAT_TP] * bs->degree[MM_STRAT_MP];
+  bs->dp = 1;
+  for (int k = 0; k < MM_STRAT_COUNT; k++)
+    if (mm_plan_data_parallel((MmStrategy)k)) bs->dp *= bs->degree[k];
   bs->zero = -1;
   for (guint i = 0; i < bs->n_levels; i++) {
     const MmLevel *l = &bs->levels[i];
@@ -200,16 +201,11 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
   }
   if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP] <= 1) bs->zero = 0;
 
-  /* Strategy / block-kind compatibility. */
+  /* Each level's strategy row: the block kinds it applies to, then its own checks. */
   for (guint i = 0; i < bs->n_levels; i++) {
     const MmLevel *l = &bs->levels[i];
-    g_autofree char *lp = g_strdup_printf("%s[%u].strategy", jp, i);
-    if (l->strategy == MM_STRAT_MP && b->kind != MM_BLOCK_EMBEDDING_BAG) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
-                    "mp shards embedding tables; block \"%s\" is a %s (use tp or fsdp)", b->name,
-                    mm_block_kind_names[b->kind]);
-      return FALSE;
-    }
+    const MmStrategyRow *row = mm_strategy_row(l->strategy);
+    g_assert(row); /* pp and sp are not levels: the parser rejects or maps them */
     if (l->grad_sync != MM_GRAD_SYNC_DENSE && b->kind != MM_BLOCK_EMBEDDING_BAG && b->kind != MM_BLOCK_TOKEN_EMBEDDING) {
       g_autofree char *gp = g_strdup_printf("%s[%u].grad_sync", jp, i);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp,
@@ -217,76 +213,27 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
                     mm_block_kind_names[b->kind]);
       return FALSE;
     }
-    if (l->strategy == MM_STRAT_MP && s->pp > 1) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
-                    "mp (sharded embedding tables) is not modelled with pipeline stages");
-      return FALSE;
-    }
-    if (l->strategy == MM_STRAT_EP && b->experts == 0) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
-                    "ep shards experts; block \"%s\" has none (experts = 0 in %s)", b->name, s->model->path);
-      return FALSE;
-    }
-    if (l->strategy == MM_STRAT_EP && l->degree > 1 && b->experts % l->degree != 0) {
-      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
-                    "ep degree %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT " experts of block \"%s\"",
-                    l->degree, b->experts, b->name);
-      return FALSE;
-    }
-    if (l->strategy == MM_STRAT_CP && b->kind != MM_BLOCK_TRANSFORMER && b->kind != MM_BLOCK_TOKEN_EMBEDDING &&
-        b->kind != MM_BLOCK_LM_HEAD) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
-                    "cp splits sequences; block \"%s\" is a %s (cp applies to transformer, token_embedding and "
-                    "lm_head blocks)", b->name, mm_block_kind_names[b->kind]);
-      return FALSE;
-    }
-    if (l->strategy == MM_STRAT_CP && l->degree > 1 && (s->cfg->serving.present || b->seq_len % l->degree != 0)) {
-      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
-      if (s->cfg->serving.present)
-        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp, "cp is not modelled for prefill/decode serving");
-      else
-        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
-                      "cp degree %" G_GINT64_FORMAT " does not divide seq_len %" G_GINT64_FORMAT " of block \"%s\"",
-                      l->degree, b->seq_len, b->name);
-      return FALSE;
-    }
-    if (l->strategy == MM_STRAT_TP && b->kind == MM_BLOCK_EMBEDDING_BAG) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp,
-                    "tp does not apply to embedding tables (block \"%s\"); use mp with sharding \"column\"",
-                    b->name);
-      return FALSE;
-    }
-  }
-  const int64_t tp = bs->degree[MM_STRAT_TP], mp = bs->degree[MM_STRAT_MP];
-  if (b->kind == MM_BLOCK_TRANSFORMER && tp > 1) {
-    const char *bad = NULL;
-    int64_t v = 0;
-    if (b->heads % tp != 0) bad = "heads", v = b->heads;
-    else if (b->kv_heads >= tp ? b->kv_heads % tp != 0 : tp % b->kv_heads != 0) bad = "kv_heads", v = b->kv_heads;
-    else if (b->ffn % tp != 0) bad = "ffn", v = b->ffn;
-    if (bad) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
-                    "tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT
-                    " of block \"%s\" (%s)",
-                    tp, bad, v, b->name, s->model->path);
+    const char *field = "strategy";
+    g_autofree char *why = NULL;
+    if (!(row->kinds & MM_KIND(b->kind)))
+      why = g_strdup_printf("%s does not apply to block \"%s\", a %s%s%s%s", mm_strategy_names[l->strategy], b->name,
+                            mm_block_kind_names[b->kind], row->kinds_hint ? " (" : "",
+                            row->kinds_hint ? row->kinds_hint : "", row->kinds_hint ? ")" : "");
+    else if (row->check)
+      why = row->check(s, b, bs, l, &field);
+    if (why) {
+      g_autofree char *lp = g_strdup_printf("%s[%u].%s", jp, i, field);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp, "%s", why);
       return FALSE;
     }
   }
   bs->mp_fraction = 1.0;
-  if (b->kind == MM_BLOCK_EMBEDDING_BAG && mp > 1) {
+  if (b->kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_MP] > 1) {
+    const int64_t mp = bs->degree[MM_STRAT_MP];
     MmShardKind sk = MM_SHARD_TABLE;
     for (guint i = 0; i < bs->n_levels; i++)
       if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
-    int64_t have = sk == MM_SHARD_TABLE ? b->tables : sk == MM_SHARD_ROW ? b->rows : b->dim;
-    if (have < mp) {
-      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
-                    "%s-wise sharding over %" G_GINT64_FORMAT " devices needs at least that many %s; "
-                    "block \"%s\" has %" G_GINT64_FORMAT,
-                    mm_shard_names[sk], mp, sk == MM_SHARD_TABLE ? "tables" : sk == MM_SHARD_ROW ? "rows" : "columns",
-                    b->name, have);
-      return FALSE;
-    }
+    const int64_t have = mm_plan_mp_pieces(b, sk);
     /* the busiest device holds ceil(n / mp) of the n pieces */
     bs->mp_fraction = (double)((have + mp - 1) / mp) / (double)have;
   }

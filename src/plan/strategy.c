@@ -1,0 +1,361 @@
+/* strategy: one row per parallel strategy (where it applies, its checks, its placement) and a layer's placement. */
+#include <math.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define MASK MM_STRAT_MASK
+
+static double degree(const MmScenario *s, guint b, MmStrategy st)
+{
+  return (double)s->blocks[b].degree[st];
+}
+
+int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask)
+{
+  int64_t d = 1;
+  for (int k = 0; k < MM_STRAT_COUNT; k++)
+    if (mask & MASK(k)) d *= bs->degree[k];
+  return d;
+}
+
+static void add_coll(MmPlacement *p, const MmPlaceColl *c)
+{
+  g_assert(p->n_colls < MM_PLACE_MAX_COLLS);
+  p->colls[p->n_colls++] = *c;
+}
+
+/* Samples of one micro-batch one device holds rows of: its samples over the ranks that
+ * split each sequence. */
+static double local_samples(const MmScenario *s, guint b, const MmPlacement *p)
+{
+  return s->blocks[b].samples_per_micro / p->seq_split;
+}
+
+/* ---- MoE dispatch and combine (ep, or tp spreading whole experts) -------- */
+
+/* Bytes of the MoE dispatch/combine one rank sends: its share of the routed tokens (TP
+ * ranks split the tokens of their group; sequence-splitting ranks hold a slice of each). */
+static double moe_bytes(const MmScenario *s, const MmGraph *g, const MmLayer *l, const MmPlacement *p)
+{
+  const MmBlock *b = &s->model->blocks[l->block];
+  const MmBlockSetup *bs = &s->blocks[l->block];
+  double tokens = b->kind == MM_BLOCK_TRANSFORMER ? g->tokens_per_sample : 1.0;
+  double width = b->kind == MM_BLOCK_TRANSFORMER ? (double)b->hidden : (double)b->width;
+  return bs->samples_per_micro * tokens * width * mm_dtype_bytes(b->dtype) * (double)b->top_k * b->capacity_factor /
+         (double)bs->degree[MM_STRAT_TP] / p->seq_split;
+}
+
+/* Tokens go to their experts' group before the first expert layer of a transformer FFN (or
+ * of an MoE MLP stack) and come back after the last. */
+static void moe_colls(const MmScenario *s, const MmGraph *g, uint32_t li, uint32_t mask, MmPlacement *p)
+{
+  const MmLayer *l = &g->layers[li];
+  if (!l->expert || mm_plan_mask_degree(&s->blocks[l->block], mask) <= 1) return;
+  const MmBlock *b = &s->model->blocks[l->block];
+  const MmUnit *un = &g->units[l->unit];
+  const gboolean dispatch = l->role == MM_ROLE_FFN_UP || (l->role == MM_ROLE_MLP_FC && un->index == 0);
+  const gboolean combine = l->role == MM_ROLE_FFN_DOWN ||
+                           (b->kind == MM_BLOCK_MLP && un->index == b->count - 1 &&
+                            li == un->first_layer + un->n_layers - 1);
+  const double bytes = moe_bytes(s, g, l, p);
+  const MmPlaceColl a2a = {.outer = 1, .fwd = MM_COLL_ALL_TO_ALL, .bwd = MM_COLL_ALL_TO_ALL, .reason = MM_REASON_MOE,
+                           .mask = mask, .fwd_bytes = bytes, .bwd_bytes = bytes};
+  if (dispatch) add_coll(p, &a2a);
+  if (combine) {
+    MmPlaceColl c = a2a;
+    c.after = 1;
+    add_coll(p, &c);
+  }
+}
+
+/* ---- the rows ----------------------------------------------------------- */
+
+static void place_fsdp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  p->param_frac /= degree(s, g->layers[li].block, MM_STRAT_FSDP);
+}
+
+/* Megatron tensor parallelism: column- and row-parallel GEMMs; an AllReduce after each
+ * row-parallel output and of each column-parallel input gradient; with sequence
+ * parallelism an AllGather before the column-parallel and a ReduceScatter after the
+ * row-parallel ones, norms and their activations split. */
+static void place_tp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const MmLayer *l = &g->layers[li];
+  const guint bi = l->block;
+  const MmBlock *b = &s->model->blocks[bi];
+  const MmBlockSetup *bs = &s->blocks[bi];
+  const double tp = degree(s, bi, MM_STRAT_TP);
+  const gboolean sp = mm_plan_seq_parallel(s, bi);
+  if (l->tp != MM_TP_REPLICATED) {
+    p->param_frac /= tp;
+    p->work_frac /= tp;
+    p->weight_frac /= tp;
+  } else if (sp) {
+    p->work_frac /= tp;
+  }
+  if (l->tp == MM_TP_SHARDED || l->tp == MM_TP_ROW || sp) p->act_frac /= tp;
+  if (b->kind == MM_BLOCK_TRANSFORMER)
+    p->kv_frac = b->kv_lora_rank > 0 ? 1.0 : 1.0 / MIN(tp, (double)b->kv_heads); /* MLA's latent is whole */
+  if (l->expert && bs->degree[MM_STRAT_EP] <= 1 && !bs->experts_sharded) {
+    moe_colls(s, g, li, MASK(MM_STRAT_TP), p); /* MAD-Max: whole experts spread over the TP ranks */
+    return;
+  }
+  if (l->expert && !(bs->experts_sharded && bs->degree[MM_STRAT_EP] <= 1)) return; /* expert-parallel experts */
+  const double n = local_samples(s, bi, p);
+  if (l->tp == MM_TP_COLUMN) {
+    const double in = n * l->cost.act_bytes;
+    MmPlaceColl c = {.fwd = sp ? MM_COLL_ALL_GATHER : MM_COLL_NONE, .bwd = sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE,
+                     .reason = MM_REASON_TP, .input_grad_only = 1, .wgrad_beside = 1, .mask = MASK(MM_STRAT_TP),
+                     .fwd_bytes = in, .bwd_bytes = in, .regather_bytes = sp && !bs->frozen ? in : 0};
+    add_coll(p, &c);
+  } else if (l->tp == MM_TP_ROW) {
+    const double out = n * l->cost.out_bytes;
+    MmPlaceColl c = {.after = 1, .fwd = sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE,
+                     .bwd = sp ? MM_COLL_ALL_GATHER : MM_COLL_NONE, .reason = MM_REASON_TP, .mask = MASK(MM_STRAT_TP),
+                     .fwd_bytes = out, .bwd_bytes = out};
+    add_coll(p, &c);
+  }
+}
+
+static char *check_tp(const MmScenario *s, const MmBlock *b, const MmBlockSetup *bs, const MmLevel *l,
+                      const char **field)
+{
+  const int64_t tp = bs->degree[MM_STRAT_TP];
+  (void)l;
+  *field = "degree";
+  if (b->kind != MM_BLOCK_TRANSFORMER || tp <= 1) return NULL;
+  const char *bad = NULL;
+  int64_t v = 0;
+  if (b->heads % tp != 0) bad = "heads", v = b->heads;
+  else if (b->kv_heads >= tp ? b->kv_heads % tp != 0 : tp % b->kv_heads != 0) bad = "kv_heads", v = b->kv_heads;
+  else if (b->ffn % tp != 0) bad = "ffn", v = b->ffn;
+  if (!bad) return NULL;
+  return g_strdup_printf("tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT " of block \"%s\" (%s)",
+                         tp, bad, v, b->name, s->model->path);
+}
+
+/* Expert parallelism: each rank holds experts / degree whole experts and computes its
+ * routed tokens; data parallel for the rest of the block. */
+static void place_ep(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const MmLayer *l = &g->layers[li];
+  if (!l->expert) return;
+  const double ep = degree(s, l->block, MM_STRAT_EP);
+  p->param_frac /= ep;
+  p->weight_frac /= ep;
+  p->load_scaled = TRUE;
+  moe_colls(s, g, li, MASK(MM_STRAT_EP), p);
+}
+
+static char *check_ep(const MmScenario *s, const MmBlock *b, const MmBlockSetup *bs, const MmLevel *l,
+                      const char **field)
+{
+  (void)bs;
+  *field = "strategy";
+  if (b->experts == 0)
+    return g_strdup_printf("ep shards experts; block \"%s\" has none (experts = 0 in %s)", b->name, s->model->path);
+  *field = "degree";
+  if (l->degree > 1 && b->experts % l->degree != 0)
+    return g_strdup_printf("ep degree %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT
+                           " experts of block \"%s\"", l->degree, b->experts, b->name);
+  return NULL;
+}
+
+/* Sharded embedding tables: the busiest device holds ceil(pieces / degree) of the pieces,
+ * looks them up, and exchanges the pooled outputs (mm_plan_mp_exchange). */
+static void place_mp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const double f = s->blocks[g->layers[li].block].mp_fraction;
+  p->param_frac *= f;
+  p->work_frac *= f;
+  p->weight_frac *= f;
+  p->act_frac *= f;
+}
+
+static char *check_mp(const MmScenario *s, const MmBlock *b, const MmBlockSetup *bs, const MmLevel *l,
+                      const char **field)
+{
+  *field = "strategy";
+  if (s->pp > 1) return g_strdup("mp (sharded embedding tables) is not modelled with pipeline stages");
+  const int64_t mp = bs->degree[MM_STRAT_MP], have = mm_plan_mp_pieces(b, l->sharding);
+  *field = "degree";
+  if (have < mp)
+    return g_strdup_printf("%s-wise sharding over %" G_GINT64_FORMAT " devices needs at least that many %s; block "
+                           "\"%s\" has %" G_GINT64_FORMAT,
+                           mm_shard_names[l->sharding], mp,
+                           l->sharding == MM_SHARD_TABLE ? "tables" : l->sharding == MM_SHARD_ROW ? "rows" : "columns",
+                           b->name, have);
+  return NULL;
+}
+
+/* Context parallelism: the sequence split over the group; attention gets the other chunks'
+ * K/V by a ring of collective-permutes overlapped with its pieces, or by an AllGather. */
+static void place_cp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const MmLayer *l = &g->layers[li];
+  const guint bi = l->block;
+  const MmBlock *b = &s->model->blocks[bi];
+  const MmBlockSetup *bs = &s->blocks[bi];
+  const double cp = degree(s, bi, MM_STRAT_CP), tp = degree(s, bi, MM_STRAT_TP);
+  p->work_frac /= cp;
+  p->act_frac /= cp;
+  if (l->role != MM_ROLE_ATTN_CORE) return;
+  /* per exchange step, the K and V chunk one rank holds (its share of the kv heads under TP) */
+  const double width = b->kv_lora_rank > 0 ? (double)b->heads * (double)(b->head_dim + b->v_head_dim) / tp
+                                           : (double)b->kv_heads * (double)(b->head_dim + b->v_head_dim) /
+                                                 MIN(tp, (double)b->kv_heads);
+  const double kv = bs->samples_per_micro * (double)b->seq_len / cp * width * mm_dtype_bytes(b->dtype);
+  if (bs->cp_impl == MM_CP_ALL_GATHER) {
+    MmPlaceColl c = {.fwd = MM_COLL_ALL_GATHER, .bwd = MM_COLL_REDUCE_SCATTER, .reason = MM_REASON_CP,
+                     .mask = MASK(MM_STRAT_CP), .fwd_bytes = kv * cp, .bwd_bytes = kv * cp};
+    add_coll(p, &c);
+    return;
+  }
+  p->ring_mask = MASK(MM_STRAT_CP);
+  p->ring_fwd_bytes = kv;
+  p->ring_bwd_bytes = 2.0 * kv; /* K/V and their gradients */
+}
+
+static char *check_sequence_split(const MmScenario *s, const MmBlock *b, const MmLevel *l, const char **field)
+{
+  *field = "degree";
+  if (l->degree <= 1) return NULL;
+  if (s->cfg->serving.present)
+    return g_strdup_printf("%s is not modelled for prefill/decode serving", mm_strategy_names[l->strategy]);
+  if (b->seq_len % l->degree != 0)
+    return g_strdup_printf("%s degree %" G_GINT64_FORMAT " does not divide seq_len %" G_GINT64_FORMAT
+                           " of block \"%s\"", mm_strategy_names[l->strategy], l->degree, b->seq_len, b->name);
+  return NULL;
+}
+
+static char *check_cp(const MmScenario *s, const MmBlock *b, const MmBlockSetup *bs, const MmLevel *l,
+                      const char **field)
+{
+  (void)bs;
+  return check_sequence_split(s, b, l, field);
+}
+
+/* DeepSpeed-Ulysses (Jacobs et al. 2023): the sequence split over the group everywhere
+ * but in attention, where an All2All before it trades the sequence split for a heads split
+ * (q, k, v of every token, heads / degree per rank) and one after it trades back. */
+static void place_ulysses(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const MmLayer *l = &g->layers[li];
+  const guint bi = l->block;
+  const MmBlock *b = &s->model->blocks[bi];
+  const double u = degree(s, bi, MM_STRAT_ULYSSES), tp = degree(s, bi, MM_STRAT_TP);
+  p->work_frac /= u;
+  p->act_frac /= u;
+  if (l->role != MM_ROLE_ATTN_CORE) return;
+  const double tokens = local_samples(s, bi, p) * (double)b->seq_len, e = mm_dtype_bytes(b->dtype);
+  const double qkv = (double)b->heads * (double)b->head_dim + (double)b->kv_heads * (double)(b->head_dim + b->v_head_dim);
+  const double out = (double)b->heads * (double)b->v_head_dim;
+  MmPlaceColl in = {.fwd = MM_COLL_ALL_TO_ALL, .bwd = MM_COLL_ALL_TO_ALL, .reason = MM_REASON_ULYSSES,
+                    .mask = MASK(MM_STRAT_ULYSSES), .fwd_bytes = tokens * qkv / tp * e, .bwd_bytes = tokens * qkv / tp * e};
+  MmPlaceColl back = in;
+  back.after = 1;
+  back.fwd_bytes = back.bwd_bytes = tokens * out / tp * e;
+  add_coll(p, &in);
+  add_coll(p, &back);
+}
+
+static char *check_ulysses(const MmScenario *s, const MmBlock *b, const MmBlockSetup *bs, const MmLevel *l,
+                           const char **field)
+{
+  char *why = check_sequence_split(s, b, l, field);
+  if (why || b->kind != MM_BLOCK_TRANSFORMER || l->degree <= 1) return why;
+  const int64_t split = bs->degree[MM_STRAT_TP] * bs->degree[MM_STRAT_ULYSSES];
+  *field = "strategy";
+  if (bs->degree[MM_STRAT_CP] > 1)
+    return g_strdup_printf("ulysses and cp on one block are not modelled together (block \"%s\")", b->name);
+  if (b->kv_lora_rank > 0)
+    return g_strdup_printf("ulysses is not modelled with multi-head latent attention (block \"%s\")", b->name);
+  *field = "degree";
+  if (b->heads % split != 0 || (b->kv_heads >= split ? b->kv_heads % split != 0 : split % b->kv_heads != 0))
+    return g_strdup_printf("ulysses x tp = %" G_GINT64_FORMAT " must divide the %" G_GINT64_FORMAT
+                           " heads and the %" G_GINT64_FORMAT " kv_heads of block \"%s\" (or be a multiple of "
+                           "kv_heads)", split, b->heads, b->kv_heads, b->name);
+  return NULL;
+}
+
+/* Placement order is row order (the floating-point order of the shares). */
+static const MmStrategyRow rows[] = {
+  {MM_STRAT_MP, MM_KIND(MM_BLOCK_EMBEDDING_BAG), "use tp or fsdp", FALSE, FALSE, MM_REPLICAS_NONE, check_mp, place_mp},
+  {MM_STRAT_FSDP, MM_KINDS_ALL, NULL, TRUE, FALSE, MM_REPLICAS_NONE, NULL, place_fsdp},
+  {MM_STRAT_TP, MM_KINDS_ALL & ~MM_KIND(MM_BLOCK_EMBEDDING_BAG), "use mp with sharding \"column\"", FALSE, FALSE,
+   MM_REPLICAS_NONE, check_tp, place_tp},
+  {MM_STRAT_EP, MM_KIND(MM_BLOCK_TRANSFORMER) | MM_KIND(MM_BLOCK_MLP), "only blocks with experts", TRUE, FALSE,
+   MM_REPLICAS_DENSE, check_ep, place_ep},
+  {MM_STRAT_CP, MM_KINDS_SEQUENCE, "cp splits sequences: it applies to transformer, token_embedding and lm_head blocks", FALSE, TRUE,
+   MM_REPLICAS_ALL, check_cp, place_cp},
+  {MM_STRAT_ULYSSES, MM_KINDS_SEQUENCE, "ulysses splits sequences: it applies to transformer, token_embedding and lm_head blocks", FALSE,
+   TRUE, MM_REPLICAS_ALL, check_ulysses, place_ulysses},
+  {MM_STRAT_DDP, MM_KINDS_ALL, NULL, TRUE, FALSE, MM_REPLICAS_ALL, NULL, NULL},
+};
+/* every level strategy has a row (pp and sp are not levels) */
+G_STATIC_ASSERT(G_N_ELEMENTS(rows) == MM_STRAT_COUNT - 2);
+
+const MmStrategyRow *mm_strategy_row(MmStrategy st)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+    if (rows[i].id == st) return &rows[i];
+  return NULL;
+}
+
+int64_t mm_plan_mp_pieces(const MmBlock *b, MmShardKind sk)
+{
+  return sk == MM_SHARD_TABLE ? b->tables : sk == MM_SHARD_ROW ? b->rows : b->dim;
+}
+
+void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const MmBlockSetup *bs = &s->blocks[g->layers[li].block];
+  p->param_frac = p->work_frac = p->weight_frac = p->act_frac = p->kv_frac = 1.0;
+  p->seq_split = 1.0;
+  p->load_scaled = FALSE;
+  p->n_colls = 0;
+  p->ring_mask = 0;
+  p->ring_fwd_bytes = p->ring_bwd_bytes = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+    if (rows[i].splits_sequence) p->seq_split *= (double)bs->degree[rows[i].id];
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+    if (rows[i].place && bs->degree[rows[i].id] > 1) rows[i].place(s, g, li, p);
+}
+
+uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert)
+{
+  (void)s, (void)b;
+  uint32_t mask = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+    if (rows[i].replicas == MM_REPLICAS_ALL || (rows[i].replicas == MM_REPLICAS_DENSE && !expert))
+      mask |= MASK(rows[i].id);
+  return mask;
+}
+
+gboolean mm_plan_data_parallel(MmStrategy st)
+{
+  const MmStrategyRow *r = mm_strategy_row(st);
+  return r && r->data_parallel;
+}
+
+double mm_plan_mp_exchange(const MmScenario *s, const MmGraph *g, guint b, MmPhase phase, MmCollKind *kind)
+{
+  const MmBlockSetup *bs = &s->blocks[b];
+  const MmLayer *l = &g->layers[g->units[g->block_first_unit[b]].first_layer];
+  MmShardKind sk = MM_SHARD_TABLE;
+  for (guint i = 0; i < bs->n_levels; i++)
+    if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
+  MmPlacement p;
+  mm_plan_place(s, g, (uint32_t)(l - g->layers), &p);
+  const double full = bs->samples_per_micro * l->cost.out_bytes;
+  /* table- and column-wise: an All2All of the pieces' pooled outputs; row-wise: partial sums
+   * of every output, reduce-scattered (backward: the gradients all-gathered) */
+  if (sk == MM_SHARD_ROW) {
+    *kind = phase == MM_PHASE_FWD ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_GATHER;
+    return full;
+  }
+  *kind = MM_COLL_ALL_TO_ALL;
+  return full * p.work_frac;
+}
