@@ -12,34 +12,20 @@ double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, d
   return MAX(tc, tm);
 }
 
-/* Fraction of a layer's per-sample work one device does, and of its weights it reads.
- * TP splits GEMMs (and with sequence parallelism the norms); CP splits the sequence;
- * EP gives each rank its experts' share of the routed tokens. */
-void mm__work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights)
+/* Placements of the canonical layers (identical layers share one). */
+void mm__places_new(Lower *L)
 {
-  const MmBlockSetup *bs = &L->s->blocks[l->block];
-  const MmBlock *b = &L->m->blocks[l->block];
-  if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
-    *work = mm_plan_param_fraction(L->s, l->block, l) * (double)bs->degree[MM_STRAT_FSDP];
-    *weights = *work;
-    return;
+  const MmGraph *g = L->g;
+  uint32_t n = 0;
+  L->place_of = g_new(uint32_t, g->n_layers + 1);
+  for (uint32_t li = 0; li < g->n_layers; li++) {
+    if (g->layers[li].canon == li) L->place_of[li] = n++;
+    else L->place_of[li] = L->place_of[g->layers[li].canon];
   }
-  const double tp = (double)bs->degree[MM_STRAT_TP], cp = (double)bs->degree[MM_STRAT_CP];
-  const double ep = (double)bs->degree[MM_STRAT_EP];
-  if (l->expert && ep > 1) {
-    *work = L->expert_load / tp / cp;
-    *weights = 1.0 / (tp * ep);
-    return;
-  }
-  if (l->tp == MM_TP_REPLICATED) {
-    *work = (mm_plan_seq_parallel(L->s, l->block) ? 1.0 / tp : 1.0) / cp;
-    *weights = 1.0;
-    return;
-  }
-  *work = 1.0 / tp / cp;
-  *weights = 1.0 / tp;
+  L->place = g_new(MmPlacement, n + 1);
+  for (uint32_t li = 0; li < g->n_layers; li++)
+    if (g->layers[li].canon == li) mm_plan_place(L->s, g, li, &L->place[L->place_of[li]]);
 }
-
 
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
 {
@@ -47,9 +33,10 @@ void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
   const MmBlockSetup *bs = &L->s->blocks[l->block];
   const MmCost *c = &l->cost;
   const double n = bs->samples_per_micro;
-  double wf, pf;
-  mm__work_fractions(L, l, &wf, &pf);
-  pf *= mm__experts_read(L, l, n);
+  const MmPlacement *p = mm__place(L, li);
+  /* an expert rank's work follows its routed tokens (hot or cold behaviour) */
+  const double wf = p->load_scaled ? L->expert_load * p->work_frac : p->work_frac;
+  const double pf = p->weight_frac * mm__experts_read(L, l, n);
   double flops = 0, mflops = 0, bytes = 0;
   switch (part) {
   case PART_FWD:
@@ -116,7 +103,7 @@ double mm__experts_read(const Lower *L, const MmLayer *l, double samples)
   const MmBlock *b = &L->m->blocks[l->block];
   if (!l->expert || b->experts <= 0 || b->top_k <= 0) return 1.0;
   const MmBlockSetup *bs = &L->s->blocks[l->block];
-  const double E = (double)b->experts, g = (double)mm__mask_degree(bs, mm__moe_mask(L, l->block));
+  const double E = (double)b->experts, g = (double)mm_plan_mask_degree(bs, mm__moe_mask(L, l->block));
   const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? L->g->tokens_per_sample : 1.0) *
                    (double)bs->degree[MM_STRAT_EP];
   const double q = 1.0 - pow(1.0 - MIN(1.0, (double)b->top_k / E), T);
@@ -130,10 +117,5 @@ double mm__experts_read(const Lower *L, const MmLayer *l, double samples)
     emax += j == 0 ? 1.0 : 1.0 - pow(F, g);
   }
   return MIN(1.0, emax / m);
-}
-
-gboolean mm__moe_split(const Lower *L, const MmLayer *l)
-{
-  return l->expert && mm__mask_degree(&L->s->blocks[l->block], mm__moe_mask(L, l->block)) > 1;
 }
 

@@ -111,13 +111,6 @@ static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
   return r;
 }
 
-int64_t mm__mask_degree(const MmBlockSetup *bs, uint32_t mask)
-{
-  int64_t d = 1;
-  for (int k = 0; k < MM_STRAT_COUNT; k++)
-    if (mask & MASK(k)) d *= bs->degree[k];
-  return d;
-}
 
 /* The cost of @c; repeats of the last collective of its kind (identical layers, the same
  * pipeline transfer every micro-batch) reuse it. */
@@ -155,7 +148,7 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
                           const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
   const MmBlockSetup *bs = &L->s->blocks[bi];
-  if (bytes <= 0 || mm__mask_degree(bs, mask) <= 1) return NONE;
+  if (bytes <= 0 || mm_plan_mask_degree(bs, mask) <= 1) return NONE;
   const Runs r = level_runs(bs, mask);
   Deps cur;
   deps_copy(&cur, d);

@@ -11,22 +11,19 @@ void mm__precompute_units(Lower *L)
   const MmGraph *g = L->g;
   L->unit_dense = g_new0(double, g->n_units + 1);
   L->unit_expert = g_new0(double, g->n_units + 1);
-  L->unit_moe = g_new0(gboolean, g->n_units + 1);
   for (uint32_t u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const MmBlockSetup *bs = &L->s->blocks[un->block];
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
       L->unit_dense[u] = L->unit_dense[u - 1];
       L->unit_expert[u] = L->unit_expert[u - 1];
-      L->unit_moe[u] = L->unit_moe[u - 1];
       continue;
     }
     for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
       const MmLayer *l = &g->layers[li];
-      double p = (double)l->cost.params * mm_plan_param_fraction(L->s, un->block, l) * (double)bs->degree[MM_STRAT_FSDP];
+      double p = (double)l->cost.params * mm__place(L, li)->param_frac * (double)bs->degree[MM_STRAT_FSDP];
       if (l->expert) L->unit_expert[u] += p;
       else L->unit_dense[u] += p;
-      L->unit_moe[u] |= mm__moe_split(L, l);
     }
   }
 }

@@ -79,7 +79,8 @@ typedef struct {
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
   Template *templates;  /* V_COUNT per unit, built on first use */
-  gboolean *unit_moe;   /* per unit: experts spread over a group (all-to-alls) */
+  MmPlacement *place;   /* per canonical layer (see place_of) */
+  uint32_t *place_of;   /* per layer: its canonical layer's index into place */
   CommMemo memo[MM_COLL_COUNT];
   uint32_t last_on[MM_STREAM_COUNT];
   guint first_trained;
@@ -119,7 +120,6 @@ Deps mm__deps_one(uint32_t op);
 uint32_t mm__emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *cost,
                   uint32_t coll, int64_t degree, int64_t stride, int32_t peer);
 Deps mm__deps_all_streams(const Lower *L);
-int64_t mm__mask_degree(const MmBlockSetup *bs, uint32_t mask);
 const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c);
 uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmReason reason, double bytes,
                        const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);
@@ -129,12 +129,16 @@ uint32_t mm__emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundary, 
                       double bytes, const Deps *d, uint32_t unit);
 
 /* costs.c: per-device work of a layer part */
-void mm__work_fractions(const Lower *L, const MmLayer *l, double *work, double *weights);
+/* The placement of layer @li (its canonical layer's). */
+static inline const MmPlacement *mm__place(const Lower *L, uint32_t li)
+{
+  return &L->place[L->place_of[li]];
+}
+void mm__places_new(Lower *L);
 double mm__experts_read(const Lower *L, const MmLayer *l, double samples);
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc);
 void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part);
 uint32_t mm__moe_mask(const Lower *L, guint block);
-gboolean mm__moe_split(const Lower *L, const MmLayer *l);
 
 /* template.c: unit templates and their replay */
 uint32_t mm__lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in);
@@ -156,7 +160,6 @@ void mm__gather_advance(Lower *L, uint32_t compute_done);
 gboolean mm__block_reads(const MmBlock *c, guint b);
 gboolean mm__mp_block(const Lower *L, guint b);
 uint32_t mm__block_last_unit(const Lower *L, guint b);
-uint32_t mm__replica_mask(gboolean expert);
 void mm__hoist_mp_backward(Lower *L, IterState *st, uint32_t micro);
 void mm__flush_bucket(Lower *L, IterState *st, guint b, int slot, uint32_t micro);
 void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_t weights_done);

@@ -113,7 +113,7 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
 }
 
 /* Bytes crossing the boundary after chunk @k: the last unit's output of one micro-batch,
- * split over the TP ranks (Megatron's scatter/gather) and the CP ranks. */
+ * split over the TP ranks (Megatron's scatter/gather) and the sequence-splitting ranks. */
 static double boundary_bytes(const Lower *L, uint32_t k)
 {
   const uint32_t u = L->chunk_end[k] - 1;
@@ -121,7 +121,7 @@ static double boundary_bytes(const Lower *L, uint32_t k)
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const MmLayer *l = &L->g->layers[un->first_layer + un->n_layers - 1];
   return bs->samples_per_micro * l->cost.out_bytes / (double)bs->degree[MM_STRAT_TP] /
-         (double)bs->degree[MM_STRAT_CP];
+         mm__place(L, un->first_layer + un->n_layers - 1)->seq_split;
 }
 
 /* Stage offset from this stage to the one running chunk @k. */

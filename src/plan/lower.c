@@ -21,7 +21,8 @@ static void lower_free(Lower *L)
   mm__templates_free(L);
   g_free(L->unit_dense);
   g_free(L->unit_expert);
-  g_free(L->unit_moe);
+  g_free(L->place);
+  g_free(L->place_of);
   g_free(L->chunk_first);
   g_free(L->chunk_end);
   g_free(L->chunk_trained);
@@ -61,6 +62,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     L.chunk_end[k] = MAX(L.chunk_end[k], u + 1);
     L.chunk_trained[k] |= L.training && g->units[u].block >= L.first_trained;
   }
+  mm__places_new(&L);
   L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
   for (uint32_t li = 0; li < g->n_layers; li++)
     if (g->layers[li].canon == li)

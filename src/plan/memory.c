@@ -13,29 +13,6 @@ void mm_memory_free(MmMemory *m)
   g_free(m);
 }
 
-double mm_plan_param_fraction(const MmScenario *s, guint block, const MmLayer *layer)
-{
-  const MmBlockSetup *bs = &s->blocks[block];
-  double frac = bs->mp_fraction / (double)bs->degree[MM_STRAT_FSDP];
-  if (layer && layer->tp != MM_TP_REPLICATED && s->model->blocks[block].kind != MM_BLOCK_EMBEDDING_BAG)
-    frac /= (double)bs->degree[MM_STRAT_TP];
-  if (layer && layer->expert) frac /= (double)bs->degree[MM_STRAT_EP];
-  return frac;
-}
-
-/* Fraction of a layer's activations kept on one device under TP / MP / SP / CP. */
-static double act_fraction(const MmScenario *s, guint block, const MmLayer *l)
-{
-  const MmBlockSetup *bs = &s->blocks[block];
-  const MmBlock *b = &s->model->blocks[block];
-  if (b->kind == MM_BLOCK_EMBEDDING_BAG)
-    return mm_plan_param_fraction(s, block, l) * (double)bs->degree[MM_STRAT_FSDP];
-  double f = 1.0, tp = (double)bs->degree[MM_STRAT_TP];
-  if (l->tp == MM_TP_SHARDED || l->tp == MM_TP_ROW) f = 1.0 / tp;
-  else if (mm_plan_seq_parallel(s, block)) f = 1.0 / tp; /* sequence-sharded norms and GEMM inputs */
-  return f / (double)bs->degree[MM_STRAT_CP];
-}
-
 double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
 {
   double st = mm_dtype_bytes(o->state_dtype);
@@ -56,7 +33,7 @@ typedef struct {
   MmMemoryParts parts;  /* weights, gradients, optimizer; activations: kept per micro-batch */
   double transient;     /* full recompute: rebuilt during its backward; inference: its working set */
   double params_local;  /* parameters after TP/MP/EP, before FSDP */
-  double tp_out;        /* largest TP collective buffer */
+  double coll_buf;      /* largest buffer of a collective at a layer boundary (TP, SP, MoE, CP, Ulysses) */
   double a2a;           /* MP exchange buffers */
 } UnitMem;
 
@@ -76,9 +53,11 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
   memset(um, 0, sizeof *um);
   for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     const MmLayer *l = &g->layers[li];
-    double pf = mm_plan_param_fraction(s, bi, l);
+    MmPlacement p;
+    mm_plan_place(s, g, li, &p);
+    const double pf = p.param_frac, af = p.act_frac;
     double params = (double)l->cost.params * pf;
-    double z = mm_plan_zero_shards(bs, l->expert);
+    double z = mm_plan_zero_shards(s, bi, l->expert);
     um->params_local += params * (double)bs->degree[MM_STRAT_FSDP];
     um->parts.weights += params * e;
     if (trained) {
@@ -92,15 +71,14 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       um->parts.gradients += grads;
       um->parts.optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b) / z;
     }
-    double af = act_fraction(s, bi, l);
     act += samples * l->cost.act_bytes * af;
     dropped += samples * l->cost.recompute_bytes * af;
     if (li == un->first_layer) in = samples * l->cost.act_bytes * af;
     peak_io = MAX(peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);
-    /* TP all-reduces: a row-parallel layer's output, a column-parallel layer's input gradient */
-    double cp = (double)bs->degree[MM_STRAT_CP];
-    if (l->tp == MM_TP_ROW) um->tp_out = MAX(um->tp_out, samples * l->cost.out_bytes / cp);
-    if (l->tp == MM_TP_COLUMN) um->tp_out = MAX(um->tp_out, samples * l->cost.act_bytes / cp);
+    /* the collectives the lowering emits around this layer need their buffers */
+    for (uint32_t i = 0; i < p.n_colls; i++)
+      um->coll_buf = MAX(um->coll_buf, MAX(p.colls[i].fwd_bytes, p.colls[i].bwd_bytes));
+    um->coll_buf = MAX(um->coll_buf, p.ring_bwd_bytes);
   }
   if (training && bi >= ft) {
     if (c->recompute == MM_RECOMPUTE_FULL) {
@@ -117,8 +95,8 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
   }
   if (bs->degree[MM_STRAT_MP] > 1) {
     const MmCost *cc = &g->block_cost[bi];
-    double frac = mm_plan_param_fraction(s, bi, NULL) * (double)bs->degree[MM_STRAT_FSDP];
-    double send = samples * cc->out_bytes * frac;
+    MmCollKind kind;
+    double send = mm_plan_mp_exchange(s, g, bi, MM_PHASE_FWD, &kind);
     double recv = (double)s->micro_batch * (double)s->dp_ref / (double)s->devices * cc->out_bytes;
     um->a2a = (trained ? 2.0 : 1.0) * (send + recv);
   }
@@ -133,8 +111,9 @@ static double unit_kv_cache(const MmScenario *s, const MmGraph *g, guint u)
   const MmBlock *b = &s->model->blocks[un->block];
   const MmBlockSetup *bs = &s->blocks[un->block];
   if (!sv->present || b->kind != MM_BLOCK_TRANSFORMER) return 0;
-  double tp = (double)bs->degree[MM_STRAT_TP];
-  double frac = b->kv_lora_rank > 0 ? 1.0 : 1.0 / MIN(tp, (double)b->kv_heads);
+  MmPlacement p;
+  mm_plan_place(s, g, un->first_layer, &p); /* kv heads split by TP; MLA's latent is whole */
+  double frac = p.kv_frac;
   double sequences = bs->samples_per_micro * (double)s->micro_steps;
   return sequences * (double)(sv->prompt_tokens + sv->output_tokens) * mm_graph_kv_bytes_per_token(b) * frac;
 }
@@ -188,7 +167,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   for (guint st = 0; st < p; st++) {
     memset(blocks, 0, sizeof(MmMemoryParts) * m->n_blocks);
     MmMemoryParts tot = {0};
-    double transient = 0, fsdp_gather = 0, fsdp_grad = 0, tp_buf = 0, a2a_buf = 0, ddp_bucket = 0, kept = 0;
+    double transient = 0, fsdp_gather = 0, fsdp_grad = 0, coll_buf = 0, a2a_buf = 0, ddp_bucket = 0, kept = 0;
     for (guint u = 0; u < g->n_units; u++) {
       if (chunk[u] % p != st) continue;
       const guint bi = g->units[u].block;
@@ -206,7 +185,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
         fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * um[u].params_local * e);
         if (training && !bs->frozen) fsdp_grad = MAX(fsdp_grad, um[u].params_local * mm_dtype_bytes(bs->grad_dtype));
       }
-      if (bs->degree[MM_STRAT_TP] > 1) tp_buf = MAX(tp_buf, um[u].tp_out);
+      coll_buf = MAX(coll_buf, um[u].coll_buf);
       a2a_buf = MAX(a2a_buf, um[u].a2a);
     }
     double inflight0 = 1;
@@ -223,7 +202,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       tot.kv_cache += blocks[bi].kv_cache;
     }
     tot.activations += transient;
-    tot.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + tp_buf + a2a_buf;
+    tot.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + coll_buf + a2a_buf;
     const double bytes = mm_memory_parts_sum(&tot);
     mem->stage_bytes[st] = bytes;
     mem->stage_inflight[st] = inflight0;

@@ -148,14 +148,6 @@ static inline gboolean mm_plan_seq_parallel(const MmScenario *s, guint block)
          (k == MM_BLOCK_TRANSFORMER || k == MM_BLOCK_TOKEN_EMBEDDING || k == MM_BLOCK_LM_HEAD);
 }
 
-/* ZeRO-1/2: the replicas block @b's optimizer states (and stage-2 gradients) are sharded
- * over: data-parallel, context-parallel and, for non-expert parameters, expert-parallel
- * ranks; 1 without ZeRO. */
-static inline double mm_plan_zero_shards(const MmBlockSetup *bs, gboolean expert)
-{
-  if (bs->zero <= 0) return 1.0;
-  return (double)(bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_CP] * (expert ? 1 : bs->degree[MM_STRAT_EP]));
-}
 
 /* First block (forward order) that is trained: blocks before it run no backward;
  * n_blocks when none is. */
@@ -260,6 +252,15 @@ int64_t mm_plan_mp_pieces(const MmBlock *b, MmShardKind sk);
 
 /* Product of block @b's degrees over the strategies in @mask. */
 int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask);
+
+/* ZeRO-1/2: the ranks block @b's optimizer states (and stage-2 gradients) are sharded over,
+ * its gradient replicas (mm_plan_grad_replicas); 1 without ZeRO. */
+static inline double mm_plan_zero_shards(const MmScenario *s, guint b, gboolean expert)
+{
+  const MmBlockSetup *bs = &s->blocks[b];
+  if (bs->zero <= 0) return 1.0;
+  return (double)mm_plan_mask_degree(bs, mm_plan_grad_replicas(s, b, expert));
+}
 
 /* The exchange of a sharded embedding block's pooled outputs in @phase (fwd or bwd): its
  * kind and the bytes one device sends per micro-batch. */

@@ -4,64 +4,14 @@
 
 #include "internal.h"
 
-/* Whether layer @l takes the TP collectives of a dense layer: non-expert layers, and expert
- * layers whose experts are sharded over the TP ranks (expert-TP without ep). */
-static gboolean tp_collectives(const Lower *L, const MmLayer *l)
-{
-  const MmBlockSetup *bs = &L->s->blocks[l->block];
-  return !l->expert || (bs->experts_sharded && bs->degree[MM_STRAT_EP] <= 1);
-}
-
-static gboolean moe_dispatch_before(const Lower *L, const MmLayer *l)
-{
-  if (!mm__moe_split(L, l)) return FALSE;
-  if (l->role == MM_ROLE_FFN_UP) return TRUE;
-  return l->role == MM_ROLE_MLP_FC && L->g->units[l->unit].index == 0;
-}
-
-static gboolean moe_combine_after(const Lower *L, uint32_t li)
-{
-  const MmLayer *l = &L->g->layers[li];
-  if (!mm__moe_split(L, l)) return FALSE;
-  if (l->role == MM_ROLE_FFN_DOWN) return TRUE;
-  const MmUnit *un = &L->g->units[l->unit];
-  const MmBlock *b = &L->m->blocks[l->block];
-  return b->kind == MM_BLOCK_MLP && un->index == b->count - 1 && li == un->first_layer + un->n_layers - 1;
-}
-
-/* Bytes of the MoE dispatch/combine one rank sends: its share of the routed tokens
- * (TP ranks split the tokens of their group; CP ranks hold a slice of each sequence). */
-static double moe_bytes(const Lower *L, const MmLayer *l)
-{
-  const MmBlock *b = &L->m->blocks[l->block];
-  const MmBlockSetup *bs = &L->s->blocks[l->block];
-  double tokens = b->kind == MM_BLOCK_TRANSFORMER ? L->g->tokens_per_sample : 1.0;
-  double width = b->kind == MM_BLOCK_TRANSFORMER ? (double)b->hidden : (double)b->width;
-  return bs->samples_per_micro * tokens * width * mm_dtype_bytes(b->dtype) * (double)b->top_k *
-         b->capacity_factor / (double)bs->degree[MM_STRAT_TP] / (double)bs->degree[MM_STRAT_CP];
-}
-
-
 /* Sharded embedding tables exchange pooled outputs: All2All (table-, column-wise) or
  * ReduceScatter of partial sums (row-wise); backward the reverse. */
 uint32_t mm__emit_mp_exchange(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *d)
 {
-  const MmUnit *un = &L->g->units[u];
-  const MmBlockSetup *bs = &L->s->blocks[un->block];
-  const MmLayer *l = &L->g->layers[un->first_layer];
-  MmShardKind sk = MM_SHARD_TABLE;
-  for (guint i = 0; i < bs->n_levels; i++)
-    if (bs->levels[i].strategy == MM_STRAT_MP) sk = bs->levels[i].sharding;
-  double wf, pf;
-  mm__work_fractions(L, l, &wf, &pf);
-  double full = bs->samples_per_micro * l->cost.out_bytes;
-  MmCollKind kind = MM_COLL_ALL_TO_ALL;
-  double bytes = full * wf;
-  if (sk == MM_SHARD_ROW) {
-    kind = phase == MM_PHASE_FWD ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_GATHER;
-    bytes = full;
-  }
-  return mm__emit_coll(L, un->block, MASK(MM_STRAT_MP), kind, MM_REASON_MP, bytes, d, u, micro, phase);
+  const guint b = L->g->units[u].block;
+  MmCollKind kind;
+  const double bytes = mm_plan_mp_exchange(L->s, L->g, b, phase, &kind);
+  return mm__emit_coll(L, b, MM_STRAT_MASK(MM_STRAT_MP), kind, MM_REASON_MP, bytes, d, u, micro, phase);
 }
 
 /* ---- unit templates ---------------------------------------------------- *
@@ -121,74 +71,55 @@ static void t_coll(Template *t, Seg *seg, uint32_t first_layer, TKind kind, MmCo
   t_push(t, &it);
 }
 
-/* Context parallelism over the attention core of layer @li: per exchange step, the K and V
- * chunk one rank holds (its share of kv heads under TP). */
-static double cp_kv_bytes(const Lower *L, uint32_t li)
+/* Ring attention: the layer part's compute in pieces while K/V chunks pass around the
+ * placement's ring group (a T_RING item). */
+static void t_ring(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, Part part, const MmPlacement *p)
 {
-  const MmLayer *l = &L->g->layers[li];
-  const MmBlock *b = &L->m->blocks[l->block];
-  const MmBlockSetup *bs = &L->s->blocks[l->block];
-  double tp = (double)bs->degree[MM_STRAT_TP], cp = (double)bs->degree[MM_STRAT_CP];
-  double width = b->kv_lora_rank > 0 ? (double)b->heads * (double)(b->head_dim + b->v_head_dim) / tp
-                                     : (double)b->kv_heads * (double)(b->head_dim + b->v_head_dim) /
-                                           MIN(tp, (double)b->kv_heads);
-  return bs->samples_per_micro * (double)b->seq_len / cp * width * mm_dtype_bytes(b->dtype);
-}
-
-/* Ring attention (or the K/V all-gather) around the attention core @li of a forward (bwd:
- * the backward, which passes K/V and their gradients). */
-static void t_attention_cp(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, Part part)
-{
-  const MmBlockSetup *bs = &L->s->blocks[L->g->layers[li].block];
-  const double kv = cp_kv_bytes(L, li), cp = (double)bs->degree[MM_STRAT_CP];
-  const gboolean bwd = part != PART_FWD;
-  if (bs->cp_impl == MM_CP_ALL_GATHER) {
-    if (!bwd) t_coll(t, seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_CP, MASK(MM_STRAT_CP), kv * cp);
-    mm__seg_add(L, seg, li, part);
-    if (bwd) t_coll(t, seg, f, T_COLL, MM_COLL_REDUCE_SCATTER, MM_REASON_CP, MASK(MM_STRAT_CP), kv * cp);
-    return;
-  }
   t_seg(t, seg, f, T_SEG);
   mm__seg_add(L, seg, li, part);
   if (seg->kernels == 0) return;
-  TItem it = {.kind = T_RING, .coll = MM_COLL_PERMUTE, .reason = MM_REASON_CP, .mask = MASK(MM_STRAT_CP),
-              .coll_bytes = bwd ? 2.0 * kv : kv, .seg = *seg};
+  TItem it = {.kind = T_RING, .coll = MM_COLL_PERMUTE, .reason = MM_REASON_CP, .mask = p->ring_mask,
+              .coll_bytes = part == PART_FWD ? p->ring_fwd_bytes : p->ring_bwd_bytes, .seg = *seg};
   it.seg.first -= f;
   it.seg.last -= f;
   t_push(t, &it);
   *seg = (Seg){.what = MM_OP_COMPUTE};
 }
 
-static gboolean cp_attention(const Lower *L, const MmLayer *l)
+/* The compute of one layer part: whole, or in ring pieces. */
+static void t_compute(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, Part part, const MmPlacement *p)
 {
-  return l->role == MM_ROLE_ATTN_CORE && L->s->blocks[l->block].degree[MM_STRAT_CP] > 1;
+  if (p->ring_mask) t_ring(L, t, seg, f, li, part, p);
+  else mm__seg_add(L, seg, li, part);
 }
 
-/* Forward (and recompute) of unit @u: segments split by TP all-reduces (SP: all-gathers
- * before column-parallel and reduce-scatters after row-parallel layers), MoE all-to-alls
- * and CP K/V exchanges. */
+/* The forward collectives of @p on one side of the compute: before it outermost first,
+ * after it innermost first. */
+static void t_fwd_colls(Template *t, Seg *seg, uint32_t f, const MmPlacement *p, gboolean after)
+{
+  for (int pass = 0; pass < 2; pass++) {
+    const uint8_t outer = (uint8_t)(after ? pass : 1 - pass);
+    for (uint32_t i = 0; i < p->n_colls; i++) {
+      const MmPlaceColl *c = &p->colls[i];
+      if (c->after == after && c->outer == outer && c->fwd != MM_COLL_NONE)
+        t_coll(t, seg, f, T_COLL, (MmCollKind)c->fwd, (MmReason)c->reason, c->mask, c->fwd_bytes);
+    }
+  }
+}
+
+/* Forward (and recompute) of unit @u: each layer's placement collectives around its
+ * compute (TP all-reduces or SP gathers and reduce-scatters, MoE all-to-alls, CP and
+ * Ulysses exchanges). */
 static void record_fwd(Lower *L, uint32_t u, Template *t)
 {
   const MmUnit *un = &L->g->units[u];
-  const MmBlockSetup *bs = &L->s->blocks[un->block];
-  const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u];
-  const gboolean sp = mm_plan_seq_parallel(L->s, un->block);
-  const double n = bs->samples_per_micro / (double)bs->degree[MM_STRAT_CP];
-  const uint32_t f = un->first_layer, TPM = MASK(MM_STRAT_TP);
+  const uint32_t f = un->first_layer;
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = f; li < f + un->n_layers; li++) {
-    const MmLayer *l = &L->g->layers[li];
-    if (moe && moe_dispatch_before(L, l))
-      t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, mm__moe_mask(L, l->block), moe_bytes(L, l));
-    if (sp && l->tp == MM_TP_COLUMN && tp_collectives(L, l))
-      t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.act_bytes);
-    if (cp_attention(L, l)) t_attention_cp(L, t, &seg, f, li, PART_FWD);
-    else mm__seg_add(L, &seg, li, PART_FWD);
-    if (tp && l->tp == MM_TP_ROW && tp_collectives(L, l))
-      t_coll(t, &seg, f, T_COLL, sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE, MM_REASON_TP, TPM,
-             n * l->cost.out_bytes);
-    if (moe && moe_combine_after(L, li))
-      t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, mm__moe_mask(L, l->block), moe_bytes(L, l));
+    const MmPlacement *p = mm__place(L, li);
+    t_fwd_colls(t, &seg, f, p, FALSE);
+    t_compute(L, t, &seg, f, li, PART_FWD, p);
+    t_fwd_colls(t, &seg, f, p, TRUE);
   }
   t_seg(t, &seg, f, T_SEG);
 }
@@ -203,44 +134,49 @@ static void record_selective(Lower *L, uint32_t u, Template *t)
   t_seg(t, &seg, un->first_layer, T_SEG);
 }
 
-/* Backward of unit @u: input gradients in reverse; after a column-parallel op its
- * input-gradient AllReduce (SP: ReduceScatter, with the input re-gathered beside it for
- * the weight gradient), with its weight gradient beside it (a T_WSEG). */
+/* Backward of unit @u, layers in reverse. Per layer: the gradients of its "after"
+ * collectives (outermost first); the input gradient; the gradients of its "before" ones
+ * (innermost first). A collective with the weight gradient beside it (a column-parallel
+ * input gradient's AllReduce, SP: ReduceScatter, with the input re-gathered beside it) gets
+ * it as a T_WSEG; otherwise the weight gradient follows the input gradient. */
 static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template *t)
 {
   const MmUnit *un = &L->g->units[u];
-  const MmBlockSetup *bs = &L->s->blocks[un->block];
-  const gboolean tp = bs->degree[MM_STRAT_TP] > 1, moe = L->unit_moe[u], trained = !bs->frozen;
-  const gboolean sp = mm_plan_seq_parallel(L->s, un->block);
-  const double n = bs->samples_per_micro / (double)bs->degree[MM_STRAT_CP];
-  const uint32_t f = un->first_layer, TPM = MASK(MM_STRAT_TP);
+  const gboolean trained = !L->s->blocks[un->block].frozen;
+  const uint32_t f = un->first_layer;
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = f + un->n_layers; li-- > f;) {
-    const MmLayer *l = &L->g->layers[li];
+    const MmPlacement *p = mm__place(L, li);
     const gboolean input_grad = li != f || need_input_grad;
-    if (moe && moe_combine_after(L, li))
-      t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, mm__moe_mask(L, l->block), moe_bytes(L, l));
-    if (sp && l->tp == MM_TP_ROW && tp_collectives(L, l)) /* the gradient of the reduce-scatter */
-      t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.out_bytes);
-    const gboolean column = tp && l->tp == MM_TP_COLUMN && tp_collectives(L, l) && input_grad;
-    if (column && sp && trained)
-      t_coll(t, &seg, f, T_SIDE, MM_COLL_ALL_GATHER, MM_REASON_TP, TPM, n * l->cost.act_bytes);
-    if (input_grad) {
-      if (cp_attention(L, l)) t_attention_cp(L, t, &seg, f, li, PART_BWD_IN);
-      else mm__seg_add(L, &seg, li, PART_BWD_IN);
-    }
-    if (column) {
-      t_coll(t, &seg, f, T_COLL, sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE, MM_REASON_TP, TPM,
-             n * l->cost.act_bytes);
-      if (trained) {
-        mm__seg_add(L, &seg, li, PART_BWD_W);
-        t_seg(t, &seg, f, T_WSEG);
+    for (int pass = 0; pass < 2; pass++)
+      for (uint32_t i = p->n_colls; i-- > 0;) {
+        const MmPlaceColl *c = &p->colls[i];
+        if (c->after && c->outer == 1 - pass && c->bwd != MM_COLL_NONE)
+          t_coll(t, &seg, f, T_COLL, (MmCollKind)c->bwd, (MmReason)c->reason, c->mask, c->bwd_bytes);
       }
-    } else if (trained) {
-      mm__seg_add(L, &seg, li, PART_BWD_W);
+    for (uint32_t i = 0; i < p->n_colls; i++) {
+      const MmPlaceColl *c = &p->colls[i];
+      if (!c->after && c->regather_bytes > 0 && input_grad)
+        t_coll(t, &seg, f, T_SIDE, MM_COLL_ALL_GATHER, (MmReason)c->reason, c->mask, c->regather_bytes);
     }
-    if (moe && moe_dispatch_before(L, l))
-      t_coll(t, &seg, f, T_COLL, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, mm__moe_mask(L, l->block), moe_bytes(L, l));
+    if (input_grad) t_compute(L, t, &seg, f, li, PART_BWD_IN, p);
+    gboolean wgrad_done = !trained;
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1 && !wgrad_done) {
+        mm__seg_add(L, &seg, li, PART_BWD_W);
+        wgrad_done = TRUE;
+      }
+      for (uint32_t i = p->n_colls; i-- > 0;) {
+        const MmPlaceColl *c = &p->colls[i];
+        if (c->after || c->outer != pass || c->bwd == MM_COLL_NONE || (c->input_grad_only && !input_grad)) continue;
+        t_coll(t, &seg, f, T_COLL, (MmCollKind)c->bwd, (MmReason)c->reason, c->mask, c->bwd_bytes);
+        if (c->wgrad_beside && !wgrad_done) {
+          mm__seg_add(L, &seg, li, PART_BWD_W);
+          t_seg(t, &seg, f, T_WSEG);
+          wgrad_done = TRUE;
+        }
+      }
+    }
   }
   t_seg(t, &seg, f, T_SEG);
 }
