@@ -321,6 +321,97 @@ START_TEST(test_context_parallel)
 }
 END_TEST
 
+/* DeepSpeed-Ulysses, added as one strategy row: an All2All before and after each attention
+ * core (q, k, v of the local tokens; the output), the sequence split everywhere else, the
+ * weights replicated (gradients averaged over the group); the same FLOPs per device as 8-way
+ * DDP of the same batch. */
+START_TEST(test_ulysses_sequence_parallel)
+{
+  static const char *const M =
+    "{\"name\":\"u\",\"seq_len\":8192,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":4096,"
+    "\"heads\":32,\"kv_heads\":8,\"ffn\":14336,\"ffn_kind\":\"swiglu\",\"norm\":\"rmsnorm\"}]}";
+  g_autofree char *hw = mm_test_node8();
+  g_autofree char *u8 = config("pretrain", 8, "", "[{\"strategy\":\"ulysses\",\"degree\":8}]");
+  g_autofree char *d8 = config("pretrain", 8, "", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) u = mm_test_sim_ok(M, hw, u8, 0);
+  g_autoptr(MmSimulation) d = mm_test_sim_ok(M, hw, d8, 0);
+  ck_assert_uint_eq(count_ops(u, MM_COLL_ALL_TO_ALL, MM_REASON_ULYSSES, MM_PHASE_FWD), 4);
+  ck_assert_uint_eq(count_ops(u, MM_COLL_ALL_TO_ALL, MM_REASON_ULYSSES, MM_PHASE_BWD), 4);
+  /* per layer: 8 sequences x 1024 local tokens x (32 q + 8 k + 8 v heads) x 128 x 2 bytes in, 32 heads out */
+  const double tokens = 8.0 * 8192 / 8;
+  ck_assert_double_eq_tol(coll_bytes(u, MM_COLL_ALL_TO_ALL, MM_REASON_ULYSSES, MM_PHASE_FWD),
+                          2 * tokens * (48.0 + 32.0) * 128 * 2, 1);
+  ck_assert_uint_eq(count_ops(u, MM_COLL_ALL_REDUCE, MM_REASON_TP, -1), 0);
+  ck_assert_uint_gt(count_ops(u, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0); /* replicated weights */
+  ck_assert_double_eq_tol(u->metrics.compute_s, d->metrics.compute_s, 1e-9 * d->metrics.compute_s);
+  ck_assert_double_eq_tol(u->memory->total.weights, d->memory->total.weights, 1);
+  ck_assert_double_eq_tol(u->memory->total.activations, d->memory->total.activations,
+                          1e-9 * d->memory->total.activations);
+  /* where it does not apply: heads not divisible by the degree, a DLRM (no sequence blocks) */
+  g_autoptr(GError) error = NULL;
+  static const char *const FEW = "{\"name\":\"f\",\"seq_len\":8192,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,"
+                                 "\"hidden\":768,\"heads\":12,\"ffn\":3072}]}";
+  g_autoptr(MmSimulation) x = mm_test_sim(FEW, hw, u8, NULL, &error);
+  ck_assert_ptr_null(x);
+  ck_assert_int_eq(error->code, MM_CONFIG_ERROR_INCONSISTENT);
+  g_clear_error(&error);
+  g_autoptr(MmSimulation) y = mm_test_sim("models/dlrm-a.json", hw, u8, NULL, &error);
+  ck_assert_ptr_null(y);
+  ck_assert_int_eq(error->code, MM_CONFIG_ERROR_INCONSISTENT);
+  ck_assert_ptr_nonnull(strstr(error->message, "parallelism.default[0].strategy"));
+}
+END_TEST
+
+/* Memory and lowering read one placement: for every strategy, a block's weights in memory
+ * are the sum over its layers of params x the placement's share, and every FSDP all-gather
+ * moves the same layers' share times the FSDP degree. */
+START_TEST(test_placement_sums_match_memory)
+{
+  static const char *const cases[][4] = {
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-fsdp.json", "0"},
+    {"models/llama2-70b.json", "hardware/dgx-a100-2048.json", "configs/llm-pretrain-tp-ddp.json", "0"},
+    {"models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", "configs/mixtral-pretrain-ep.json", "8"},
+    {"models/dlrm-a.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-fsdp-mp.json", "0"},
+    {"models/dlrm-a-moe.json", "hardware/zionex-a100-128.json", "configs/dlrm-pretrain-tp-ddp-mp.json", "0"},
+    {"models/llama3-405b.json", "hardware/dgx-h100-2048.json", "configs/llama3-405b-long-context.json", "2048"},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autoptr(MmSimulation) x = mm_test_sim_ok(cases[c][0], cases[c][1], cases[c][2], g_ascii_strtoll(cases[c][3], NULL, 10));
+    const MmScenario *s = x->scenario;
+    const MmGraph *g = x->graph;
+    if (s->pp > 1) continue; /* memory reports the busiest stage */
+    for (guint b = 0; b < s->model->n_blocks; b++) {
+      double w = 0;
+      for (guint u = g->block_first_unit[b]; u < g->block_first_unit[b] + g->block_units[b]; u++)
+        for (uint32_t li = g->units[u].first_layer; li < g->units[u].first_layer + g->units[u].n_layers; li++) {
+          MmPlacement p;
+          mm_plan_place(s, g, li, &p);
+          w += (double)g->layers[li].cost.params * p.param_frac * mm_dtype_bytes(s->model->blocks[b].dtype);
+        }
+      ck_assert_msg(fabs(w - x->memory->blocks[b].weights) <= 1e-9 * w + 1, "%s block %u: placement %.6g, memory %.6g",
+                    cases[c][2], b, w, x->memory->blocks[b].weights);
+    }
+    /* the FSDP gathers: the unit's placement share x fsdp, in the weights' dtype */
+    const MmPlanProgram *pr = &x->plan->programs[0];
+    for (uint32_t i = 0; i < pr->n_ops; i++) {
+      const MmOpInfo *in = &pr->info[i];
+      if (in->what != MM_OP_COLLECTIVE || in->reason != MM_REASON_FSDP || in->coll != MM_COLL_ALL_GATHER) continue;
+      const MmUnit *un = &g->units[in->unit];
+      const MmBlockSetup *bs = &s->blocks[un->block];
+      if (mm_plan_mask_degree(bs, MM_STRAT_MASK(MM_STRAT_FSDP)) != bs->degree[MM_STRAT_FSDP]) continue;
+      double want = 0;
+      for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+        MmPlacement p;
+        mm_plan_place(s, g, li, &p);
+        want += (double)g->layers[li].cost.params * p.param_frac * (double)bs->degree[MM_STRAT_FSDP];
+      }
+      want *= mm_dtype_bytes(s->model->blocks[un->block].dtype);
+      ck_assert_msg(fabs(in->bytes - want) <= 1e-9 * want, "%s: gather %.6g, placement %.6g", cases[c][2], in->bytes, want);
+    }
+  }
+}
+END_TEST
+
 /* ---- ZeRO stages and selective recompute ------------------------------------- */
 
 START_TEST(test_zero_stages)
@@ -388,6 +479,8 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_expert_skew_slowest_sets_pace);
   tcase_add_test(tc, test_sequence_parallel);
   tcase_add_test(tc, test_context_parallel);
+  tcase_add_test(tc, test_ulysses_sequence_parallel);
+  tcase_add_test(tc, test_placement_sums_match_memory);
   tcase_add_test(tc, test_zero_stages);
   tcase_add_test(tc, test_selective_recompute);
   suite_add_tcase(s, tc);
