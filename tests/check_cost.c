@@ -1,9 +1,11 @@
 /* check_cost: kernel descriptors, efficiency curves and the one kernel -> time function. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
 
 #include "cost/cost.h"
 #include "plan/plan.h"
+#include "report/report.h"
 #include "testutil.h"
 
 /* A device with bf16 and fp32 peaks (no fp8), the scalars and @efficiency (may be ""). */
@@ -422,6 +424,88 @@ START_TEST(test_descriptor_flops)
 }
 END_TEST
 
+/* ---- describe ------------------------------------------------------------ */
+
+static const cJSON *item(const cJSON *o, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  ck_assert_msg(v != NULL, "missing %s", key);
+  return v;
+}
+
+/* describe --json shows each op's kernel and the factors its time uses: with a curve that
+ * covers the QKV projection, that curve; the rest, the scalars. */
+START_TEST(test_describe_shows_factors)
+{
+  /* the A100 device with a bf16 GEMM curve around the QKV projection of one device of TP 8 */
+  g_autofree char *devsrc = mm_test_src("hardware/devices/a100-80gb.json");
+  g_autofree char *devtext = NULL;
+  ck_assert(g_file_get_contents(devsrc, &devtext, NULL, NULL));
+  g_autoptr(cJSON) dj = cJSON_Parse(devtext);
+  cJSON *eff = cJSON_Parse("{\"gemm\":{\"bf16\":{\"provenance\":\"calibration\",\"source\":\"test\",\"points\":["
+                           "{\"m\":16384,\"n\":1024,\"k\":8192,\"util\":0.61},"
+                           "{\"m\":65536,\"n\":2048,\"k\":8192,\"util\":0.66}]}}}");
+  cJSON_AddItemToObject(dj, "efficiency", eff);
+  g_autofree char *devout = cJSON_Print(dj);
+  g_autofree char *devpath = mm_test_write("a100-curves.json", devout);
+  g_autofree char *syssrc = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autofree char *systext = NULL;
+  ck_assert(g_file_get_contents(syssrc, &systext, NULL, NULL));
+  g_autoptr(cJSON) sj = cJSON_Parse(systext);
+  cJSON_ReplaceItemInObjectCaseSensitive(sj, "device", cJSON_CreateString(devpath));
+  g_autofree char *sysout = cJSON_Print(sj);
+  g_autofree char *syspath = mm_test_write("dgx-curves.json", sysout);
+
+  g_autofree char *mp = mm_test_src("models/llama2-70b.json");
+  g_autofree char *cp = mm_test_src("configs/llm-pretrain-tp-fsdp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmHardware) hw = mm_hardware_load(syspath, &error);
+  ck_assert_msg(hw != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  g_autoptr(MmScenario) s = mm_scenario_new(m, hw, c, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autoptr(cJSON) doc = mm_report_describe_json(g, NULL, s, NULL);
+
+  const cJSON *ops = item(cJSON_GetArrayItem(item(doc, "layers"), 1), "ops");
+  const cJSON *qkv = cJSON_GetArrayItem(ops, 1);
+  ck_assert_str_eq(item(qkv, "role")->valuestring, "qkv");
+  const cJSON *k = item(qkv, "kernel");
+  ck_assert_str_eq(item(k, "kind")->valuestring, "gemm");
+  ck_assert(item(k, "m")->valuedouble == 4096 && item(k, "n")->valuedouble == 10240 && item(k, "k")->valuedouble == 8192);
+  /* 8 sequences per device (2048 over 256 FSDP ranks), TP 8: (32768, 1280, 8192), nearest the first point */
+  const cJSON *d = item(qkv, "kernel_per_device");
+  ck_assert(item(d, "m")->valuedouble == 32768 && item(d, "n")->valuedouble == 1280);
+  const cJSON *ce = item(d, "compute_efficiency");
+  ck_assert_str_eq(item(ce, "kind")->valuestring, "curve");
+  ck_assert_str_eq(item(ce, "from")->valuestring, "gemm.bf16");
+  ck_assert(item(ce, "value")->valuedouble == 0.61);
+  ck_assert_str_eq(item(item(d, "memory_efficiency"), "from")->valuestring, "utilization.hbm");
+  /* the FFN down projection (k = 28672 / 8 = 3584) is outside the curve's k */
+  const cJSON *down = cJSON_GetArrayItem(ops, 7);
+  ck_assert_str_eq(item(down, "role")->valuestring, "ffn_down");
+  const cJSON *de = item(item(down, "kernel_per_device"), "compute_efficiency");
+  ck_assert_str_eq(item(de, "from")->valuestring, "utilization.gemm");
+  ck_assert_str_eq(item(de, "outside_curve")->valuestring, "gemm.bf16");
+  ck_assert(item(de, "value")->valuedouble == 0.705);
+  const cJSON *ef = item(doc, "efficiency");
+  ck_assert_int_eq(cJSON_GetArraySize(item(ef, "curves")), 1);
+
+  /* the text names the factor of each kernel and where it comes from */
+  g_autofree char *tp = g_build_filename(mm_test_tmpdir(), "describe.txt", NULL);
+  FILE *f = fopen(tp, "w");
+  ck_assert_ptr_nonnull(f);
+  mm_report_describe_text(f, g, NULL, s, NULL);
+  fclose(f);
+  g_autofree char *buf = NULL;
+  ck_assert(g_file_get_contents(tp, &buf, NULL, NULL));
+  ck_assert_msg(strstr(buf, "curve gemm.bf16 (calibration) at m=16384 n=1024 k=8192 batch=1: 0.61") != NULL, "%s", buf);
+  ck_assert(strstr(buf, "outside curve gemm.bf16: scalar utilization.gemm 0.705 (paper)") != NULL);
+  ck_assert(strstr(buf, "gemm.bf16 (calibration): test") != NULL);
+}
+END_TEST
+
 static Suite *cost_suite(void)
 {
   Suite *s = suite_create("cost");
@@ -435,6 +519,7 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_llama2_descriptors);
   tcase_add_test(tc, test_decode_gemv);
   tcase_add_test(tc, test_descriptor_flops);
+  tcase_add_test(tc, test_describe_shows_factors);
   suite_add_tcase(s, tc);
   return s;
 }
