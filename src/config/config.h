@@ -179,6 +179,37 @@ typedef struct {
   char *source;
 } MmUtil;
 
+/* What a kernel is, for its cost: built by src/graph, costed by src/cost, named by the
+ * "efficiency" curves of device files. */
+typedef enum {
+  MM_KERNEL_GEMM,        /* dense or grouped matrix multiply (batch > 1: experts, batched) */
+  MM_KERNEL_GEMV,        /* a GEMM with an output side under one tensor-core tile (decode) */
+  MM_KERNEL_ATTENTION,   /* fused attention: QK^T, softmax, AV per head */
+  MM_KERNEL_INTERACTION, /* DLRM dot interaction: a batched X X^T */
+  MM_KERNEL_ELEMENTWISE, /* norms, activations, softmax, copies */
+  MM_KERNEL_LOOKUP,      /* embedding gathers */
+  MM_KERNEL_KIND_COUNT
+} MmKernelKind;
+
+extern const char *const mm_kernel_kind_names[]; /* NULL-terminated; "gemm", ... (JSON keys) */
+
+/* One measured point of an efficiency curve: a compute curve keys it by the shape of one
+ * call (m, n, k, batch), a memory curve by the HBM bytes of one call. */
+typedef struct {
+  double m, n, k, batch;
+  double bytes;
+  double util; /* achieved / peak */
+} MmEffPoint;
+
+/* A measured or fitted efficiency curve of one kernel kind (and dtype, for compute). */
+typedef struct {
+  char *name;               /* "gemm.bf16", "hbm.lookup": the key path under "efficiency" */
+  MmProvenance provenance;
+  char *source;
+  MmEffPoint *points;       /* memory curves: sorted by bytes, strictly increasing */
+  guint n_points;
+} MmEffCurve;
+
 typedef struct {
   char *path;
   char *name;
@@ -190,6 +221,10 @@ typedef struct {
   double graph_launch_overhead_s; /* the same for kernels replayed from a CUDA/HIP graph */
   MmUtil util_gemm;   /* fraction of peak that GEMM-like ops reach */
   MmUtil util_hbm;    /* fraction of HBM bandwidth that memory-bound ops reach */
+  /* optional curves replacing util_gemm / util_hbm where they cover a kernel (NULL: none);
+   * src/cost/cost.h reads them */
+  MmEffCurve *compute_eff[MM_KERNEL_KIND_COUNT][MM_DTYPE_COUNT];
+  MmEffCurve *memory_eff[MM_KERNEL_KIND_COUNT];
 } MmDevice;
 
 typedef enum {

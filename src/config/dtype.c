@@ -27,6 +27,9 @@ const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter
 const char *const mm_algorithm_names[] = {"auto", "ring", "tree", "direct", "two_phase", "halving_doubling",
                                           "hierarchical", "in_network", "pairwise", "one_shot", "host", NULL};
 const char *const mm_grad_sync_names[] = {"dense", "sparse", "host", "auto", NULL};
+const char *const mm_kernel_kind_names[] = {"gemm", "gemv", "attention", "interaction", "elementwise", "lookup",
+                                            NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(mm_kernel_kind_names) == MM_KERNEL_KIND_COUNT + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_coll_names) == MM_COLL_COUNT + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_algorithm_names) == MM_ALGO_COUNT + 1);
 

@@ -9,6 +9,9 @@ const char *const mm_role_names[] = {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_role_names) == MM_ROLE_COUNT + 1);
 
+const char *const mm_kernel_part_names[] = {"fwd", "bwd_input", "bwd_weight", NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(mm_kernel_part_names) == MM_PART_COUNT + 1);
+
 /* FLOPs per element of the elementwise kernels (forward); backward counts twice.
  * Small next to GEMMs; they matter through their bytes (memory-bound). */
 #define FLOPS_LAYERNORM 8.0
@@ -60,10 +63,35 @@ double mm_graph_kv_bytes_per_token(const MmBlock *b)
   return (double)b->kv_heads * (double)(b->head_dim + b->v_head_dim) * e;
 }
 
-/* Appends a layer with its cost to the current unit. Costs are built in locals
+/* Kernel descriptors (see MmKernel): a GEMM x[m x k] W[k x n] of @batch problems, an
+ * elementwise pass over m rows of n, attention of @q queries against @kv keys. */
+static MmKernel kernel(MmKernelKind kind, const MmBlock *b, double m, double n, double k, double batch)
+{
+  return (MmKernel){.kind = kind, .dtype = b->compute_dtype, .m = m, .n = n, .k = k, .batch = batch};
+}
+
+static MmKernel kgemm(const MmBlock *b, double m, double k, double n)
+{
+  return kernel(MM_KERNEL_GEMM, b, m, n, k, 1);
+}
+
+static MmKernel kelem(const MmBlock *b, double rows, double width)
+{
+  return kernel(MM_KERNEL_ELEMENTWISE, b, rows, width, 1, 1);
+}
+
+/* Expert layers run one problem per expert, each on its share of the routed tokens. */
+static MmKernel per_expert(MmKernel k, double experts)
+{
+  k.m /= experts;
+  k.batch *= experts;
+  return k;
+}
+
+/* Appends a layer with its cost and kernel to the current unit. Costs are built in locals
  * first: pointers into the growing array would not survive the next append. */
 static void push(Builder *bd, MmLayerRole role, MmLayerClass cls, MmTpMode tp, const MmCost *cost,
-                 gboolean expert)
+                 gboolean expert, const MmKernel *kern)
 {
   MmLayer l = {0};
   l.block = bd->block;
@@ -73,6 +101,7 @@ static void push(Builder *bd, MmLayerRole role, MmLayerClass cls, MmTpMode tp, c
   l.tp = tp;
   l.expert = expert;
   l.cost = *cost;
+  l.kernel = *kern;
   g_array_append_val(bd->layers, l);
   g_array_index(bd->units, MmUnit, bd->units->len - 1).n_layers++;
 }
@@ -200,12 +229,13 @@ static void residual_dropout(MmCost *c, double n, double e)
 /* Query, key and value projections of one layer. MLA: x -> q latent -> per-head queries,
  * x -> kv latent + shared RoPE key -> per-head keys and values (no weight absorption);
  * the down-projections are counted with the column-parallel up-projections. */
-static void qkv_projection(MmCost *c, const MmBlock *b, double s, double e)
+static MmKernel qkv_projection(MmCost *c, const MmBlock *b, double s, double e)
 {
   double h = (double)b->hidden, a = (double)b->heads, dk = (double)b->head_dim, dv = (double)b->v_head_dim;
   if (b->kv_lora_rank == 0) {
-    gemm(c, s, h, a * dk + 2.0 * (double)b->kv_heads * ((dk + dv) / 2.0), e, b->bias);
-    return;
+    double n = a * dk + 2.0 * (double)b->kv_heads * ((dk + dv) / 2.0);
+    gemm(c, s, h, n, e, b->bias);
+    return kgemm(b, s, h, n);
   }
   double ql = (double)b->q_lora_rank, kl = (double)b->kv_lora_rank, r = (double)b->rope_head_dim;
   MmCost part = {0};
@@ -225,6 +255,7 @@ static void qkv_projection(MmCost *c, const MmBlock *b, double s, double e)
   mm_cost_add(c, &part);
   c->act_bytes = s * (h + ql + kl) * e; /* the inputs of the four matmuls */
   c->out_bytes = s * a * (2.0 * dk + dv) * e;
+  return kgemm(b, s, h, c->fwd_flops / (2.0 * s * h)); /* one GEMM of the same FLOPs over the input width */
 }
 
 /* The FFN of one layer: up (+ gate), activation, down over @f inner width. */
@@ -233,19 +264,23 @@ static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, 
   double h = (double)b->hidden, e = mm_dtype_bytes(b->dtype);
   gboolean gated = b->ffn_kind == MM_FFN_SWIGLU || b->ffn_kind == MM_FFN_GEGLU;
   double act_flops = gated ? FLOPS_GATED : b->ffn_kind == MM_FFN_RELU ? FLOPS_RELU : FLOPS_GELU;
+  const double groups = expert ? copies : 1.0; /* one problem per expert, each on its share of the tokens */
   MmCost c = {0};
   gemm(&c, s, h, gated ? 2.0 * f : f, e, b->bias);
   scale_work(&c, work), scale_params(&c, copies);
-  push(bd, MM_ROLE_FFN_UP, MM_LAYER_GEMM, MM_TP_COLUMN, &c, expert);
+  MmKernel k = per_expert(kgemm(b, s * work, h, gated ? 2.0 * f : f), groups);
+  push(bd, MM_ROLE_FFN_UP, MM_LAYER_GEMM, MM_TP_COLUMN, &c, expert, &k);
   c = (MmCost){0};
   elementwise(&c, (gated ? 2.0 : 1.0) * s * f, s * f, act_flops, e, (gated ? 2.0 : 1.0) * s * f);
   scale_work(&c, work);
-  push(bd, MM_ROLE_FFN_ACT, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, expert);
+  k = per_expert(kelem(b, s * work, f), groups);
+  push(bd, MM_ROLE_FFN_ACT, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, expert, &k);
   c = (MmCost){0};
   gemm(&c, s, f, h, e, b->bias);
   scale_work(&c, work), scale_params(&c, copies);
   if (b->dropout) residual_dropout(&c, s * h, e);
-  push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, expert);
+  k = per_expert(kgemm(b, s * work, f, h), groups);
+  push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, expert, &k);
 }
 
 static void build_transformer(Builder *bd, const MmBlock *b)
@@ -255,32 +290,37 @@ static void build_transformer(Builder *bd, const MmBlock *b)
   gboolean moe = b->experts > 0;
   double work = moe ? (double)b->top_k * b->capacity_factor : 1.0;
 
+  const double a = (double)b->heads;
+  const MmKernel k_norm = kelem(b, s, h);
+  const MmKernel k_attn = kernel(MM_KERNEL_ATTENTION, b, s, kvn, (double)b->head_dim, a);
+  const MmKernel k_out = kgemm(b, s, a * (double)b->v_head_dim, h);
+  const MmKernel k_router = kgemm(b, s, h, (double)b->experts);
   for (int64_t i = 0; i < b->count; i++) {
     MmCost c;
     begin_unit(bd, (guint)i);
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
-    push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
+    push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
     c = (MmCost){0};
-    qkv_projection(&c, b, s, e);
-    push(bd, MM_ROLE_QKV, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE);
+    MmKernel k_qkv = qkv_projection(&c, b, s, e);
+    push(bd, MM_ROLE_QKV, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE, &k_qkv);
     c = (MmCost){0};
     attention(&c, b, s, kvn, bd->pass.kv_cache, e);
-    push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE);
+    push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE, &k_attn);
     c = (MmCost){0};
     gemm(&c, s, (double)b->heads * (double)b->v_head_dim, h, e, b->bias);
     if (b->dropout) residual_dropout(&c, s * h, e);
-    push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE);
+    push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE, &k_out);
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
-    push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
+    push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
     if (moe) {
       c = (MmCost){0};
       gemm(&c, s, h, (double)b->experts, e, FALSE);
       /* dispatch and combine permutations: each token copied to top_k experts and back */
       c.fwd_bytes += 2.0 * (double)b->top_k * s * h * e;
       c.bwd_input_bytes += 2.0 * (double)b->top_k * s * h * e;
-      push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE);
+      push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE, &k_router);
       /* shared experts: a dense FFN every token goes through */
       if (b->shared_experts > 0) ffn(bd, b, s, f * (double)b->shared_experts, 1.0, 1.0, FALSE);
     }
@@ -299,20 +339,24 @@ static void build_mlp(Builder *bd, const MmBlock *b)
     begin_unit(bd, (guint)i);
     double in = (double)(i == 0 ? b->input_dim : b->width);
     double out = (double)(i == b->count - 1 ? b->output_dim : b->width);
+    const double groups = moe ? (double)b->experts : 1.0;
     if (moe && i == 0) {
       c = (MmCost){0};
       gemm(&c, 1, in, (double)b->experts, e, FALSE);
-      push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE);
+      MmKernel k = kgemm(b, 1, in, (double)b->experts);
+      push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE, &k);
     }
     c = (MmCost){0};
     gemm(&c, 1, in, out, e, FALSE);
     if (moe) scale_work(&c, work), scale_params(&c, (double)b->experts);
-    push(bd, MM_ROLE_MLP_FC, MM_LAYER_GEMM, MM_TP_ROW, &c, moe);
+    MmKernel k = per_expert(kgemm(b, work, in, out), groups);
+    push(bd, MM_ROLE_MLP_FC, MM_LAYER_GEMM, MM_TP_ROW, &c, moe, &k);
     if (b->activation) {
       c = (MmCost){0};
       elementwise(&c, out, out, FLOPS_RELU, e, out);
       if (moe) scale_work(&c, work);
-      push(bd, MM_ROLE_MLP_ACT, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, moe);
+      k = per_expert(kelem(b, work, out), groups);
+      push(bd, MM_ROLE_MLP_ACT, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, moe, &k);
     }
   }
 }
@@ -334,7 +378,8 @@ static void build_embedding_bag(Builder *bd, const MmBlock *b)
   c->weight_bytes = 0; /* a lookup touches rows, not the table */
   c->act_bytes = t * p * 4.0; /* int32 indices */
   c->out_bytes = t * d * e;
-  push(bd, MM_ROLE_EMB_LOOKUP, MM_LAYER_LOOKUP, MM_TP_REPLICATED, c, FALSE);
+  MmKernel k = kernel(MM_KERNEL_LOOKUP, b, p, d, 1, t); /* per table: pooling lookups of dim-wide rows */
+  push(bd, MM_ROLE_EMB_LOOKUP, MM_LAYER_LOOKUP, MM_TP_REPLICATED, c, FALSE, &k);
 }
 
 static void build_interaction(Builder *bd, const MmBlock *b)
@@ -357,7 +402,8 @@ static void build_interaction(Builder *bd, const MmBlock *b)
     c->out_bytes = F * d * e;
   }
   c->act_bytes = F * d * e;
-  push(bd, MM_ROLE_INTERACT, MM_LAYER_INTERACTION, MM_TP_REPLICATED, c, FALSE);
+  MmKernel k = b->op == MM_INTERACTION_DOT ? kernel(MM_KERNEL_INTERACTION, b, F, F, d, 1) : kelem(b, F, d);
+  push(bd, MM_ROLE_INTERACT, MM_LAYER_INTERACTION, MM_TP_REPLICATED, c, FALSE, &k);
 }
 
 static void build_token_embedding(Builder *bd, const MmBlock *b)
@@ -374,7 +420,8 @@ static void build_token_embedding(Builder *bd, const MmBlock *b)
   c->params = (b->vocab + b->positions) * b->hidden;
   c->act_bytes = s * 4.0;
   c->out_bytes = s * h * e;
-  push(bd, MM_ROLE_TOKEN_LOOKUP, MM_LAYER_LOOKUP, MM_TP_ROW, c, FALSE);
+  MmKernel k = kernel(MM_KERNEL_LOOKUP, b, s, h, 1, 1);
+  push(bd, MM_ROLE_TOKEN_LOOKUP, MM_LAYER_LOOKUP, MM_TP_ROW, c, FALSE, &k);
 }
 
 static void build_lm_head(Builder *bd, const MmBlock *b)
@@ -384,15 +431,18 @@ static void build_lm_head(Builder *bd, const MmBlock *b)
   MmCost c = {0};
   begin_unit(bd, 0);
   norm(&c, b->norm, s, h, e);
-  push(bd, MM_ROLE_NORM_FINAL, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE);
+  MmKernel k = kelem(b, s, h);
+  push(bd, MM_ROLE_NORM_FINAL, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k);
   c = (MmCost){0};
   gemm(&c, s, h, v, e, FALSE);
   if (b->tied) c.params = 0; /* counted once, in the token embedding; still read per call */
-  push(bd, MM_ROLE_LOGITS, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE);
+  k = kgemm(b, s, h, v);
+  push(bd, MM_ROLE_LOGITS, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE, &k);
   c = (MmCost){0};
   elementwise(&c, s * v, s, FLOPS_SOFTMAX * v, e, s * v);
   c.bwd_input_bytes = 2.0 * s * v * e; /* read logits, write their gradient */
-  push(bd, MM_ROLE_LOSS, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, FALSE);
+  k = kelem(b, s, v);
+  push(bd, MM_ROLE_LOSS, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, FALSE, &k);
 }
 
 void mm_graph_free(MmGraph *g)
@@ -496,4 +546,50 @@ char *mm_graph_layer_name(const MmGraph *g, guint layer)
   g_return_val_if_fail(layer < g->n_layers, NULL);
   g_autofree char *unit = mm_graph_unit_name(g, g->layers[layer].unit);
   return g_strdup_printf("%s.%s", unit, mm_role_names[g->layers[layer].role]);
+}
+
+static gboolean gemm_like(MmKernelKind k)
+{
+  return k == MM_KERNEL_GEMM || k == MM_KERNEL_GEMV || k == MM_KERNEL_INTERACTION;
+}
+
+void mm_kernel_for_part(const MmLayer *l, MmKernelPart part, const MmKernelShare *share, MmDtype dtype,
+                        MmKernel *out)
+{
+  g_return_if_fail(l != NULL && share != NULL && out != NULL && part < MM_PART_COUNT);
+  MmKernel k = l->kernel;
+  k.dtype = dtype;
+  const double split = share->split > 0 ? share->split : 1.0;
+  const double groups = share->groups > 0 ? share->groups : 1.0;
+  /* one problem per sequence (attention, interaction), else the samples' rows stacked */
+  if (k.kind == MM_KERNEL_ATTENTION || k.kind == MM_KERNEL_INTERACTION)
+    k.batch *= share->samples;
+  else
+    k.m *= share->samples;
+  k.m *= share->work / split;
+  switch (l->tp) {
+  case MM_TP_COLUMN: k.n *= split; break;
+  case MM_TP_ROW:
+    if (gemm_like(k.kind)) k.k *= split;
+    else k.n *= split;
+    break;
+  case MM_TP_SHARDED:
+    if (k.kind == MM_KERNEL_ATTENTION) k.batch *= split; /* heads */
+    else k.n *= split;
+    break;
+  case MM_TP_REPLICATED: k.m *= split; break;
+  }
+  k.batch *= groups;
+  k.m /= groups;
+  k.m = MAX(k.m, 1.0), k.n = MAX(k.n, 1.0), k.k = MAX(k.k, 1.0), k.batch = MAX(k.batch, 1.0);
+  if (gemm_like(k.kind) && part == MM_PART_BWD_INPUT) { /* dx[m x k] = dy[m x n] W^T[n x k] */
+    double n = k.n;
+    k.n = k.k, k.k = n;
+  } else if (gemm_like(k.kind) && part == MM_PART_BWD_WEIGHT) { /* dW[k x n] = x^T[k x m] dy[m x n] */
+    double m = k.m;
+    k.m = k.k, k.k = m;
+  }
+  if (k.kind == MM_KERNEL_GEMM && (k.m < MM_KERNEL_GEMV_MAX_ROWS || k.n < MM_KERNEL_GEMV_MAX_ROWS))
+    k.kind = MM_KERNEL_GEMV;
+  *out = k;
 }

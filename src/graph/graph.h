@@ -60,6 +60,39 @@ typedef struct {
   double out_bytes;    /* output activation */
 } MmCost;
 
+/* The kernel a layer runs, for ONE sample (one sequence): its shape, kind and compute dtype,
+ * what efficiency tables are keyed by. GEMM-like kinds: y[m x n] = x[m x k] W[k x n], batch
+ * independent problems (grouped experts: batch experts of m tokens each). Attention: m query
+ * tokens, n keys, k the query/key head width, batch heads. Interaction: batch samples of an
+ * F x d times d x F product (m = n = F, k = d). Elementwise and lookups: m rows (tokens,
+ * lookups), n elements per row, k = 1 (lookups: batch tables). A layer of several matmuls
+ * (MLA's projections) is one GEMM of the same FLOPs over its input width. Every dimension
+ * is >= 1 per device; per sample, an expert's m may be a fraction (top_k / experts). */
+typedef struct {
+  MmKernelKind kind;
+  MmDtype dtype;
+  double m, n, k, batch;
+} MmKernel;
+
+/* The three kernels of a layer's iteration. */
+typedef enum { MM_PART_FWD, MM_PART_BWD_INPUT, MM_PART_BWD_WEIGHT, MM_PART_COUNT } MmKernelPart;
+extern const char *const mm_kernel_part_names[]; /* "fwd", "bwd_input", "bwd_weight" */
+
+/* What one device runs of a layer per call, relative to the per-sample kernel. */
+typedef struct {
+  double samples; /* samples (sequences) in the call: the micro-batch on one device */
+  double work;    /* fraction of those samples' work the device does (TP, CP, sequence parallel, MoE load) */
+  double split;   /* the part of @work that tensor parallelism takes from the layer's split dimension:
+                   * 1/tp for column, row and sharded layers, 1 for replicated ones */
+  double groups;  /* fraction of the problems (experts) on this device: 1/ep for expert layers under
+                   * expert parallelism (their tokens concentrate on fewer experts), else 1 */
+} MmKernelShare;
+
+/* GEMMs (and grouped GEMMs) with fewer output rows or columns than one tensor-core MMA tile
+ * (mma.m16n8k16 on Ampere and Hopper: M = 16) leave the tensor cores partly idle and run
+ * as matrix-vector products: cuBLAS and the serving engines pick GEMV kernels there. */
+#define MM_KERNEL_GEMV_MAX_ROWS 16.0
+
 typedef struct {
   guint block;
   guint unit;
@@ -70,6 +103,7 @@ typedef struct {
   uint32_t canon;  /* the first layer of its block identical to it (role, costs): lets later
                     * stages compute once per distinct layer */
   MmCost cost;
+  MmKernel kernel; /* its forward kernel, per sample */
 } MmLayer;
 
 /* A unit is one repeated layer of a block (one transformer layer, one dense
@@ -129,5 +163,16 @@ char *mm_graph_layer_name(const MmGraph *g, guint layer);
 char *mm_graph_unit_name(const MmGraph *g, guint unit);
 
 void mm_cost_add(MmCost *acc, const MmCost *c);
+
+/* The kernel one device runs for @part of layer @l (forward y = x W: (m, n, k); backward
+ * input-gradient dx = dy W^T: (m, k, n); weight-gradient dW = x^T dy: (k, n, m); attention,
+ * elementwise and lookups keep their shape), scaled by @share: the samples multiply m
+ * (attention and interaction: batch), work / split the rows m, split the layer's split
+ * dimension (column: n, row: k, sharded attention: heads, other sharded kernels: n), groups
+ * the batch (m grows by the inverse). Dimensions are clamped to >= 1. A GEMM whose output
+ * has fewer than MM_KERNEL_GEMV_MAX_ROWS rows or columns becomes a GEMV. @dtype: the
+ * scenario's compute dtype (a config may override the model's). */
+void mm_kernel_for_part(const MmLayer *l, MmKernelPart part, const MmKernelShare *share, MmDtype dtype,
+                        MmKernel *out);
 
 G_END_DECLS

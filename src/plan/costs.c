@@ -4,13 +4,6 @@
 
 #include "internal.h"
 
-double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, double bytes)
-{
-  const MmDevice *d = &hw->device;
-  double tc = flops > 0 ? flops / (d->peak_flops[dtype] * d->util_gemm.value) : 0;
-  double tm = bytes > 0 ? bytes / (d->hbm_bw_Bps * d->util_hbm.value) : 0;
-  return MAX(tc, tm);
-}
 
 /* Placements of the canonical layers (identical layers share one). */
 void mm__places_new(Lower *L)
@@ -27,39 +20,52 @@ void mm__places_new(Lower *L)
     if (g->layers[li].canon == li) mm_plan_place(L->s, g, li, &L->place[L->place_of[li]]);
 }
 
-void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
+void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
+                       double load, MmPartWork *out, MmCostWhy *why)
 {
-  const MmLayer *l = &L->g->layers[li];
-  const MmBlockSetup *bs = &L->s->blocks[l->block];
+  const MmLayer *l = &g->layers[li];
+  const MmBlockSetup *bs = &s->blocks[l->block];
   const MmCost *c = &l->cost;
   const double n = bs->samples_per_micro;
-  const MmPlacement *p = mm__place(L, li);
   /* an expert rank's work follows its routed tokens (hot or cold behaviour) */
-  const double wf = p->load_scaled ? L->expert_load * p->work_frac : p->work_frac;
-  const double pf = p->weight_frac * mm__experts_read(L, l, n);
+  const double wf = p->load_scaled ? load * p->work_frac : p->work_frac;
+  const double pf = p->weight_frac * mm_plan_experts_read(s, g, l, n);
   double flops = 0, mflops = 0, bytes = 0;
   switch (part) {
-  case PART_FWD:
+  case MM_PART_FWD:
     flops = n * c->fwd_exec_flops * wf;
     mflops = n * c->fwd_flops * wf;
     bytes = n * c->fwd_bytes * wf + c->weight_bytes * pf;
     break;
-  case PART_BWD_IN:
+  case MM_PART_BWD_INPUT:
     flops = n * c->bwd_input_exec_flops * wf;
     mflops = n * c->bwd_input_flops * wf;
     bytes = n * c->bwd_input_bytes * wf + (flops > 0 ? c->weight_bytes * pf : 0);
     break;
-  case PART_BWD_W: {
-    double ge = mm_dtype_bytes(bs->grad_dtype) / mm_dtype_bytes(L->m->blocks[l->block].dtype);
+  default: {
+    double ge = mm_dtype_bytes(bs->grad_dtype) / mm_dtype_bytes(s->model->blocks[l->block].dtype);
     flops = n * c->bwd_weight_flops * wf;
     mflops = flops;
     bytes = n * c->bwd_weight_bytes * wf + c->weight_bytes * pf * ge; /* weight gradients written */
     break;
   }
   }
-  *pc = (PartCost){flops, mflops, bytes, 0, l->cls == MM_LAYER_LOOKUP};
-  if (flops > 0 || bytes > 0)
-    pc->time_s = mm_plan_compute_time(L->hw, bs->compute_dtype, flops, bytes) + L->launch_s;
+  const double tp = (double)bs->degree[MM_STRAT_TP], ep = (double)bs->degree[MM_STRAT_EP];
+  const MmKernelShare share = {.samples = n, .work = wf, .split = l->tp == MM_TP_REPLICATED ? 1.0 : 1.0 / tp,
+                               .groups = l->expert && ep > 1 ? 1.0 / ep : 1.0};
+  mm_kernel_for_part(l, part, &share, bs->compute_dtype, &out->kernel);
+  out->flops = flops;
+  out->model_flops = mflops;
+  out->bytes = bytes;
+  out->time_s = flops > 0 || bytes > 0 ? mm_cost_kernel_s(&s->hw->device, &out->kernel, flops, bytes, why) : 0;
+}
+
+void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
+{
+  MmPartWork w;
+  mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, mm__place(L, li), L->expert_load, &w, NULL);
+  *pc = (PartCost){w.flops, w.model_flops, w.bytes, 0, L->g->layers[li].cls == MM_LAYER_LOOKUP};
+  if (w.flops > 0 || w.bytes > 0) pc->time_s = w.time_s + L->launch_s;
 }
 
 void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
@@ -83,9 +89,9 @@ void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
  * no group, mask 0); tokens are dispatched to their experts before the first expert layer
  * and combined after the last, by All2All. A transformer MoE layer does
  * this per layer; an MLP MoE (DLRM) once around the whole expert stack. */
-uint32_t mm__moe_mask(const Lower *L, guint block)
+static uint32_t moe_mask(const MmScenario *s, guint block)
 {
-  const MmBlockSetup *bs = &L->s->blocks[block];
+  const MmBlockSetup *bs = &s->blocks[block];
   if (bs->degree[MM_STRAT_EP] > 1) return MASK(MM_STRAT_EP);
   return bs->experts_sharded ? 0u : MASK(MM_STRAT_TP);
 }
@@ -98,13 +104,13 @@ uint32_t mm__moe_mask(const Lower *L, guint block)
  * P(max > 0) = 1 (some expert is always touched) and P(max > j) = 1 - F(j)^g above (devices
  * independent). 1 in training (q = 1); at decode batch 1 about k/E of a device holding all
  * experts, one whole expert on each of 8 devices holding one. */
-double mm__experts_read(const Lower *L, const MmLayer *l, double samples)
+double mm_plan_experts_read(const MmScenario *s, const MmGraph *gr, const MmLayer *l, double samples)
 {
-  const MmBlock *b = &L->m->blocks[l->block];
+  const MmBlock *b = &s->model->blocks[l->block];
   if (!l->expert || b->experts <= 0 || b->top_k <= 0) return 1.0;
-  const MmBlockSetup *bs = &L->s->blocks[l->block];
-  const double E = (double)b->experts, g = (double)mm_plan_mask_degree(bs, mm__moe_mask(L, l->block));
-  const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? L->g->tokens_per_sample : 1.0) *
+  const MmBlockSetup *bs = &s->blocks[l->block];
+  const double E = (double)b->experts, g = (double)mm_plan_mask_degree(bs, moe_mask(s, l->block));
+  const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? gr->tokens_per_sample : 1.0) *
                    (double)bs->degree[MM_STRAT_EP];
   const double q = 1.0 - pow(1.0 - MIN(1.0, (double)b->top_k / E), T);
   const double m = MAX(1.0, ceil(E / g));

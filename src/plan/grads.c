@@ -231,10 +231,11 @@ void mm__emit_optimizer(Lower *L)
   }
   if (kernels == 0) return;
   Deps d = mm__deps_all_streams(L);
+  const MmKernel upd = {MM_KERNEL_ELEMENTWISE, MM_DTYPE_FP32, 1, 1, 1, 1}; /* the fused update: memory bound */
   MmOpInfo info = {
     .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
     .last_layer = NONE, .kernels = kernels, .bytes = bytes,
-    .time_s = mm_plan_compute_time(L->hw, MM_DTYPE_FP32, 0, bytes) + kernels * L->launch_s,
+    .time_s = mm_cost_kernel_s(&L->hw->device, &upd, 0, bytes, NULL) + kernels * L->launch_s,
   };
   info.fixed_s = info.time_s;
   uint32_t opt = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);

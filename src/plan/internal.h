@@ -135,10 +135,8 @@ static inline const MmPlacement *mm__place(const Lower *L, uint32_t li)
   return &L->place[L->place_of[li]];
 }
 void mm__places_new(Lower *L);
-double mm__experts_read(const Lower *L, const MmLayer *l, double samples);
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc);
 void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part);
-uint32_t mm__moe_mask(const Lower *L, guint block);
 
 /* template.c: unit templates and their replay */
 uint32_t mm__lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in);

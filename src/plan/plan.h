@@ -2,6 +2,7 @@
 #pragma once
 
 #include "comm/comm.h"
+#include "cost/cost.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "graph/graph.h"
@@ -397,9 +398,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmPlan, mm_plan_free)
 /* "decoder.17 bwd" / "all_gather fsdp decoder.17 fwd" (transfer full) */
 char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op);
 
-/* Compute time of @flops executed FLOPs and @bytes of HBM traffic in @dtype:
- * the roofline max(flops / (peak x util_gemm), bytes / (hbm_bw x util_hbm)).
- * The one place compute utilization enters (calibration replaces it). */
-double mm_plan_compute_time(const MmHardware *hw, MmDtype dtype, double flops, double bytes);
+/* What one device runs of one part of layer @li per micro-batch under placement @p, with
+ * expert layers at @load x the mean routed tokens: the kernel's shape, executed and MFU
+ * FLOPs, HBM bytes, and its time from the cost unit (mm_cost_kernel_s; launch not included).
+ * Lowering and describe both call it. @why (may be NULL) receives the factors used. */
+typedef struct {
+  MmKernel kernel;
+  double flops, model_flops, bytes;
+  double time_s;
+} MmPartWork;
+void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
+                       double load, MmPartWork *out, MmCostWhy *why);
 
+/* Share of its experts' weights the busiest device of an expert group reads in one pass of
+ * @samples samples (1 for non-expert layers, and in training). */
+double mm_plan_experts_read(const MmScenario *s, const MmGraph *g, const MmLayer *l, double samples);
 G_END_DECLS

@@ -167,6 +167,7 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
       cJSON_AddStringToObject(so, "class", class_names[l->cls]);
       cJSON_AddStringToObject(so, "tp_split", tp_names[l->tp]);
       cJSON_AddItemToObject(so, "cost_per_sample", cost_json(&l->cost));
+      mm_report_kernel_json(so, g, li, s);
       cJSON_AddItemToArray(subs, so);
     }
     cJSON_AddItemToArray(layers, o);
@@ -209,6 +210,7 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON_AddBoolToObject(pp, "overlap_p2p", s->cfg->pipeline.overlap_p2p);
   }
   if (mem) cJSON_AddItemToObject(root, "memory", mm_report_memory_json(mem, m));
+  mm_report_efficiency_json(root, s);
   return root;
 }
 
@@ -284,6 +286,7 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
     }
   }
   mm_table_print(lt, out, "  ");
+  mm_report_kernels_text(out, g, s);
   if (!s) return;
 
   const MmHardware *hw = s->hw;

@@ -37,6 +37,17 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
 void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode, const MmScenario *s,
                              const MmMemory *mem);
 
+/* Adds "kernel" (its per-sample shape) to @op, the describe object of layer @li; with a
+ * scenario also "kernel_per_device": the forward call one device runs and the compute and
+ * memory efficiency its time uses (a device curve or the utilization scalar). */
+void mm_report_kernel_json(cJSON *op, const MmGraph *g, guint li, const MmScenario *s);
+/* Adds "efficiency" (the device's scalars and curves with their sources) to @root; nothing
+ * without a scenario. */
+void mm_report_efficiency_json(cJSON *root, const MmScenario *s);
+/* The kernels of one layer of each block: per sample, or with @s per device with the
+ * efficiency each uses and where that comes from. */
+void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s);
+
 /* The memory object of run and describe documents. (transfer full) */
 cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m);
 

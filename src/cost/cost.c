@@ -1,0 +1,108 @@
+/* cost: kernel + device model -> time, through a measured efficiency curve or the utilization scalar. */
+#include "cost.h"
+
+#include <math.h>
+
+/* The dimensions a compute curve is keyed by, in log2 (every one >= 1). */
+#define DIMS 4
+
+static void shape_of(double m, double n, double k, double batch, double out[DIMS])
+{
+  out[0] = m, out[1] = n, out[2] = k, out[3] = batch;
+}
+
+/* Compute curve: covers a kernel whose m, n, k and batch each lie within the range the
+ * points span; then the util of the nearest point by squared distance over log2 of the four
+ * (the first listed wins a tie). A grid of measured shapes thus answers with its closest
+ * measurement, never an extrapolation. */
+static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point)
+{
+  double x[DIMS], lo[DIMS], hi[DIMS];
+  shape_of(k->m, k->n, k->k, k->batch, x);
+  shape_of(c->points[0].m, c->points[0].n, c->points[0].k, c->points[0].batch, lo);
+  shape_of(c->points[0].m, c->points[0].n, c->points[0].k, c->points[0].batch, hi);
+  for (guint i = 1; i < c->n_points; i++) {
+    double p[DIMS];
+    shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
+    for (int d = 0; d < DIMS; d++) lo[d] = MIN(lo[d], p[d]), hi[d] = MAX(hi[d], p[d]);
+  }
+  for (int d = 0; d < DIMS; d++)
+    if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
+  double best = INFINITY;
+  for (guint i = 0; i < c->n_points; i++) {
+    double p[DIMS], dist = 0;
+    shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
+    for (int d = 0; d < DIMS; d++) {
+      double e = log2(x[d]) - log2(p[d]);
+      dist += e * e;
+    }
+    if (dist < best) best = dist, *point = (int)i;
+  }
+  *util = c->points[*point].util;
+  return TRUE;
+}
+
+/* Memory curve: covers calls of first.bytes .. last.bytes; linear interpolation in log2
+ * bytes between the two points around the call (points are sorted, see hardware.c). */
+static gboolean memory_lookup(const MmEffCurve *c, double bytes, double *util, int *point)
+{
+  const MmEffPoint *p = c->points;
+  const guint n = c->n_points;
+  if (!(bytes >= p[0].bytes && bytes <= p[n - 1].bytes)) return FALSE;
+  guint i = 0;
+  while (i + 1 < n && p[i + 1].bytes <= bytes) i++;
+  *point = (int)i;
+  if (i + 1 == n || bytes == p[i].bytes) {
+    *util = p[i].util;
+    return TRUE;
+  }
+  double t = (log2(bytes) - log2(p[i].bytes)) / (log2(p[i + 1].bytes) - log2(p[i].bytes));
+  *util = p[i].util + t * (p[i + 1].util - p[i].util);
+  return TRUE;
+}
+
+static void factor(MmCostFactor *f, const MmUtil *scalar, const char *scalar_name, const MmEffCurve *curve,
+                   gboolean covered, double util, int point)
+{
+  f->scalar = scalar;
+  f->curve = covered ? curve : NULL;
+  f->outside = covered ? NULL : curve;
+  f->util = covered ? util : scalar->value;
+  f->name = covered ? curve->name : scalar_name;
+  f->point = covered ? point : -1;
+}
+
+double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, double bytes, MmCostWhy *why)
+{
+  g_return_val_if_fail(dev != NULL && k != NULL && k->kind < MM_KERNEL_KIND_COUNT && k->dtype < MM_DTYPE_COUNT, 0);
+  MmCostWhy w;
+  double cu = 0, mu = 0;
+  int cp = -1, mp = -1;
+  const MmEffCurve *cc = dev->compute_eff[k->kind][k->dtype], *mc = dev->memory_eff[k->kind];
+  gboolean c_ok = flops > 0 && cc && compute_lookup(cc, k, &cu, &cp);
+  gboolean m_ok = bytes > 0 && mc && memory_lookup(mc, bytes, &mu, &mp);
+  factor(&w.compute, &dev->util_gemm, "utilization.gemm", flops > 0 ? cc : NULL, c_ok, cu, cp);
+  factor(&w.memory, &dev->util_hbm, "utilization.hbm", bytes > 0 ? mc : NULL, m_ok, mu, mp);
+  /* the operation order of madmax's roofline since the start: results stay bit-identical */
+  w.compute_s = flops > 0 ? flops / (dev->peak_flops[k->dtype] * w.compute.util) : 0;
+  w.memory_s = bytes > 0 ? bytes / (dev->hbm_bw_Bps * w.memory.util) : 0;
+  w.memory_bound = w.memory_s > w.compute_s;
+  if (why) *why = w;
+  return MAX(w.compute_s, w.memory_s);
+}
+
+char *mm_cost_factor_text(const MmCostFactor *f)
+{
+  g_return_val_if_fail(f != NULL && f->name != NULL, NULL);
+  if (f->curve) {
+    const MmEffPoint *p = &f->curve->points[f->point];
+    g_autofree char *at = p->bytes > 0 ? g_strdup_printf("bytes=%.6g", p->bytes)
+                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g", p->m, p->n, p->k,
+                                                         p->batch);
+    return g_strdup_printf("curve %s (%s) %s %s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
+                           p->bytes > 0 ? "from" : "at", at, f->util);
+  }
+  g_autofree char *outside = f->outside ? g_strdup_printf("outside curve %s: ", f->outside->name) : g_strdup("");
+  return g_strdup_printf("%sscalar %s %.4g (%s)", outside, f->name, f->util,
+                         mm_provenance_names[f->scalar->provenance]);
+}

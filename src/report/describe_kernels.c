@@ -1,0 +1,173 @@
+/* describe_kernels: each layer's kernel shape and the efficiency factors its time uses (describe). */
+#include "cost/cost.h"
+#include "report.h"
+
+/* The forward call of layer @li on one device of @s (the plan's placement and part work, at
+ * the mean expert load) and its cost factors. */
+static double device_kernel(const MmGraph *g, guint li, const MmScenario *s, MmKernel *k, double *flops,
+                            double *bytes, MmCostWhy *why)
+{
+  MmPlacement p;
+  MmPartWork w;
+  mm_plan_place(s, g, li, &p);
+  mm_plan_part_work(s, g, li, MM_PART_FWD, &p, 1.0, &w, why);
+  *k = w.kernel;
+  *flops = w.flops;
+  *bytes = w.bytes;
+  if (w.flops <= 0 && w.bytes <= 0) mm_cost_kernel_s(&s->hw->device, k, 0, 0, why);
+  return w.time_s;
+}
+
+static cJSON *kernel_json(const MmKernel *k)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "kind", mm_kernel_kind_names[k->kind]);
+  cJSON_AddStringToObject(o, "dtype", mm_dtype_name(k->dtype));
+  cJSON_AddNumberToObject(o, "m", k->m);
+  cJSON_AddNumberToObject(o, "n", k->n);
+  cJSON_AddNumberToObject(o, "k", k->k);
+  cJSON_AddNumberToObject(o, "batch", k->batch);
+  return o;
+}
+
+static cJSON *factor_json(const MmCostFactor *f)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "value", f->util);
+  cJSON_AddStringToObject(o, "from", f->name);
+  cJSON_AddStringToObject(o, "kind", f->curve ? "curve" : "scalar");
+  cJSON_AddStringToObject(o, "provenance",
+                          mm_provenance_names[f->curve ? f->curve->provenance : f->scalar->provenance]);
+  if (f->curve) {
+    const MmEffPoint *p = &f->curve->points[f->point];
+    cJSON *po = cJSON_AddObjectToObject(o, "point");
+    if (p->bytes > 0) {
+      cJSON_AddNumberToObject(po, "bytes", p->bytes);
+    } else {
+      cJSON_AddNumberToObject(po, "m", p->m);
+      cJSON_AddNumberToObject(po, "n", p->n);
+      cJSON_AddNumberToObject(po, "k", p->k);
+      cJSON_AddNumberToObject(po, "batch", p->batch);
+    }
+    cJSON_AddNumberToObject(po, "util", p->util);
+  }
+  if (f->outside) cJSON_AddStringToObject(o, "outside_curve", f->outside->name);
+  return o;
+}
+
+void mm_report_kernel_json(cJSON *op, const MmGraph *g, guint li, const MmScenario *s)
+{
+  g_return_if_fail(op != NULL && li < g->n_layers);
+  cJSON_AddItemToObject(op, "kernel", kernel_json(&g->layers[li].kernel));
+  if (!s) return;
+  MmKernel k;
+  MmCostWhy why;
+  double flops, bytes;
+  device_kernel(g, li, s, &k, &flops, &bytes, &why);
+  cJSON *o = kernel_json(&k);
+  cJSON_AddStringToObject(o, "part", mm_kernel_part_names[MM_PART_FWD]);
+  cJSON_AddNumberToObject(o, "flops", flops);
+  cJSON_AddNumberToObject(o, "bytes", bytes);
+  cJSON_AddItemToObject(o, "compute_efficiency", factor_json(&why.compute));
+  cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why.memory));
+  cJSON_AddStringToObject(o, "bound", why.memory_bound ? "memory" : "compute");
+  cJSON_AddItemToObject(op, "kernel_per_device", o);
+}
+
+static void curve_json(cJSON *arr, const MmEffCurve *c)
+{
+  if (!c) return;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", c->name);
+  cJSON_AddStringToObject(o, "provenance", mm_provenance_names[c->provenance]);
+  cJSON_AddStringToObject(o, "source", c->source ? c->source : "");
+  cJSON_AddNumberToObject(o, "points", c->n_points);
+  cJSON_AddItemToArray(arr, o);
+}
+
+static void util_json(cJSON *root, const char *key, const MmUtil *u)
+{
+  cJSON *o = cJSON_AddObjectToObject(root, key);
+  cJSON_AddNumberToObject(o, "value", u->value);
+  cJSON_AddStringToObject(o, "provenance", mm_provenance_names[u->provenance]);
+  cJSON_AddStringToObject(o, "source", u->source ? u->source : "");
+}
+
+void mm_report_efficiency_json(cJSON *root, const MmScenario *s)
+{
+  g_return_if_fail(root != NULL);
+  if (!s) return;
+  const MmDevice *d = &s->hw->device;
+  cJSON *o = cJSON_AddObjectToObject(root, "efficiency");
+  cJSON_AddStringToObject(o, "device", d->name);
+  cJSON_AddStringToObject(o, "rule", "each kernel's time is max(flops / (peak x compute efficiency), bytes / "
+                                     "(HBM bandwidth x memory efficiency)); a device curve where it covers the "
+                                     "kernel, else the utilization scalar (docs/SCHEMA.md, efficiency)");
+  util_json(o, "utilization.gemm", &d->util_gemm);
+  util_json(o, "utilization.hbm", &d->util_hbm);
+  cJSON *curves = cJSON_AddArrayToObject(o, "curves");
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
+    for (int t = 0; t < MM_DTYPE_COUNT; t++) curve_json(curves, d->compute_eff[k][t]);
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) curve_json(curves, d->memory_eff[k]);
+}
+
+static char *dim(double v) { return g_strdup_printf("%.6g", v); }
+
+/* Adds a factor's provenance line to @notes unless one of that name is there. */
+static void note(GPtrArray *names, GPtrArray *notes, const MmCostFactor *f)
+{
+  for (guint i = 0; i < names->len; i++)
+    if (g_strcmp0(names->pdata[i], f->name) == 0) return;
+  g_ptr_array_add(names, (gpointer)f->name);
+  const char *src = f->curve ? f->curve->source : f->scalar->source;
+  g_ptr_array_add(notes, g_strdup_printf("%s (%s): %s", f->name,
+                                         mm_provenance_names[f->curve ? f->curve->provenance : f->scalar->provenance],
+                                         src ? src : "no source given"));
+}
+
+void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
+{
+  static const char *const hs[] = {"<layer", "<op", "<kernel", "<dtype", "m", "n", "k", "batch"};
+  static const char *const hd[] = {"<layer", "<op", "<kernel", "m", "n", "k", "batch", "<compute efficiency",
+                                   "<memory efficiency", "<bound"};
+  const MmModel *m = g->model;
+  const guint nc = s ? G_N_ELEMENTS(hd) : G_N_ELEMENTS(hs);
+  g_autoptr(MmTable) t = mm_table_new(nc, s ? hd : hs);
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+  if (s)
+    fprintf(out, "\nkernels: the forward call of one layer of each block on one %s (the config's micro-batch):\n",
+            s->hw->device.name);
+  else
+    fprintf(out, "\nkernels: the forward call of one layer of each block, per sample:\n");
+  guint last_block = G_MAXUINT;
+  for (guint u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    if (un->block == last_block) continue;
+    last_block = un->block;
+    const MmBlock *b = &m->blocks[un->block];
+    for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+      const MmLayer *l = &g->layers[li];
+      char *name = g_strdup(li == un->first_layer ? b->name : "");
+      if (!s) {
+        const MmKernel *k = &l->kernel;
+        char *cells[8] = {name, g_strdup(mm_role_names[l->role]), g_strdup(mm_kernel_kind_names[k->kind]),
+                          g_strdup(mm_dtype_name(k->dtype)), dim(k->m), dim(k->n), dim(k->k), dim(k->batch)};
+        mm_table_addv(t, cells);
+        continue;
+      }
+      MmKernel k;
+      MmCostWhy why;
+      double flops, bytes;
+      device_kernel(g, li, s, &k, &flops, &bytes, &why);
+      note(names, notes, &why.compute);
+      note(names, notes, &why.memory);
+      char *cells[10] = {name, g_strdup(mm_role_names[l->role]), g_strdup(mm_kernel_kind_names[k.kind]),
+                         dim(k.m), dim(k.n), dim(k.k), dim(k.batch), mm_cost_factor_text(&why.compute),
+                         mm_cost_factor_text(&why.memory), g_strdup(why.memory_bound ? "memory" : "compute")};
+      mm_table_addv(t, cells);
+    }
+  }
+  mm_table_print(t, out, "  ");
+  for (guint i = 0; i < notes->len; i++) fprintf(out, "  %s\n", (const char *)notes->pdata[i]);
+}

@@ -1,0 +1,540 @@
+/* check_cost: kernel descriptors, efficiency curves and the one kernel -> time function. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "cost/cost.h"
+#include "plan/plan.h"
+#include "report/report.h"
+#include "testutil.h"
+
+/* A device with bf16 and fp32 peaks (no fp8), the scalars and @efficiency (may be ""). */
+static char *device_text(const char *efficiency)
+{
+  return g_strdup_printf(
+    "{\"name\":\"d\",\"peak_tflops\":{\"fp32\":20,\"bf16\":300},\"hbm_GiB\":80,\"hbm_bw_GBps\":2000,"
+    "\"utilization\":{\"gemm\":{\"value\":0.7,\"provenance\":\"paper\",\"source\":\"a paper\"},"
+    "\"hbm\":{\"value\":0.8,\"provenance\":\"measurement\",\"source\":\"STREAM\"}}%s%s}",
+    efficiency[0] ? ",\"efficiency\":" : "", efficiency);
+}
+
+#define GEMM_CURVE                                                                                           \
+  "\"gemm\":{\"bf16\":{\"provenance\":\"calibration\",\"source\":\"test grid\",\"points\":["                 \
+  "{\"m\":1024,\"n\":1024,\"k\":1024,\"util\":0.5},{\"m\":4096,\"n\":4096,\"k\":4096,\"util\":0.8},"         \
+  "{\"m\":8192,\"n\":8192,\"k\":8192,\"util\":0.85}]}}"
+#define HBM_CURVE                                                                                            \
+  "\"hbm\":{\"elementwise\":{\"provenance\":\"measurement\",\"points\":["                                    \
+  "{\"bytes\":1e3,\"util\":0.2},{\"bytes\":1e6,\"util\":0.6},{\"bytes\":1e9,\"util\":0.9}]}}"
+
+static void load_device(const char *efficiency, MmDevice *dev)
+{
+  g_autofree char *text = device_text(efficiency);
+  g_autofree char *path = mm_test_write("device.json", text);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_device_load(path, dev, &error), "%s", error ? error->message : "");
+}
+
+static MmKernel kern(MmKernelKind kind, MmDtype dtype, double m, double n, double k, double batch)
+{
+  return (MmKernel){.kind = kind, .dtype = dtype, .m = m, .n = n, .k = k, .batch = batch};
+}
+
+/* The roofline madmax used before the cost unit (plan/lower.c, 2026-11): the reference the
+ * scalar fallback must reproduce bit for bit. */
+static double old_roofline(const MmHardware *hw, MmDtype dtype, double flops, double bytes)
+{
+  const MmDevice *d = &hw->device;
+  double tc = flops > 0 ? flops / (d->peak_flops[dtype] * d->util_gemm.value) : 0;
+  double tm = bytes > 0 ? bytes / (d->hbm_bw_Bps * d->util_hbm.value) : 0;
+  return MAX(tc, tm);
+}
+
+/* Without curves the time is the plan's roofline, to the last bit, for every kind. */
+START_TEST(test_scalar_is_the_roofline)
+{
+  g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
+  ck_assert_ptr_nonnull(hw);
+  GRand *r = g_rand_new_with_seed(9);
+  static const MmDtype dtypes[] = {MM_DTYPE_BF16, MM_DTYPE_FP8, MM_DTYPE_FP32, MM_DTYPE_TF32};
+  for (int i = 0; i < 2000; i++) {
+    MmKernel k = kern((MmKernelKind)(i % MM_KERNEL_KIND_COUNT), dtypes[i % 4], g_rand_double_range(r, 1, 1e5),
+                      g_rand_double_range(r, 1, 1e5), g_rand_double_range(r, 1, 1e5), 1 + i % 3);
+    double flops = i % 7 == 0 ? 0 : pow(10, g_rand_double_range(r, 3, 16));
+    double bytes = i % 5 == 0 ? 0 : pow(10, g_rand_double_range(r, 2, 12));
+    MmCostWhy why;
+    double got = mm_cost_kernel_s(&hw->device, &k, flops, bytes, &why);
+    double want = old_roofline(hw, k.dtype, flops, bytes);
+    ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "%.17g != %.17g", got, want);
+    ck_assert_ptr_null(why.compute.curve);
+    ck_assert_ptr_null(why.compute.outside);
+    ck_assert_str_eq(why.compute.name, "utilization.gemm");
+    ck_assert_str_eq(why.memory.name, "utilization.hbm");
+    ck_assert(why.compute.util == hw->device.util_gemm.value && why.memory.util == hw->device.util_hbm.value);
+    ck_assert(got == MAX(why.compute_s, why.memory_s));
+    ck_assert(why.memory_bound == (why.memory_s > why.compute_s));
+  }
+  g_rand_free(r);
+  /* and without @why */
+  MmKernel k = kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 4096, 4096, 4096, 1);
+  double want = old_roofline(hw, MM_DTYPE_BF16, 1.37e12, 3e8);
+  ck_assert(mm_cost_kernel_s(&hw->device, &k, 1.37e12, 3e8, NULL) == want);
+  g_autofree char *text = NULL;
+  MmCostWhy why;
+  mm_cost_kernel_s(&hw->device, &k, 1.37e12, 3e8, &why);
+  text = mm_cost_factor_text(&why.compute);
+  ck_assert_str_eq(text, "scalar utilization.gemm 0.65 (estimate)");
+}
+END_TEST
+
+START_TEST(test_compute_curve)
+{
+  MmDevice dev;
+  load_device("{" GEMM_CURVE "}", &dev);
+  const MmEffCurve *c = dev.compute_eff[MM_KERNEL_GEMM][MM_DTYPE_BF16];
+  ck_assert_ptr_nonnull(c);
+  ck_assert_str_eq(c->name, "gemm.bf16");
+  ck_assert_uint_eq(c->n_points, 3);
+  ck_assert_int_eq(c->provenance, MM_PROV_CALIBRATION);
+
+  /* nearest point in log space: (4000, 4100, 4096) -> the 4096 cube */
+  MmKernel k = kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 4000, 4100, 4096, 1);
+  double flops = 2.0 * 4000 * 4100 * 4096, bytes = 1e6;
+  MmCostWhy why;
+  double t = mm_cost_kernel_s(&dev, &k, flops, bytes, &why);
+  ck_assert(why.compute.curve == c);
+  ck_assert_int_eq(why.compute.point, 1);
+  ck_assert(why.compute.util == 0.8);
+  ck_assert_str_eq(why.compute.name, "gemm.bf16");
+  ck_assert(t == flops / (300e12 * 0.8));
+  ck_assert(!why.memory_bound);
+  g_autofree char *text = mm_cost_factor_text(&why.compute);
+  ck_assert_str_eq(text, "curve gemm.bf16 (calibration) at m=4096 n=4096 k=4096 batch=1: 0.8");
+
+  /* a tie (log2 distance 1 from both 1024 and 4096 in m only): the first listed wins */
+  k = kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 2048, 2048, 2048, 1);
+  mm_cost_kernel_s(&dev, &k, 1e9, 0, &why);
+  ck_assert_int_eq(why.compute.point, 0);
+  ck_assert(why.compute.util == 0.5);
+
+  /* the corners of the range are covered */
+  k = kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 8192, 8192, 8192, 1);
+  mm_cost_kernel_s(&dev, &k, 1e9, 0, &why);
+  ck_assert(why.compute.util == 0.85);
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* Outside the curve's range (any dimension), another dtype or another kind: the scalar,
+ * bit for bit, and why names the curve that did not cover. */
+START_TEST(test_outside_the_curve_falls_back)
+{
+  MmDevice dev;
+  load_device("{" GEMM_CURVE "}", &dev);
+  const MmEffCurve *c = dev.compute_eff[MM_KERNEL_GEMM][MM_DTYPE_BF16];
+  const MmKernel outside[] = {
+    kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 512, 4096, 4096, 1),   /* m below */
+    kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 4096, 16384, 4096, 1), /* n above */
+    kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 4096, 4096, 4096, 8),  /* batch: the points are all single */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(outside); i++) {
+    MmCostWhy why;
+    double t = mm_cost_kernel_s(&dev, &outside[i], 3e12, 5e7, &why);
+    ck_assert(t == MAX(3e12 / (300e12 * 0.7), 5e7 / (2000e9 * 0.8)));
+    ck_assert_ptr_null(why.compute.curve);
+    ck_assert(why.compute.outside == c);
+    ck_assert_int_eq(why.compute.point, -1);
+    ck_assert_str_eq(why.compute.name, "utilization.gemm");
+    g_autofree char *text = mm_cost_factor_text(&why.compute);
+    ck_assert_str_eq(text, "outside curve gemm.bf16: scalar utilization.gemm 0.7 (paper)");
+  }
+  /* no curve for fp32 gemms or for gemv: plainly the scalar */
+  const MmKernel other[] = {kern(MM_KERNEL_GEMM, MM_DTYPE_FP32, 4096, 4096, 4096, 1),
+                            kern(MM_KERNEL_GEMV, MM_DTYPE_BF16, 4096, 4096, 4096, 1)};
+  for (guint i = 0; i < G_N_ELEMENTS(other); i++) {
+    MmCostWhy why;
+    mm_cost_kernel_s(&dev, &other[i], 3e12, 5e7, &why);
+    ck_assert_ptr_null(why.compute.curve);
+    ck_assert_ptr_null(why.compute.outside);
+  }
+  /* a kernel without FLOPs does not consult the compute curve */
+  MmCostWhy why;
+  MmKernel k = kern(MM_KERNEL_GEMM, MM_DTYPE_BF16, 4096, 4096, 4096, 1);
+  mm_cost_kernel_s(&dev, &k, 0, 5e7, &why);
+  ck_assert_ptr_null(why.compute.outside);
+  ck_assert(why.compute_s == 0);
+  mm_device_clear(&dev);
+}
+END_TEST
+
+START_TEST(test_memory_curve)
+{
+  MmDevice dev;
+  load_device("{" HBM_CURVE "}", &dev);
+  const MmEffCurve *c = dev.memory_eff[MM_KERNEL_ELEMENTWISE];
+  ck_assert_ptr_nonnull(c);
+  ck_assert_str_eq(c->name, "hbm.elementwise");
+  MmKernel k = kern(MM_KERNEL_ELEMENTWISE, MM_DTYPE_BF16, 4096, 8192, 1, 1);
+  MmCostWhy why;
+  /* at a point: its util */
+  double t = mm_cost_kernel_s(&dev, &k, 1e3, 1e6, &why);
+  ck_assert(why.memory.curve == c && why.memory.util == 0.6 && why.memory.point == 1);
+  ck_assert(t == 1e6 / (2000e9 * 0.6));
+  ck_assert(why.memory_bound);
+  /* halfway in log2 bytes between 1e6 and 1e9: halfway in util */
+  mm_cost_kernel_s(&dev, &k, 0, sqrt(1e6 * 1e9), &why);
+  ck_assert_double_eq_tol(why.memory.util, 0.75, 1e-12);
+  ck_assert_int_eq(why.memory.point, 1);
+  g_autofree char *text = mm_cost_factor_text(&why.memory);
+  ck_assert_str_eq(text, "curve hbm.elementwise (measurement) from bytes=1e+06: 0.75");
+  /* the ends are covered, beyond them the scalar */
+  mm_cost_kernel_s(&dev, &k, 0, 1e3, &why);
+  ck_assert(why.memory.util == 0.2);
+  mm_cost_kernel_s(&dev, &k, 0, 1e9, &why);
+  ck_assert(why.memory.util == 0.9 && why.memory.point == 2);
+  t = mm_cost_kernel_s(&dev, &k, 0, 1e10, &why);
+  ck_assert(why.memory.outside == c && why.memory.util == 0.8);
+  ck_assert(t == 1e10 / (2000e9 * 0.8));
+  /* a gemm's bytes: no curve for gemms */
+  k.kind = MM_KERNEL_GEMM;
+  mm_cost_kernel_s(&dev, &k, 0, 1e6, &why);
+  ck_assert_ptr_null(why.memory.curve);
+  ck_assert_ptr_null(why.memory.outside);
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* ---- invalid efficiency objects ----------------------------------------- */
+
+typedef struct {
+  const char *what;
+  const char *efficiency;
+  MmConfigError code;
+  const char *where;
+} BadCurve;
+
+#define PTS "\"points\":[{\"m\":64,\"n\":64,\"k\":64,\"util\":0.5}]"
+static const BadCurve bad_curves[] = {
+  {"not an object", "[1]", MM_CONFIG_ERROR_TYPE, "$.efficiency"},
+  {"unknown kernel kind", "{\"gemmm\":{}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency"},
+  {"unknown dtype", "{\"gemm\":{\"bf17\":{\"provenance\":\"paper\"," PTS "}}}", MM_CONFIG_ERROR_UNKNOWN_KEY,
+   "$.efficiency.gemm"},
+  {"a dtype the device lacks", "{\"gemm\":{\"fp8\":{\"provenance\":\"paper\"," PTS "}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemm.fp8"},
+  {"curve is a number", "{\"gemm\":{\"bf16\":0.7}}", MM_CONFIG_ERROR_TYPE, "$.efficiency.gemm.bf16"},
+  {"no provenance", "{\"gemm\":{\"bf16\":{" PTS "}}}", MM_CONFIG_ERROR_MISSING_KEY, "$.efficiency.gemm.bf16"},
+  {"unknown provenance", "{\"gemm\":{\"bf16\":{\"provenance\":\"hunch\"," PTS "}}}", MM_CONFIG_ERROR_UNKNOWN_VALUE,
+   "$.efficiency.gemm.bf16.provenance"},
+  {"no points", "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[]}}}", MM_CONFIG_ERROR_RANGE,
+   "$.efficiency.gemm.bf16.points"},
+  {"point is a number", "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[3]}}}", MM_CONFIG_ERROR_TYPE,
+   "$.efficiency.gemm.bf16.points[0]"},
+  {"util above 1", "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":1,\"n\":1,\"k\":1,\"util\":1.5}]}}}",
+   MM_CONFIG_ERROR_RANGE, "$.efficiency.gemm.bf16.points[0].util"},
+  {"zero rows", "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":0,\"n\":1,\"k\":1,\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_RANGE, "$.efficiency.gemm.bf16.points[0].m"},
+  {"missing k", "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_MISSING_KEY, "$.efficiency.gemm.bf16.points[0]"},
+  {"bytes in a compute point",
+   "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"bytes\":2,\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency.gemm.bf16.points[0]"},
+  {"the same shape twice",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5},"
+   "{\"m\":2,\"n\":1,\"k\":1,\"batch\":1,\"util\":0.6}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[1]"},
+  {"unknown memory kind", "{\"hbm\":{\"norm\":{}}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency.hbm"},
+  {"memory points out of order",
+   "{\"hbm\":{\"lookup\":{\"provenance\":\"paper\",\"points\":[{\"bytes\":1e6,\"util\":0.5},{\"bytes\":1e3,\"util\":0.3}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.hbm.lookup.points[1]"},
+  {"shape in a memory point", "{\"hbm\":{\"lookup\":{\"provenance\":\"paper\"," PTS "}}}",
+   MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency.hbm.lookup.points[0]"},
+  {"negative bytes", "{\"hbm\":{\"gemv\":{\"provenance\":\"paper\",\"points\":[{\"bytes\":-1,\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_RANGE, "$.efficiency.hbm.gemv.points[0].bytes"},
+};
+
+START_TEST(test_bad_efficiency)
+{
+  const BadCurve *bc = &bad_curves[_i];
+  g_autofree char *text = device_text(bc->efficiency);
+  g_autofree char *name = g_strdup_printf("bad-device-%02d.json", _i);
+  g_autofree char *path = mm_test_write(name, text);
+  g_autoptr(GError) error = NULL;
+  MmDevice dev;
+  gboolean ok = mm_device_load(path, &dev, &error);
+  ck_assert_msg(!ok, "case '%s' was accepted", bc->what);
+  ck_assert(error->domain == MM_CONFIG_ERROR);
+  ck_assert_msg((MmConfigError)error->code == bc->code, "case '%s': code %d, expected %d (%s)", bc->what,
+                error->code, bc->code, error->message);
+  g_autofree char *where = g_strdup_printf("%s: %s", path, bc->where);
+  ck_assert_msg(g_str_has_prefix(error->message, where), "case '%s': message lacks '%s': %s", bc->what, where,
+                error->message);
+}
+END_TEST
+
+START_TEST(test_every_curve_slot_parses)
+{
+  MmDevice dev;
+  GString *eff = g_string_new("{");
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
+    g_string_append_printf(eff, "\"%s\":{\"bf16\":{\"provenance\":\"calibration\"," PTS "},"
+                                "\"fp32\":{\"provenance\":\"paper\"," PTS "}},",
+                           mm_kernel_kind_names[k]);
+  g_string_append(eff, "\"hbm\":{");
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
+    g_string_append_printf(eff, "%s\"%s\":{\"provenance\":\"measurement\",\"points\":[{\"bytes\":1,\"util\":0.5}]}",
+                           k ? "," : "", mm_kernel_kind_names[k]);
+  g_string_append(eff, "}}");
+  g_autofree char *e = g_string_free(eff, FALSE);
+  load_device(e, &dev);
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) {
+    ck_assert_ptr_nonnull(dev.compute_eff[k][MM_DTYPE_BF16]);
+    ck_assert_ptr_nonnull(dev.compute_eff[k][MM_DTYPE_FP32]);
+    ck_assert_ptr_null(dev.compute_eff[k][MM_DTYPE_FP16]);
+    ck_assert_ptr_nonnull(dev.memory_eff[k]);
+    ck_assert(dev.compute_eff[k][MM_DTYPE_BF16]->points[0].batch == 1); /* the default */
+  }
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* ---- kernel descriptors -------------------------------------------------- */
+
+static MmModel *load_model(const char *rel)
+{
+  g_autofree char *p = mm_test_src(rel);
+  g_autoptr(GError) error = NULL;
+  MmModel *m = mm_model_load(p, &error);
+  ck_assert_msg(m != NULL, "%s", error ? error->message : "");
+  return m;
+}
+
+static const MmLayer *find(const MmGraph *g, guint unit, MmLayerRole role)
+{
+  const MmUnit *u = &g->units[unit];
+  for (guint l = u->first_layer; l < u->first_layer + u->n_layers; l++)
+    if (g->layers[l].role == role) return &g->layers[l];
+  ck_abort_msg("role %s not in unit %u", mm_role_names[role], unit);
+  return NULL;
+}
+
+static void assert_kernel(const MmKernel *k, MmKernelKind kind, double m, double n, double kk, double batch)
+{
+  ck_assert_msg(k->kind == kind && k->m == m && k->n == n && k->k == kk && k->batch == batch,
+                "got %s (%.17g, %.17g, %.17g) x %.17g, expected %s (%.17g, %.17g, %.17g) x %.17g",
+                mm_kernel_kind_names[k->kind], k->m, k->n, k->k, k->batch, mm_kernel_kind_names[kind], m, n, kk,
+                batch);
+}
+
+/* LLaMA-2-70B (models/llama2-70b.json): s 4096, h 8192, 64 heads of 128, GQA with 8 KV heads,
+ * SwiGLU FFN 28672. QKV: x[4096 x 8192] W[8192 x (64 + 2 x 8) x 128 = 10240]. */
+START_TEST(test_llama2_descriptors)
+{
+  g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  const MmLayer *qkv = find(g, 1, MM_ROLE_QKV);
+  assert_kernel(&qkv->kernel, MM_KERNEL_GEMM, 4096, 10240, 8192, 1);
+  ck_assert_int_eq(qkv->kernel.dtype, MM_DTYPE_BF16);
+  assert_kernel(&find(g, 1, MM_ROLE_ATTN_CORE)->kernel, MM_KERNEL_ATTENTION, 4096, 4096, 128, 64);
+  assert_kernel(&find(g, 1, MM_ROLE_ATTN_OUT)->kernel, MM_KERNEL_GEMM, 4096, 8192, 8192, 1);
+  assert_kernel(&find(g, 1, MM_ROLE_FFN_UP)->kernel, MM_KERNEL_GEMM, 4096, 2 * 28672, 8192, 1);
+  assert_kernel(&find(g, 1, MM_ROLE_FFN_ACT)->kernel, MM_KERNEL_ELEMENTWISE, 4096, 28672, 1, 1);
+  assert_kernel(&find(g, 1, MM_ROLE_FFN_DOWN)->kernel, MM_KERNEL_GEMM, 4096, 8192, 28672, 1);
+  assert_kernel(&find(g, 1, MM_ROLE_NORM_ATTN)->kernel, MM_KERNEL_ELEMENTWISE, 4096, 8192, 1, 1);
+  assert_kernel(&find(g, 0, MM_ROLE_TOKEN_LOOKUP)->kernel, MM_KERNEL_LOOKUP, 4096, 8192, 1, 1);
+  assert_kernel(&find(g, 81, MM_ROLE_LOGITS)->kernel, MM_KERNEL_GEMM, 4096, 32000, 8192, 1);
+
+  /* one device of TP 8 with 8 sequences: column split takes n, the samples stack rows */
+  MmKernelShare sh = {.samples = 8, .work = 1.0 / 8, .split = 1.0 / 8, .groups = 1};
+  MmKernel k;
+  mm_kernel_for_part(qkv, MM_PART_FWD, &sh, MM_DTYPE_FP8, &k);
+  assert_kernel(&k, MM_KERNEL_GEMM, 32768, 1280, 8192, 1);
+  ck_assert_int_eq(k.dtype, MM_DTYPE_FP8);
+  mm_kernel_for_part(qkv, MM_PART_BWD_INPUT, &sh, MM_DTYPE_BF16, &k); /* dx = dy W^T */
+  assert_kernel(&k, MM_KERNEL_GEMM, 32768, 8192, 1280, 1);
+  mm_kernel_for_part(qkv, MM_PART_BWD_WEIGHT, &sh, MM_DTYPE_BF16, &k); /* dW = x^T dy */
+  assert_kernel(&k, MM_KERNEL_GEMM, 8192, 1280, 32768, 1);
+  /* row split takes k; context parallelism (work 1/16 of which TP 1/8) halves the rows */
+  MmKernelShare cp = {.samples = 1, .work = 1.0 / 16, .split = 1.0 / 8, .groups = 1};
+  mm_kernel_for_part(find(g, 1, MM_ROLE_ATTN_OUT), MM_PART_FWD, &cp, MM_DTYPE_BF16, &k);
+  assert_kernel(&k, MM_KERNEL_GEMM, 2048, 8192, 1024, 1);
+  /* sharded attention: TP takes heads, the sequences are separate problems */
+  mm_kernel_for_part(find(g, 1, MM_ROLE_ATTN_CORE), MM_PART_FWD, &sh, MM_DTYPE_BF16, &k);
+  assert_kernel(&k, MM_KERNEL_ATTENTION, 4096, 4096, 128, 64);
+  /* sequence-parallel norm: a replicated layer whose rows TP splits */
+  MmKernelShare sp = {.samples = 8, .work = 1.0 / 8, .split = 1, .groups = 1};
+  mm_kernel_for_part(find(g, 1, MM_ROLE_NORM_FFN), MM_PART_BWD_INPUT, &sp, MM_DTYPE_BF16, &k);
+  assert_kernel(&k, MM_KERNEL_ELEMENTWISE, 4096, 8192, 1, 1);
+}
+END_TEST
+
+/* Decode: one token per sequence; a few sequences make the projections GEMVs. */
+START_TEST(test_decode_gemv)
+{
+  g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
+  MmGraphPass pass = {.tokens = 1, .context = 1024, .kv_cache = TRUE, .last_logits = TRUE, .decode = TRUE};
+  g_autoptr(MmGraph) g = mm_graph_new_pass(m, &pass);
+  const MmLayer *qkv = find(g, 1, MM_ROLE_QKV);
+  assert_kernel(&qkv->kernel, MM_KERNEL_GEMM, 1, 10240, 8192, 1);
+  assert_kernel(&find(g, 1, MM_ROLE_ATTN_CORE)->kernel, MM_KERNEL_ATTENTION, 1, 1024, 128, 64);
+  MmKernel k;
+  MmKernelShare sh = {.samples = 8, .work = 1, .split = 1, .groups = 1};
+  mm_kernel_for_part(qkv, MM_PART_FWD, &sh, MM_DTYPE_BF16, &k);
+  assert_kernel(&k, MM_KERNEL_GEMV, 8, 10240, 8192, 1);
+  sh.samples = 16;
+  mm_kernel_for_part(qkv, MM_PART_FWD, &sh, MM_DTYPE_BF16, &k);
+  assert_kernel(&k, MM_KERNEL_GEMM, 16, 10240, 8192, 1);
+}
+END_TEST
+
+/* GEMM-like descriptors carry the layer's forward FLOPs: 2 m n k batch, per sample, across
+ * dense, GQA, MoE (grouped experts), MLA and DLRM models; per device, times samples x work. */
+START_TEST(test_descriptor_flops)
+{
+  static const char *const models[] = {"models/llama2-70b.json", "models/gpt3-175b.json", "models/mixtral-8x7b.json",
+                                       "models/deepseek-v3.json", "models/dlrm-a.json", "models/dlrm-a-moe.json"};
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
+    g_autoptr(MmModel) m = load_model(models[i]);
+    g_autoptr(MmGraph) g = mm_graph_new(m);
+    guint gemms = 0;
+    for (guint li = 0; li < g->n_layers; li++) {
+      const MmLayer *l = &g->layers[li];
+      const MmKernel *k = &l->kernel;
+      ck_assert_msg(k->m > 0 && k->n >= 1 && k->k >= 1 && k->batch >= 1, "%s layer %u", models[i], li);
+      if (k->kind != MM_KERNEL_GEMM && k->kind != MM_KERNEL_INTERACTION) continue;
+      gemms++;
+      double f = 2.0 * k->m * k->n * k->k * k->batch;
+      ck_assert_msg(fabs(f / l->cost.fwd_flops - 1) < 1e-12, "%s %s: %.17g vs %.17g", models[i],
+                    mm_role_names[l->role], f, l->cost.fwd_flops);
+      MmKernelShare sh = {.samples = 16, .work = 0.25, .split = l->tp == MM_TP_REPLICATED ? 1 : 0.5,
+                          .groups = l->expert ? 0.5 : 1};
+      MmKernel d;
+      for (int part = 0; part < MM_PART_COUNT; part++) {
+        mm_kernel_for_part(l, (MmKernelPart)part, &sh, MM_DTYPE_BF16, &d);
+        double fd = 2.0 * d.m * d.n * d.k * d.batch;
+        if (d.m > 1 && d.n > 1 && d.k > 1) /* nothing clamped */
+          ck_assert_msg(fabs(fd / (f * 16 * 0.25) - 1) < 1e-12, "%s %s part %d", models[i], mm_role_names[l->role],
+                        part);
+      }
+    }
+    ck_assert_uint_gt(gemms, 0);
+  }
+  /* Mixtral: 8 experts, top 2 at capacity 1: every expert's up projection gets s x 2 / 8 rows */
+  g_autoptr(MmModel) mx = load_model("models/mixtral-8x7b.json");
+  g_autoptr(MmGraph) g = mm_graph_new(mx);
+  const MmLayer *up = find(g, 1, MM_ROLE_FFN_UP);
+  const MmBlock *b = &mx->blocks[up->block];
+  double rows = (double)b->seq_len * 2 * b->capacity_factor / 8;
+  assert_kernel(&up->kernel, MM_KERNEL_GEMM, rows, 2 * 14336, 4096, 8);
+  /* expert parallelism 8: one expert per device, all ranks' tokens for it */
+  MmKernelShare ep = {.samples = 2, .work = 1, .split = 1, .groups = 1.0 / 8};
+  MmKernel k;
+  mm_kernel_for_part(up, MM_PART_FWD, &ep, MM_DTYPE_BF16, &k);
+  assert_kernel(&k, MM_KERNEL_GEMM, rows * 2 * 8, 2 * 14336, 4096, 1);
+}
+END_TEST
+
+/* ---- describe ------------------------------------------------------------ */
+
+static const cJSON *item(const cJSON *o, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  ck_assert_msg(v != NULL, "missing %s", key);
+  return v;
+}
+
+/* describe --json shows each op's kernel and the factors its time uses: with a curve that
+ * covers the QKV projection, that curve; the rest, the scalars. */
+START_TEST(test_describe_shows_factors)
+{
+  /* the A100 device with a bf16 GEMM curve around the QKV projection of one device of TP 8 */
+  g_autofree char *devsrc = mm_test_src("hardware/devices/a100-80gb.json");
+  g_autofree char *devtext = NULL;
+  ck_assert(g_file_get_contents(devsrc, &devtext, NULL, NULL));
+  g_autoptr(cJSON) dj = cJSON_Parse(devtext);
+  cJSON *eff = cJSON_Parse("{\"gemm\":{\"bf16\":{\"provenance\":\"calibration\",\"source\":\"test\",\"points\":["
+                           "{\"m\":16384,\"n\":1024,\"k\":8192,\"util\":0.61},"
+                           "{\"m\":65536,\"n\":2048,\"k\":8192,\"util\":0.66}]}}}");
+  cJSON_AddItemToObject(dj, "efficiency", eff);
+  g_autofree char *devout = cJSON_Print(dj);
+  g_autofree char *devpath = mm_test_write("a100-curves.json", devout);
+  g_autofree char *syssrc = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autofree char *systext = NULL;
+  ck_assert(g_file_get_contents(syssrc, &systext, NULL, NULL));
+  g_autoptr(cJSON) sj = cJSON_Parse(systext);
+  cJSON_ReplaceItemInObjectCaseSensitive(sj, "device", cJSON_CreateString(devpath));
+  g_autofree char *sysout = cJSON_Print(sj);
+  g_autofree char *syspath = mm_test_write("dgx-curves.json", sysout);
+
+  g_autofree char *mp = mm_test_src("models/llama2-70b.json");
+  g_autofree char *cp = mm_test_src("configs/llm-pretrain-tp-fsdp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmHardware) hw = mm_hardware_load(syspath, &error);
+  ck_assert_msg(hw != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  g_autoptr(MmScenario) s = mm_scenario_new(m, hw, c, NULL, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autoptr(cJSON) doc = mm_report_describe_json(g, NULL, s, NULL);
+
+  const cJSON *ops = item(cJSON_GetArrayItem(item(doc, "layers"), 1), "ops");
+  const cJSON *qkv = cJSON_GetArrayItem(ops, 1);
+  ck_assert_str_eq(item(qkv, "role")->valuestring, "qkv");
+  const cJSON *k = item(qkv, "kernel");
+  ck_assert_str_eq(item(k, "kind")->valuestring, "gemm");
+  ck_assert(item(k, "m")->valuedouble == 4096 && item(k, "n")->valuedouble == 10240 && item(k, "k")->valuedouble == 8192);
+  /* 8 sequences per device (2048 over 256 FSDP ranks), TP 8: (32768, 1280, 8192), nearest the first point */
+  const cJSON *d = item(qkv, "kernel_per_device");
+  ck_assert(item(d, "m")->valuedouble == 32768 && item(d, "n")->valuedouble == 1280);
+  const cJSON *ce = item(d, "compute_efficiency");
+  ck_assert_str_eq(item(ce, "kind")->valuestring, "curve");
+  ck_assert_str_eq(item(ce, "from")->valuestring, "gemm.bf16");
+  ck_assert(item(ce, "value")->valuedouble == 0.61);
+  ck_assert_str_eq(item(item(d, "memory_efficiency"), "from")->valuestring, "utilization.hbm");
+  /* the FFN down projection (k = 28672 / 8 = 3584) is outside the curve's k */
+  const cJSON *down = cJSON_GetArrayItem(ops, 7);
+  ck_assert_str_eq(item(down, "role")->valuestring, "ffn_down");
+  const cJSON *de = item(item(down, "kernel_per_device"), "compute_efficiency");
+  ck_assert_str_eq(item(de, "from")->valuestring, "utilization.gemm");
+  ck_assert_str_eq(item(de, "outside_curve")->valuestring, "gemm.bf16");
+  ck_assert(item(de, "value")->valuedouble == 0.705);
+  const cJSON *ef = item(doc, "efficiency");
+  ck_assert_int_eq(cJSON_GetArraySize(item(ef, "curves")), 1);
+
+  /* the text names the factor of each kernel and where it comes from */
+  g_autofree char *tp = g_build_filename(mm_test_tmpdir(), "describe.txt", NULL);
+  FILE *f = fopen(tp, "w");
+  ck_assert_ptr_nonnull(f);
+  mm_report_describe_text(f, g, NULL, s, NULL);
+  fclose(f);
+  g_autofree char *buf = NULL;
+  ck_assert(g_file_get_contents(tp, &buf, NULL, NULL));
+  ck_assert_msg(strstr(buf, "curve gemm.bf16 (calibration) at m=16384 n=1024 k=8192 batch=1: 0.61") != NULL, "%s", buf);
+  ck_assert(strstr(buf, "outside curve gemm.bf16: scalar utilization.gemm 0.705 (paper)") != NULL);
+  ck_assert(strstr(buf, "gemm.bf16 (calibration): test") != NULL);
+}
+END_TEST
+
+static Suite *cost_suite(void)
+{
+  Suite *s = suite_create("cost");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_scalar_is_the_roofline);
+  tcase_add_test(tc, test_compute_curve);
+  tcase_add_test(tc, test_outside_the_curve_falls_back);
+  tcase_add_test(tc, test_memory_curve);
+  tcase_add_loop_test(tc, test_bad_efficiency, 0, G_N_ELEMENTS(bad_curves));
+  tcase_add_test(tc, test_every_curve_slot_parses);
+  tcase_add_test(tc, test_llama2_descriptors);
+  tcase_add_test(tc, test_decode_gemv);
+  tcase_add_test(tc, test_descriptor_flops);
+  tcase_add_test(tc, test_describe_shows_factors);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(cost_suite());
+}
