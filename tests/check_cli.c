@@ -86,6 +86,33 @@ START_TEST(test_describe_serving)
 }
 END_TEST
 
+/* describe --json prints each layer's placement: TP 8 x FSDP 256 holds 1/2048 of a
+ * column-parallel weight, runs 1/8 of its work, and all-reduces its input gradient over tp. */
+START_TEST(test_describe_placement)
+{
+  const char *args[] = {"describe", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
+                        "configs/llm-pretrain-tp-fsdp.json", "--json", "-", NULL};
+  g_autofree char *out = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &out, NULL), 0);
+  cJSON *d = parse_json(out);
+  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(d, "layers");
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(layers, 1), "ops");
+  const cJSON *qkv = NULL;
+  for (int i = 0; i < cJSON_GetArraySize(ops); i++) {
+    const cJSON *o = cJSON_GetArrayItem(ops, i);
+    if (strcmp(cJSON_GetObjectItemCaseSensitive(o, "role")->valuestring, "qkv") == 0) qkv = o;
+  }
+  ck_assert_ptr_nonnull(qkv);
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(qkv, "placement");
+  ck_assert_double_eq(num(p, "param_fraction"), 1.0 / 2048);
+  ck_assert_double_eq(num(p, "work_fraction"), 1.0 / 8);
+  const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(p, "collectives"), 0);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(c, "bwd")->valuestring, "all_reduce");
+  ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "group"), 0)->valuestring, "tp");
+  cJSON_Delete(d);
+}
+END_TEST
+
 START_TEST(test_serving_trace)
 {
   /* a serving run's trace: the prefill's processes, then the decode step's, starting when
@@ -504,6 +531,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_describe_memory_json);
   tcase_add_test(tc, test_describe_text);
   tcase_add_test(tc, test_describe_serving);
+  tcase_add_test(tc, test_describe_placement);
   tcase_add_test(tc, test_serving_trace);
   tcase_add_test(tc, test_json_file_and_determinism);
   tcase_add_test(tc, test_bad_options);

@@ -81,6 +81,50 @@ static double six_n_attention(const MmGraph *g)
   return 6.0 * g->active_params + attn;
 }
 
+static cJSON *strategy_mask_json(uint32_t mask)
+{
+  cJSON *a = cJSON_CreateArray();
+  for (int k = 0; k < MM_STRAT_COUNT; k++)
+    if (mask & MM_STRAT_MASK(k)) cJSON_AddItemToArray(a, cJSON_CreateString(mm_strategy_names[k]));
+  return a;
+}
+
+/* The placement of layer @li: what memory and lowering both read. */
+static cJSON *placement_json(const MmScenario *s, const MmGraph *g, guint li)
+{
+  MmPlacement p;
+  mm_plan_place(s, g, li, &p);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "param_fraction", p.param_frac);
+  cJSON_AddNumberToObject(o, "work_fraction", p.work_frac);
+  cJSON_AddNumberToObject(o, "weight_read_fraction", p.weight_frac);
+  cJSON_AddNumberToObject(o, "activation_fraction", p.act_frac);
+  cJSON_AddNumberToObject(o, "kv_cache_fraction", p.kv_frac);
+  cJSON_AddNumberToObject(o, "sequence_split", p.seq_split);
+  cJSON_AddBoolToObject(o, "work_follows_expert_load", p.load_scaled);
+  cJSON *cs = cJSON_AddArrayToObject(o, "collectives");
+  for (uint32_t i = 0; i < p.n_colls; i++) {
+    const MmPlaceColl *c = &p.colls[i];
+    cJSON *co = cJSON_CreateObject();
+    cJSON_AddStringToObject(co, "at", c->after ? "after" : "before");
+    cJSON_AddStringToObject(co, "reason", mm_reason_names[c->reason]);
+    cJSON_AddItemToObject(co, "group", strategy_mask_json(c->mask));
+    cJSON_AddStringToObject(co, "fwd", c->fwd == MM_COLL_NONE ? "none" : mm_coll_names[c->fwd]);
+    cJSON_AddNumberToObject(co, "fwd_bytes", c->fwd == MM_COLL_NONE ? 0 : c->fwd_bytes);
+    cJSON_AddStringToObject(co, "bwd", c->bwd == MM_COLL_NONE ? "none" : mm_coll_names[c->bwd]);
+    cJSON_AddNumberToObject(co, "bwd_bytes", c->bwd == MM_COLL_NONE ? 0 : c->bwd_bytes);
+    if (c->regather_bytes > 0) cJSON_AddNumberToObject(co, "regather_bytes", c->regather_bytes);
+    cJSON_AddItemToArray(cs, co);
+  }
+  if (p.ring_mask) {
+    cJSON *r = cJSON_AddObjectToObject(o, "ring");
+    cJSON_AddItemToObject(r, "group", strategy_mask_json(p.ring_mask));
+    cJSON_AddNumberToObject(r, "fwd_bytes_per_step", p.ring_fwd_bytes);
+    cJSON_AddNumberToObject(r, "bwd_bytes_per_step", p.ring_bwd_bytes);
+  }
+  return o;
+}
+
 static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
 {
   int64_t gpn = s->hw->gpus_per_node;
@@ -168,6 +212,7 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
       cJSON_AddStringToObject(so, "tp_split", tp_names[l->tp]);
       cJSON_AddItemToObject(so, "cost_per_sample", cost_json(&l->cost));
       mm_report_kernel_json(so, g, li, s);
+      if (s) cJSON_AddItemToObject(so, "placement", placement_json(s, g, li));
       cJSON_AddItemToArray(subs, so);
     }
     cJSON_AddItemToArray(layers, o);
@@ -195,6 +240,9 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
         cJSON_AddStringToObject(lo, "kv_exchange", mm_cp_impl_names[bs->levels[k].cp_impl]);
       cJSON_AddItemToArray(lv, lo);
     }
+    cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
+    cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
+    cJSON_AddItemToObject(gr, "expert", strategy_mask_json(mm_plan_grad_replicas(s, i, TRUE)));
     cJSON_AddBoolToObject(o, "frozen", bs->frozen);
     cJSON_AddStringToObject(o, "compute_dtype", mm_dtype_name(bs->compute_dtype));
     cJSON_AddNumberToObject(o, "samples_per_device_per_micro_step", bs->samples_per_micro);
