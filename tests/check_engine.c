@@ -1,5 +1,7 @@
 /* check_engine: the event engine on hand-computed timelines. */
+#include <math.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "engine/engine.h"
 #include "testutil.h"
@@ -297,7 +299,7 @@ START_TEST(test_contention_staggered)
 }
 END_TEST
 
-/* Latency comes first; several links move at once (pipelined) or one after another. */
+/* Data, then latency; several links move at once (pipelined) or one after another. */
 START_TEST(test_flow_latency_and_phases)
 {
   Prog p = {0};
@@ -306,6 +308,172 @@ START_TEST(test_flow_latency_and_phases)
   g_autoptr(MmEngine) e = run1(&p, 3);
   ck_assert_uint_eq(END(e, a), 110);
   ck_assert_uint_eq(END(e, b), 160);
+}
+END_TEST
+
+/* ---- resources: max-min sharing, tails, SM/HBM work ------------------------ */
+
+/* Runs @p (one class, device 0) on @n resources of capacities @cap (units per ps). */
+static MmEngine *run_caps(Prog *p, uint32_t streams, const double *cap, uint32_t n)
+{
+  static MmEngineProgram pr;
+  static MmEngineClass cl;
+  pr = (MmEngineProgram){p->ops, p->n, p->deps, streams, p->xl, p->xb, n};
+  cl = (MmEngineClass){0, p->dur, 0, cap};
+  g_autoptr(GError) error = NULL;
+  MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
+  ck_assert_msg(e != NULL, "%s", error ? error->message : "");
+  ck_assert_msg(mm_engine_run(e, &error), "%s", error ? error->message : "");
+  return e;
+}
+
+/* NVLink (10 B/ps) and NIC (1 B/ps). A moves 300 B over NVLink and 100 B over the
+ * NIC at once, B 350 B over NVLink. Equal shares (5 B/ps each on NVLink) would leave
+ * A NIC-bound (100 ps) and give B 350 / 5 = 70 ps. Max-min: the NIC bounds A, so A
+ * takes 300 / 100 = 3 B/ps of NVLink and B the other 7: 350 / 7 = 50 ps. */
+START_TEST(test_maxmin_nic_bound_flow_leaves_nvlink)
+{
+  static const double cap[2] = {10.0, 1.0};
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 0, FALSE, 0, 0, 2, 0u, 300.0, 1u, 100.0);
+  uint32_t b = flow(&p, 2, 0, FALSE, 0, 0, 1, 0u, 350.0);
+  g_autoptr(MmEngine) e = run_caps(&p, 3, cap, 2);
+  ck_assert_uint_eq(END(e, b), 50);
+  ck_assert_uint_eq(END(e, a), 100); /* the NIC, alone at 1 B/ps throughout */
+}
+END_TEST
+
+/* One link of 1 B/ps. A: 100 B then a 100 ps tail; B: 300 B then a 10 ps tail.
+ * Both at 0.5 B/ps until A's data is done at 200 (B moved 100); A's tail holds no
+ * bandwidth, so B moves its last 200 B alone: data done at 400, end 410; A ends at
+ * 300. (Were A's share held through its tail, B would end at 150 + 300 + 10 = 460.) */
+START_TEST(test_tail_releases_share)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 100, FALSE, 0, 0, 1, 0u, 100.0);
+  uint32_t b = flow(&p, 2, 10, FALSE, 0, 0, 1, 0u, 300.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_double_eq_tol((double)END(e, a), 300.0, 0.5);
+  ck_assert_double_eq_tol((double)END(e, b), 410.0, 0.5);
+}
+END_TEST
+
+/* Resources: link 0, SMs (100 FLOP/ps), HBM (2 B/ps). Kernel K: 10000 FLOP and
+ * @hbm_bytes of HBM traffic, then a 5 ps launch tail; copy D (a DMA: HBM only, no
+ * SMs): 300 B. Row 0: K reads 80 B: alone or not it is SM-bound (100 ps, 0.8 B/ps of
+ * HBM), D takes the remaining 1.2 B/ps: 120 B by 100, the last 180 B at 2 B/ps: 190.
+ * Row 1: K reads 150 B: at an equal HBM share (1 B/ps) K is HBM-bound: both get 1 B/ps;
+ * K's work is done at 150 (50 ps later than alone: contention from sharing, not a
+ * factor), end 155; D has 150 B left at 2 B/ps: 225. */
+static const struct {
+  double hbm_bytes;
+  double k_end, d_end;
+} kernel_copy_rows[] = {{80.0, 105.0, 190.0}, {150.0, 155.0, 225.0}};
+
+START_TEST(test_kernel_shares_hbm_with_copy)
+{
+  static const double cap[3] = {1.0, 100.0, 2.0};
+  Prog p = {0};
+  uint32_t k = flow(&p, 0, 5, FALSE, 0, 0, 2, 1u, 10000.0, 2u, kernel_copy_rows[_i].hbm_bytes);
+  uint32_t d = flow(&p, 1, 0, FALSE, 0, 0, 1, 2u, 300.0);
+  uint32_t after = op(&p, 0, 7, 0); /* a fixed op (no work) keeps its duration */
+  g_autoptr(MmEngine) e = run_caps(&p, 2, cap, 3);
+  ck_assert_double_eq_tol((double)END(e, k), kernel_copy_rows[_i].k_end, 0.5);
+  ck_assert_double_eq_tol((double)END(e, d), kernel_copy_rows[_i].d_end, 0.5);
+  ck_assert_uint_eq(END(e, after) - START(e, after), 7);
+}
+END_TEST
+
+/* A sequential flow holds a share of each of its links. S: 100 B on link 0 then 100 B
+ * on link 1; P: 100 B on link 1 and 400 B on link 2 at once (links 1 B/ps). Link 2
+ * bounds P (400 ps: 0.25 B/ps of link 1), so S's phase on link 1 gets 0.75 B/ps:
+ * S takes 100 + 133.3 = 233.3 ps (equal shares: 100 + 200). */
+START_TEST(test_maxmin_sequential_phases)
+{
+  Prog p = {0};
+  uint32_t s = flow(&p, 1, 0, TRUE, 0, 0, 2, 0u, 100.0, 1u, 100.0);
+  uint32_t q = flow(&p, 2, 0, FALSE, 0, 0, 2, 1u, 100.0, 2u, 400.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_double_eq_tol((double)END(e, s), 700.0 / 3.0, 1.0);
+  ck_assert_uint_eq(END(e, q), 400);
+}
+END_TEST
+
+/* Crossing flows: A 100 B on link 0 and 1000 B on link 1, B the reverse (1 B/ps each).
+ * Neither link bounds both flows at equal shares; max-min gives both the rate r with
+ * 100 r + 1000 r = 1 on each link: both end at 1100. */
+START_TEST(test_maxmin_crossing_flows)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 0, FALSE, 0, 0, 2, 0u, 100.0, 1u, 1000.0);
+  uint32_t b = flow(&p, 2, 0, FALSE, 0, 0, 2, 0u, 1000.0, 1u, 100.0);
+  g_autoptr(MmEngine) e = run1(&p, 3);
+  ck_assert_double_eq_tol((double)END(e, a), 1100.0, 1.0);
+  ck_assert_double_eq_tol((double)END(e, b), 1100.0, 1.0);
+}
+END_TEST
+
+/* Work of zero bytes is no work: the op is fixed and lasts its duration. */
+START_TEST(test_zero_work_is_fixed)
+{
+  Prog p = {0};
+  uint32_t a = flow(&p, 1, 7, FALSE, 0, 0, 1, 0u, 0.0);
+  g_autoptr(MmEngine) e = run1(&p, 2);
+  ck_assert_uint_eq(END(e, a), 7);
+}
+END_TEST
+
+/* A contended program: the same times from a second run and from a fresh engine, to the bit. */
+START_TEST(test_sharing_is_deterministic)
+{
+  static const double cap[3] = {10.0, 1.0, 2.0};
+  Prog p = {0};
+  uint32_t c = op(&p, 0, 13, 0);
+  flow(&p, 1, 3, FALSE, 0, 0, 2, 0u, 300.0, 1u, 100.0);
+  flow(&p, 2, 0, TRUE, 1, c, 2, 0u, 250.0, 2u, 77.0);
+  flow(&p, 3, 11, FALSE, 0, 0, 2, 1u, 1000.0, 2u, 100.0);
+  flow(&p, 1, 2, FALSE, 0, 0, 3, 0u, 123.0, 1u, 45.0, 2u, 678.0);
+  flow(&p, 2, 0, FALSE, 1, c, 1, 1u, 99.0);
+  MmTime s1[8], e1[8], s2[8], e2[8], s3[8], e3[8];
+  g_autoptr(MmEngine) e = run_caps(&p, 4, cap, 3);
+  mm_engine_class_times(e, 0, s1, e1);
+  g_autoptr(GError) error = NULL;
+  ck_assert(mm_engine_run(e, &error));
+  mm_engine_class_times(e, 0, s2, e2);
+  g_autoptr(MmEngine) f = run_caps(&p, 4, cap, 3);
+  mm_engine_class_times(f, 0, s3, e3);
+  ck_assert_int_eq(memcmp(s1, s2, sizeof(MmTime) * p.n), 0);
+  ck_assert_int_eq(memcmp(e1, e2, sizeof(MmTime) * p.n), 0);
+  ck_assert_int_eq(memcmp(s1, s3, sizeof(MmTime) * p.n), 0);
+  ck_assert_int_eq(memcmp(e1, e3, sizeof(MmTime) * p.n), 0);
+  ck_assert_uint_gt(mm_engine_makespan(e), 0);
+}
+END_TEST
+
+/* Work the engine cannot place: each row must be refused with MM_ENGINE_ERROR_INVALID. */
+static const double cap_zero[2] = {1.0, 0.0}, cap_nan[2] = {1.0, NAN}, cap_inf[2] = {1.0, INFINITY};
+static const struct {
+  const char *what;
+  uint32_t resource;
+  const double *cap; /* NULL: the class gives no capacities */
+} bad_work_rows[] = {
+  {"resource out of range", 2, cap_zero},
+  {"no capacities", 0, NULL},
+  {"zero capacity", 1, cap_zero},
+  {"NaN capacity", 1, cap_nan},
+  {"infinite capacity", 1, cap_inf},
+};
+
+START_TEST(test_bad_work_is_refused)
+{
+  Prog p = {0};
+  flow(&p, 0, 0, FALSE, 0, 0, 1, bad_work_rows[_i].resource, 10.0);
+  MmEngineProgram pr = {p.ops, p.n, p.deps, 1, p.xl, p.xb, 2};
+  MmEngineClass cl = {0, p.dur, 0, bad_work_rows[_i].cap};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
+  ck_assert_msg(e == NULL, "%s accepted", bad_work_rows[_i].what);
+  ck_assert(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID));
 }
 END_TEST
 
@@ -327,6 +495,16 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_contention_staggered);
   tcase_add_test(tc, test_flow_latency_and_phases);
   suite_add_tcase(s, tc);
+  TCase *tr = tcase_create("resources");
+  tcase_add_test(tr, test_maxmin_nic_bound_flow_leaves_nvlink);
+  tcase_add_test(tr, test_tail_releases_share);
+  tcase_add_loop_test(tr, test_kernel_shares_hbm_with_copy, 0, G_N_ELEMENTS(kernel_copy_rows));
+  tcase_add_test(tr, test_maxmin_sequential_phases);
+  tcase_add_test(tr, test_maxmin_crossing_flows);
+  tcase_add_test(tr, test_zero_work_is_fixed);
+  tcase_add_test(tr, test_sharing_is_deterministic);
+  tcase_add_loop_test(tr, test_bad_work_is_refused, 0, G_N_ELEMENTS(bad_work_rows));
+  suite_add_tcase(s, tr);
   return s;
 }
 

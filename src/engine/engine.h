@@ -27,11 +27,24 @@ static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
  * the receiver's op share the collective id). All members start together, and all
  * end together, when the slowest member's transfer is done.
  *
- * An op with transfers (n_xfer > 0) is a flow: it moves the given bytes through the
- * given links of its device, and ends its fixed time (the class's dur: latency) later.
- * Concurrent flows share each link equally; a flow progresses at the pace of its
- * most contended link (all links at once), or link after link when sequential.
- * Rates are recomputed whenever a flow of the device starts or ends. */
+ * An op that carries work (n_xfer > 0) is a flow: it puts the given amounts of
+ * work on the given resources of its device, and ends when all of it is done plus
+ * its fixed tail (the class's dur: a collective's latency, a kernel's launch cost).
+ * A device has n_links resources (the name is from when all were links), each
+ * with a capacity (the class's link_bw) in its own work unit per picosecond: its
+ * links (bytes), then whatever else the plan models, e.g. SMs (FLOPs) and HBM
+ * (bytes); the engine treats all alike. A flow progressing at r (fraction of its
+ * work per ps) carries r x amount on each of its resources at once or, when
+ * sequential, crosses them one after another (phases): it then holds a share of
+ * each for its whole work time, and its time is the sum of its per-resource times.
+ *
+ * Concurrent flows of a device share each resource max-min fairly (progressive
+ * filling: a resource that bounds every flow on it is saturated, each of them
+ * gets an equal share, and what is left goes round again; a flow bounded
+ * elsewhere leaves the rest of its share to the others). Work first, then the
+ * tail: a flow releases its shares when its work is done, and its tail holds
+ * none. Shares are recomputed whenever a flow of the device starts or finishes its
+ * work. An op that carries no work (or only amounts <= 0) is fixed: it lasts its dur. */
 typedef struct {
   uint32_t stream;
   uint32_t dep_first; /* into the program's deps */
@@ -40,9 +53,9 @@ typedef struct {
   uint32_t degree;    /* collective group shape */
   uint32_t stride;
   int32_t peer;       /* point-to-point: the other member's device-index offset (0: a level group) */
-  uint32_t xfer_first; /* into the program's xfer_link / xfer_bytes */
+  uint32_t xfer_first; /* into the program's xfer_link / xfer_bytes: its (resource, amount) pairs */
   uint16_t n_xfer;
-  uint16_t sequential;
+  uint16_t sequential; /* its resources one after another, not all at once */
 } MmEngineOp;
 
 typedef struct {
@@ -50,24 +63,25 @@ typedef struct {
   uint32_t n_ops;
   const uint32_t *deps;
   uint32_t n_streams;
-  const uint32_t *xfer_link; /* link index per transfer */
-  const double *xfer_bytes;  /* bytes per transfer */
-  uint32_t n_links;          /* links per device */
+  const uint32_t *xfer_link; /* resource per transfer */
+  const double *xfer_bytes;  /* work per transfer, in its resource's unit (bytes on links) */
+  uint32_t n_links;          /* resources per device (named when all were links): links, then e.g. SMs, HBM */
 } MmEngineProgram;
 
 /* A device class: devices that behave identically, simulated once. */
 typedef struct {
   uint32_t program;
-  const MmTime *dur;      /* per op of its program: compute time, or a flow's latency */
+  const MmTime *dur;      /* per op of its program: a fixed op's time, or a flow's tail after its work */
   uint32_t rep_device;    /* a member device: locates its collective groups */
-  const double *link_bw;  /* per link: bytes per picosecond (NULL when the program has no flows) */
+  const double *link_bw;  /* per resource: work units per picosecond, bytes on links (NULL when no flows) */
 } MmEngineClass;
 
 typedef struct MmEngine MmEngine;
 
 /* Builds the engine's flat state for @programs and @classes (borrowed: they must
  * outlive the engine). Fails when a program is malformed (a dependency on a
- * later op, a stream out of range) or collectives do not match across classes. */
+ * later op, a stream or resource out of range), a class lacks a positive capacity
+ * for a resource its program puts work on, or collectives do not match. */
 MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, const MmEngineClass *classes,
                         uint32_t n_classes, GError **error);
 void mm_engine_free(MmEngine *e);
