@@ -1,0 +1,289 @@
+/* build: an engine's flat state from programs and classes (indices, collective slots, resources). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- construction ------------------------------------------------------ */
+
+/* Capacity of resource @r of a device of class @cl (work units per picosecond). */
+
+static gboolean index_work(const MmEngineProgram *p, ProgIndex *ix, GError **error)
+{
+  const uint32_t n_res = p->n_links;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) total += p->ops[i].n_xfer;
+  ix->work_first = g_new(uint32_t, p->n_ops + 1);
+  ix->work_res = g_new(uint32_t, total + 1);
+  ix->work_amt = g_new(double, total + 1);
+  g_autofree uint8_t *used = g_new0(uint8_t, n_res + 1);
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmEngineOp *op = &p->ops[i];
+    ix->work_first[i] = w;
+    for (uint32_t k = 0; k < op->n_xfer; k++) {
+      uint32_t r = p->xfer_link[op->xfer_first + k];
+      double amt = p->xfer_bytes[op->xfer_first + k];
+      if (r >= n_res) {
+        g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID,
+                    "op %u: work on resource %u, but a device has %u resources", i, r, n_res);
+        return FALSE;
+      }
+      if (!(amt > 0)) continue;
+      uint32_t j = ix->work_first[i];
+      while (j < w && ix->work_res[j] != r) j++;
+      if (j == w) {
+        ix->work_res[w] = r;
+        ix->work_amt[w++] = 0;
+      }
+      ix->work_amt[j] += amt;
+      used[r] = 1;
+    }
+    ix->max_work = MAX(ix->max_work, w - ix->work_first[i]);
+  }
+  ix->work_first[p->n_ops] = w;
+  ix->used_res = g_new(uint32_t, n_res + 1);
+  for (uint32_t r = 0; r < n_res; r++)
+    if (used[r]) ix->used_res[ix->n_used++] = r;
+  return TRUE;
+}
+
+static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **error)
+{
+  ix->succ_first = g_new0(uint32_t, p->n_ops + 1);
+  ix->stream_first = g_new0(uint32_t, p->n_streams + 1);
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmEngineOp *op = &p->ops[i];
+    if (op->stream >= p->n_streams) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "op %u: stream %u out of range", i, op->stream);
+      return FALSE;
+    }
+    ix->stream_first[op->stream + 1]++;
+    for (uint32_t k = 0; k < op->n_deps; k++) {
+      uint32_t d = p->deps[op->dep_first + k];
+      if (d >= i) {
+        g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID,
+                    "op %u depends on op %u, which does not precede it", i, d);
+        return FALSE;
+      }
+      ix->succ_first[d + 1]++;
+    }
+    if (op->coll != MM_NO_COLL && op->peer == 0 && (op->degree == 0 || op->stride == 0)) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "op %u: collective without a group", i);
+      return FALSE;
+    }
+  }
+  for (uint32_t i = 0; i < p->n_ops; i++) ix->succ_first[i + 1] += ix->succ_first[i];
+  for (uint32_t s = 0; s < p->n_streams; s++) ix->stream_first[s + 1] += ix->stream_first[s];
+  ix->succ = g_new(uint32_t, ix->succ_first[p->n_ops] + 1);
+  ix->stream_ops = g_new(uint32_t, p->n_ops + 1);
+  g_autofree uint32_t *fill = g_new0(uint32_t, MAX(p->n_ops, p->n_streams) + 1);
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmEngineOp *op = &p->ops[i];
+    for (uint32_t k = 0; k < op->n_deps; k++) {
+      uint32_t d = p->deps[op->dep_first + k];
+      ix->succ[ix->succ_first[d] + fill[d]++] = i;
+    }
+  }
+  memset(fill, 0, sizeof(uint32_t) * (MAX(p->n_ops, p->n_streams) + 1));
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    uint32_t s = p->ops[i].stream;
+    ix->stream_ops[ix->stream_first[s] + fill[s]++] = i; /* program order within each stream */
+  }
+  return index_work(p, ix, error);
+}
+
+typedef struct {
+  uint64_t key;
+  uint32_t cls, op;
+} SlotRef;
+
+static int slot_ref_cmp(const void *a, const void *b)
+{
+  const SlotRef *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  if (x->cls != y->cls) return x->cls < y->cls ? -1 : 1;
+  return x->op < y->op ? -1 : x->op > y->op;
+}
+
+/* Groups matching collective ops of all classes into slots. A class stands for
+ * all devices like its representative; its group instance is the representative's
+ * index with the level digit cleared. */
+static void build_slots(MmEngine *e)
+{
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    const MmEngineProgram *p = &e->programs[e->classes[c].program];
+    for (uint32_t i = 0; i < p->n_ops; i++) n += p->ops[i].coll != MM_NO_COLL;
+  }
+  g_autofree SlotRef *refs = g_new(SlotRef, n + 1);
+  uint32_t k = 0;
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    const MmEngineProgram *p = &e->programs[e->classes[c].program];
+    uint64_t d = e->classes[c].rep_device;
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+      const MmEngineOp *op = &p->ops[i];
+      if (op->coll == MM_NO_COLL) continue;
+      uint64_t gid = op->peer != 0 ? MIN(d, (uint64_t)((int64_t)d + op->peer))
+                                   : d - ((d / op->stride) % op->degree) * op->stride;
+      refs[k++] = (SlotRef){((uint64_t)op->coll << 32) | gid, c, i};
+    }
+  }
+  gboolean sorted = TRUE; /* one class: collective ids ascend already */
+  for (uint32_t i = 1; i < n && sorted; i++) sorted = slot_ref_cmp(&refs[i - 1], &refs[i]) < 0;
+  if (!sorted) qsort(refs, n, sizeof(SlotRef), slot_ref_cmp);
+  for (uint32_t i = 0; i < e->total_ops; i++) e->st[i].slot = UINT32_MAX;
+  e->slot_first = g_new0(uint32_t, n + 2);
+  e->member_cls = g_new(uint32_t, n + 1);
+  e->member_op = g_new(uint32_t, n + 1);
+  uint32_t slots = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i == 0 || refs[i].key != refs[i - 1].key) e->slot_first[slots++] = i;
+    e->member_cls[i] = refs[i].cls;
+    e->member_op[i] = refs[i].op;
+    e->st[e->op_base[refs[i].cls] + refs[i].op].slot = slots - 1;
+  }
+  e->slot_first[slots] = n;
+  e->n_slots = slots;
+  e->slot_needed = g_new0(uint32_t, slots + 1);
+  e->slot_arrived = g_new0(uint32_t, slots + 1);
+  e->slot_done = g_new0(uint32_t, slots + 1);
+  e->slot_dur = g_new0(MmTime, slots + 1);
+  for (uint32_t s = 0; s < slots; s++) {
+    e->slot_needed[s] = e->slot_first[s + 1] - e->slot_first[s];
+    for (uint32_t m = e->slot_first[s]; m < e->slot_first[s + 1]; m++) {
+      MmTime d = e->classes[e->member_cls[m]].dur[e->member_op[m]];
+      e->slot_dur[s] = MAX(e->slot_dur[s], d);
+    }
+  }
+}
+
+MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, const MmEngineClass *classes,
+                        uint32_t n_classes, GError **error)
+{
+  g_return_val_if_fail(programs && classes && n_classes > 0, NULL);
+  g_autoptr(MmEngine) e = g_new0(MmEngine, 1);
+  e->programs = programs;
+  e->n_programs = n_programs;
+  e->classes = classes;
+  e->n_classes = n_classes;
+  e->index = g_new0(ProgIndex, n_programs);
+  for (uint32_t p = 0; p < n_programs; p++)
+    if (!index_program(&programs[p], &e->index[p], error)) return NULL;
+  e->op_base = g_new(uint32_t, n_classes + 1);
+  e->stream_base = g_new(uint32_t, n_classes + 1);
+  uint64_t ops = 0, streams = 0;
+  for (uint32_t c = 0; c < n_classes; c++) {
+    if (classes[c].program >= n_programs) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "class %u: no program %u", c, classes[c].program);
+      return NULL;
+    }
+    e->op_base[c] = (uint32_t)ops;
+    e->stream_base[c] = (uint32_t)streams;
+    ops += programs[classes[c].program].n_ops;
+    streams += programs[classes[c].program].n_streams;
+    if (ops >= UINT32_MAX / 2) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many ops (%" G_GUINT64_FORMAT ")", ops);
+      return NULL;
+    }
+  }
+  e->total_ops = (uint32_t)ops;
+  e->total_streams = (uint32_t)streams;
+  e->st = g_new0(OpState, e->total_ops + 1);
+  e->class_end = g_new0(MmTime, n_classes + 1);
+  e->cursor = g_new0(uint32_t, e->total_streams + 1);
+  e->busy = g_new0(uint8_t, e->total_streams + 1);
+  e->heap_cap = MAX(64u, e->total_streams * 4);
+  e->heap = g_new(Event, e->heap_cap);
+  e->active = g_new0(uint32_t, e->total_streams + 1);
+  e->n_active = g_new0(uint32_t, n_classes + 1);
+  e->res_base = g_new(uint32_t, n_classes + 1);
+  for (uint32_t c = 0; c < n_classes; c++) {
+    const ProgIndex *ix = &e->index[classes[c].program];
+    e->res_base[c] = e->total_res;
+    e->total_res += programs[classes[c].program].n_links;
+    for (uint32_t u = 0; u < ix->n_used; u++) {
+      uint32_t r = ix->used_res[u];
+      double cap = resource_cap(&classes[c], r);
+      if (!(cap > 0) || isinf(cap)) {
+        g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID,
+                    "class %u: resource %u carries work but its capacity is not a positive finite number", c, r);
+        return NULL;
+      }
+    }
+  }
+  for (uint32_t p = 0; p < n_programs; p++) {
+    const uint32_t n_res = programs[p].n_links;
+    const uint32_t ents = MIN(e->index[p].work_first[programs[p].n_ops], programs[p].n_streams * e->index[p].max_work);
+    e->max_res = MAX(e->max_res, n_res);
+    e->max_ent = MAX(e->max_ent, ents);
+  }
+  e->res_users = g_new0(uint32_t, e->total_res + 1);
+  e->r_left = g_new(double, e->max_res + 1);
+  e->r_share = g_new(double, e->max_res + 1);
+  e->r_users = g_new(uint32_t, e->max_res + 1);
+  e->r_bound = g_new(uint32_t, e->max_res + 1);
+  e->r_stamp = g_new0(uint32_t, e->max_res + 1);
+  e->touched = g_new(uint32_t, e->max_res + 1);
+  e->ent_flow = g_new(uint32_t, e->max_ent + 1);
+  e->ent_first = g_new(uint32_t, e->max_ent + 1);
+  e->ent_n = g_new(uint32_t, e->max_ent + 1);
+  e->ent_bind = g_new(uint32_t, e->max_ent + 1);
+  e->ent_fixed = g_new(uint8_t, e->max_ent + 1);
+  e->ent_ps = g_new(double, e->max_ent + 1);
+  uint32_t max_streams = 0;
+  for (uint32_t p = 0; p < n_programs; p++) max_streams = MAX(max_streams, programs[p].n_streams);
+  e->flow_ps = g_new(double, max_streams + 1);
+  build_slots(e);
+  return g_steal_pointer(&e);
+}
+
+void mm_engine_free(MmEngine *e)
+{
+  if (!e) return;
+  for (uint32_t p = 0; e->index && p < e->n_programs; p++) {
+    g_free(e->index[p].succ_first);
+    g_free(e->index[p].succ);
+    g_free(e->index[p].stream_first);
+    g_free(e->index[p].stream_ops);
+    g_free(e->index[p].work_first);
+    g_free(e->index[p].work_res);
+    g_free(e->index[p].work_amt);
+    g_free(e->index[p].used_res);
+  }
+  g_free(e->index);
+  g_free(e->op_base);
+  g_free(e->stream_base);
+  g_free(e->st);
+  g_free(e->class_end);
+  g_free(e->cursor);
+  g_free(e->busy);
+  g_free(e->slot_first);
+  g_free(e->slot_needed);
+  g_free(e->slot_arrived);
+  g_free(e->slot_done);
+  g_free(e->slot_dur);
+  g_free(e->member_cls);
+  g_free(e->member_op);
+  g_free(e->active);
+  g_free(e->n_active);
+  g_free(e->res_users);
+  g_free(e->res_base);
+  g_free(e->r_left);
+  g_free(e->r_share);
+  g_free(e->r_users);
+  g_free(e->r_bound);
+  g_free(e->r_stamp);
+  g_free(e->touched);
+  g_free(e->ent_flow);
+  g_free(e->ent_first);
+  g_free(e->ent_n);
+  g_free(e->ent_bind);
+  g_free(e->ent_fixed);
+  g_free(e->ent_ps);
+  g_free(e->flow_ps);
+  g_free(e->heap);
+  g_free(e);
+}
+
