@@ -191,6 +191,55 @@ START_TEST(test_one_shot)
 }
 END_TEST
 
+/* A full mesh of @g GPUs (one node, each GPU with a link to every peer). */
+static char *mesh_system(int g)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/mi300x.json");
+  return g_strdup_printf("{\"name\":\"mesh\",\"device\":\"%s\",\"gpus_per_node\":%d,\"nodes\":2,"
+                         "\"intra_node\":{\"topology\":\"full_mesh\",\"links_per_gpu\":%d,\"link_bw_GBps\":64},"
+                         "\"inter_node\":{\"topology\":\"fat_tree\",\"nics_per_gpu\":1,\"nic_bw_Gbps\":400}}",
+                         dev, g, g - 1);
+}
+
+START_TEST(test_large_full_mesh)
+{
+  /* 40 GPUs: the traffic to the peer at offset 39 takes its own mesh link, not the NIC (the link
+   * arrays used to hold 38 peers); 48 GPUs used to abort */
+  static const int sizes[] = {40, 48, MM_FULL_MESH_MAX_GPUS};
+  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    const int g = sizes[i];
+    g_autofree char *sys = mesh_system(g);
+    g_autoptr(MmHardware) hw = load_hw(sys);
+    MmLinks L;
+    mm_comm_links(hw, &L);
+    ck_assert_uint_eq(L.n_intra, (uint32_t)(g - 1));
+    ck_assert_uint_eq(L.n, (uint32_t)(g + 1));
+    for (uint32_t r = L.intra_first; r < L.intra_first + L.n_intra; r++) ck_assert_int_eq(L.kind[r], MM_LINK_INTRA);
+    ck_assert_int_eq(L.kind[L.nic], MM_LINK_NIC);
+    ck_assert_int_eq(L.kind[L.host], MM_LINK_HOST);
+    /* the whole node: every mesh link (the last one to the peer at offset g - 1), each with 1/(g-1) of
+     * the traffic, nothing on the NIC or the host link */
+    MmCommCost all = cost(hw, MM_COLL_ALL_GATHER, GiB, g, 1, MM_ALGO_RING);
+    ck_assert_uint_eq(all.n_use, (uint32_t)(g - 1));
+    ck_assert_double_gt(link_bytes(&all, L.intra_first + (uint32_t)(g - 2)), 0);
+    ck_assert_double_eq(link_bytes(&all, L.nic), 0);
+    ck_assert_double_eq(link_bytes(&all, L.host), 0);
+    for (uint32_t u = 0; u < all.n_use; u++) {
+      ck_assert_int_eq(L.kind[all.link[u]], MM_LINK_INTRA);
+      ck_assert_double_eq_tol(all.bytes[u], (g - 1.0) / g * GiB / (g - 1.0), 1);
+    }
+  }
+  /* one more GPU than the link arrays hold: a load error naming the key, not an abort */
+  g_autofree char *sys = mesh_system(MM_FULL_MESH_MAX_GPUS + 1);
+  g_autofree char *p = mm_test_write("bigmesh.json", sys);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) none = mm_hardware_load(p, &error);
+  ck_assert_ptr_null(none);
+  ck_assert(g_error_matches(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_RANGE));
+  ck_assert_msg(strstr(error->message, "bigmesh.json: $.gpus_per_node: ") != NULL, "%s", error->message);
+}
+END_TEST
+
 START_TEST(test_torus)
 {
   g_autofree char *dev = mm_test_src("hardware/devices/mi210.json");
@@ -372,6 +421,7 @@ static Suite *comm_suite(void)
   tcase_add_test(tc, test_auto_picks_fastest);
   tcase_add_test(tc, test_one_shot);
   tcase_add_test(tc, test_torus);
+  tcase_add_test(tc, test_large_full_mesh);
   tcase_add_test(tc, test_sparse_allreduce);
   tcase_add_test(tc, test_measured_curves);
   tcase_add_test(tc, test_superpod_speedup);

@@ -43,7 +43,8 @@ void mm_comm_links(const MmHardware *hw, MmLinks *out)
     if (in->topology == MM_TOPO_FULL_MESH) {
       /* one resource per peer offset: the links from this GPU to (self + o) mod g */
       double per_peer = (double)in->links / (double)(g - 1) * in->link_bw_Bps * in->efficiency;
-      out->n_intra = (uint32_t)MIN(g - 1, MM_LINKS_MAX - 2);
+      g_assert(g - 1 + 2 <= MM_LINKS_MAX); /* the loader caps full meshes at MM_FULL_MESH_MAX_GPUS */
+      out->n_intra = (uint32_t)(g - 1);
       for (uint32_t i = 0; i < out->n_intra; i++) {
         out->bw_Bps[out->n] = per_peer;
         out->kind[out->n++] = MM_LINK_INTRA;

@@ -11,7 +11,7 @@ G_BEGIN_DECLS
  * transfers: the intra-node port (switch) or one link per peer (full mesh) or two
  * (ring), the device's share of the node's NICs, and the host (PCIe) link.
  * Bandwidths are effective (line rate x efficiency), bytes/s, per direction. */
-#define MM_LINKS_MAX 40
+#define MM_LINKS_MAX (MM_FULL_MESH_MAX_GPUS + 1) /* a full mesh's peers + the NIC + the host link */
 
 typedef enum { MM_LINK_INTRA, MM_LINK_NIC, MM_LINK_HOST } MmLinkKind;
 

@@ -204,6 +204,10 @@ typedef enum {
 
 extern const char *const mm_topology_names[];
 
+/* A full mesh gives each GPU one link resource per peer; src/comm sizes its per-device link
+ * arrays for this many GPUs (the loader rejects larger meshes). */
+#define MM_FULL_MESH_MAX_GPUS 64
+
 typedef struct {
   gboolean present;
   MmTopology topology;

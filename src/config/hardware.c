@@ -252,6 +252,13 @@ static gboolean parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char
     out->links = raw.links_per_gpu;
     out->link_bw_Bps = raw.link_bw_GBps * 1e9;
     out->bw_per_gpu_Bps = (double)raw.links_per_gpu * out->link_bw_Bps;
+    if (out->topology == MM_TOPO_FULL_MESH && gpus_per_node > MM_FULL_MESH_MAX_GPUS) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, "$.gpus_per_node",
+                    "%" G_GINT64_FORMAT " GPUs in a full mesh need %" G_GINT64_FORMAT
+                    " links each; madmax models full meshes of up to %d GPUs",
+                    gpus_per_node, gpus_per_node - 1, MM_FULL_MESH_MAX_GPUS);
+      return FALSE;
+    }
     if (out->topology == MM_TOPO_FULL_MESH && gpus_per_node > 1 && raw.links_per_gpu < gpus_per_node - 1) {
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
                     "a full mesh of %" G_GINT64_FORMAT " GPUs needs at least %" G_GINT64_FORMAT
