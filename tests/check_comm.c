@@ -101,7 +101,7 @@ START_TEST(test_in_network_reduction)
   /* NVLS: each GPU sends S into the switch and receives S, at the in-network efficiency */
   g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
   MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, 16 * GiB, 8, 1, MM_ALGO_IN_NETWORK);
-  double algbw = 450e9 * hw->intra.in_network_efficiency;
+  double algbw = 450e9 * hw->intra.in_network_efficiency.value;
   ck_assert_double_eq_tol(o.alg_bw_Bps / algbw, 1.0, 0.01);
   /* A100 has no NVLS: forcing it does not apply, and auto never picks it */
   g_autoptr(MmHardware) a100 = load_hw("hardware/dgx-a100-2048.json");
@@ -159,8 +159,8 @@ START_TEST(test_one_shot)
   mm_comm_links(hw, &L);
   const double S = 32768;
   MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_ONE_SHOT);
-  const double port = 18 * 25e9 * hw->intra.efficiency; /* 18 NVLink4 links of 25 GB/s */
-  ck_assert_double_eq_tol(o.time_s, hw->intra.one_shot_latency_s + 7 * S / (port * hw->intra.ll_efficiency), 1e-12);
+  const double port = 18 * 25e9 * hw->intra.efficiency.value; /* 18 NVLink4 links of 25 GB/s */
+  ck_assert_double_eq_tol(o.time_s, hw->intra.one_shot_latency_s.value + 7 * S / (port * hw->intra.protocol[MM_PROTO_LL].efficiency.value), 1e-12);
   /* SGLang's 8 x H100 custom all-reduce (PR 2904): 5.7 us at 4 KiB, 7.8 us at 32 KiB */
   MmCommCost o4 = cost(hw, MM_COLL_ALL_REDUCE, 4096, 8, 1, MM_ALGO_ONE_SHOT);
   ck_assert_double_eq_tol(o4.time_s, 5.7e-6, 0.1 * 5.7e-6);
@@ -187,7 +187,7 @@ START_TEST(test_one_shot)
   g_autoptr(MmHardware) mi = load_hw("hardware/mi300x-8.json");
   MmCommCost m = cost(mi, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_ONE_SHOT);
   ck_assert_uint_eq(m.n_use, 7);
-  ck_assert_double_eq_tol(m.bytes[0], S / mi->intra.ll_efficiency, 1e-6);
+  ck_assert_double_eq_tol(m.bytes[0], S / mi->intra.protocol[MM_PROTO_LL].efficiency.value, 1e-6);
 }
 END_TEST
 

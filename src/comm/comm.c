@@ -6,7 +6,6 @@
 
 const char *const mm_scope_names[] = {"intra_node", "inter_node", "intra_and_inter_node", NULL};
 const char *const mm_sparse_method_names[] = {"dense", "sparse", "host", NULL};
-const char *const mm_protocol_names[] = {"simple", "ll", NULL};
 
 
 MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t stride)
@@ -42,7 +41,7 @@ void mm_comm_links(const MmHardware *hw, MmLinks *out)
   if (in->present && g > 1) {
     if (in->topology == MM_TOPO_FULL_MESH) {
       /* one resource per peer offset: the links from this GPU to (self + o) mod g */
-      double per_peer = (double)in->links / (double)(g - 1) * in->link_bw_Bps * in->efficiency;
+      double per_peer = (double)in->links / (double)(g - 1) * in->link_bw_Bps * in->efficiency.value;
       g_assert(g - 1 + 2 <= MM_LINKS_MAX); /* the loader caps full meshes at MM_FULL_MESH_MAX_GPUS */
       out->n_intra = (uint32_t)(g - 1);
       for (uint32_t i = 0; i < out->n_intra; i++) {
@@ -52,19 +51,19 @@ void mm_comm_links(const MmHardware *hw, MmLinks *out)
     } else if (in->topology == MM_TOPO_RING) {
       out->n_intra = 2; /* to the next and to the previous GPU */
       for (int i = 0; i < 2; i++) {
-        out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency / 2.0;
+        out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency.value / 2.0;
         out->kind[out->n++] = MM_LINK_INTRA;
       }
     } else {
       out->n_intra = 1; /* the GPU's port into the switch */
-      out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency;
+      out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency.value;
       out->kind[out->n++] = MM_LINK_INTRA;
-      if (in->in_network_reduction) out->in_network_bw_Bps = in->bw_per_gpu_Bps * in->in_network_efficiency;
+      if (in->in_network_reduction) out->in_network_bw_Bps = in->bw_per_gpu_Bps * in->in_network_efficiency.value;
     }
   }
   if (hw->inter.present) {
     out->nic = out->n;
-    out->bw_Bps[out->n] = hw->inter.bw_per_gpu_Bps * hw->inter.efficiency;
+    out->bw_Bps[out->n] = hw->inter.bw_per_gpu_Bps * hw->inter.efficiency.value;
     out->kind[out->n++] = MM_LINK_NIC;
   }
   out->host = out->n;
@@ -408,7 +407,7 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
   if (row->applies && !row->applies(x)) return FALSE;
   row->traffic(x, o);
   Steps st = row->steps(x);
-  double base = row->base == BASE_ONE_SHOT ? x->hw->intra.one_shot_latency_s : x->base;
+  double base = row->base == BASE_ONE_SHOT ? x->hw->intra.one_shot_latency_s.value : x->base;
   o->latency_s = base + (st.intra * x->ai + st.inter * x->ae);
   double data = 0;
   for (uint32_t i = 0; i < o->n_use; i++) {
@@ -426,23 +425,20 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
   return TRUE;
 }
 
+/* The protocol's parameters (a row of each network's protocol table): per-step latencies on
+ * both networks, the per-collective latency of the network the group's slowest hop crosses, and
+ * link bytes per payload byte (1 / its efficiency; across nodes the lower of the two networks'). */
 static void set_protocol(Ctx *x, MmProtocol proto)
 {
   const MmHardware *hw = x->hw;
+  const MmProtocolParams *pi = &hw->intra.protocol[proto], *pe = &hw->inter.protocol[proto];
   const gboolean inter = x->sh.nodes > 1;
   x->proto = proto;
-  if (proto == MM_PROTO_LL) {
-    x->ai = hw->intra.ll_latency_s;
-    x->ae = hw->inter.ll_latency_s;
-    x->base = inter ? hw->inter.ll_base_latency_s : hw->intra.ll_base_latency_s;
-    x->bw_scale = 1.0 / (inter ? MIN(hw->inter.ll_efficiency, hw->intra.present ? hw->intra.ll_efficiency : 1.0)
-                               : hw->intra.ll_efficiency);
-  } else {
-    x->ai = hw->intra.latency_s;
-    x->ae = hw->inter.latency_s;
-    x->base = inter ? hw->inter.base_latency_s : hw->intra.base_latency_s;
-    x->bw_scale = 1.0;
-  }
+  x->ai = pi->latency_s.value;
+  x->ae = pe->latency_s.value;
+  x->base = inter ? pe->base_latency_s.value : pi->base_latency_s.value;
+  x->bw_scale = 1.0 / (inter ? MIN(pe->efficiency.value, hw->intra.present ? pi->efficiency.value : 1.0)
+                             : pi->efficiency.value);
 }
 
 static void init_ctx(Ctx *x, const MmHardware *hw, const MmLinks *links, const MmCollective *c)

@@ -58,10 +58,7 @@ MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t s
  * through each of its links. Alone on idle links it takes latency + max over links
  * of bytes / bandwidth (pipelined algorithms), or latency + their sum (sequential
  * phases). The engine shares links between concurrent collectives. */
-/* NCCL's protocols: simple (bulk, fitted to large messages) and LL (low latency: a flag in
- * every 8-byte store; little latency, a fraction of the bandwidth). */
-typedef enum { MM_PROTO_SIMPLE, MM_PROTO_LL, MM_PROTO_COUNT } MmProtocol;
-extern const char *const mm_protocol_names[];
+/* MmProtocol (simple, LL) and its parameters live in config/config.h (system files give them). */
 
 typedef struct {
   MmAlgorithm algorithm; /* the one chosen */

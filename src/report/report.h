@@ -36,6 +36,13 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
 void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode, const MmScenario *s,
                              const MmMemory *mem);
 
+/* Adds "hardware_parameters" to @root: every behavioural network number of @hw with its value,
+ * unit, origin (system file, fit file, default) and evidence; the paths left at defaults and
+ * those given without provenance. */
+void mm_report_hardware_params_json(const MmHardware *hw, cJSON *root);
+/* The same as text: a summary line and the parameters at defaults. */
+void mm_report_hardware_params_text(FILE *out, const MmHardware *hw);
+
 /* The memory object of run and describe documents. (transfer full) */
 cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m);
 
