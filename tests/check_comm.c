@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "report/report.h"
 #include "testutil.h"
 #include "validate/validate.h"
 
@@ -102,7 +103,7 @@ START_TEST(test_in_network_reduction)
   /* NVLS: each GPU sends S into the switch and receives S, at the in-network efficiency */
   g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
   MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, 16 * GiB, 8, 1, MM_ALGO_IN_NETWORK);
-  double algbw = 450e9 * hw->intra.in_network_efficiency;
+  double algbw = 450e9 * hw->intra.in_network_efficiency.value;
   ck_assert_double_eq_tol(o.alg_bw_Bps / algbw, 1.0, 0.01);
   /* A100 has no NVLS: forcing it does not apply, and auto never picks it */
   g_autoptr(MmHardware) a100 = load_hw("hardware/dgx-a100-2048.json");
@@ -160,8 +161,8 @@ START_TEST(test_one_shot)
   mm_comm_links(hw, &L);
   const double S = 32768;
   MmCommCost o = cost(hw, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_ONE_SHOT);
-  const double port = 18 * 25e9 * hw->intra.efficiency; /* 18 NVLink4 links of 25 GB/s */
-  ck_assert_double_eq_tol(o.time_s, hw->intra.one_shot_latency_s + 7 * S / (port * hw->intra.ll_efficiency), 1e-12);
+  const double port = 18 * 25e9 * hw->intra.efficiency.value; /* 18 NVLink4 links of 25 GB/s */
+  ck_assert_double_eq_tol(o.time_s, hw->intra.one_shot_latency_s.value + 7 * S / (port * hw->intra.protocol[MM_PROTO_LL].efficiency.value), 1e-12);
   /* SGLang's 8 x H100 custom all-reduce (PR 2904): 5.7 us at 4 KiB, 7.8 us at 32 KiB */
   MmCommCost o4 = cost(hw, MM_COLL_ALL_REDUCE, 4096, 8, 1, MM_ALGO_ONE_SHOT);
   ck_assert_double_eq_tol(o4.time_s, 5.7e-6, 0.1 * 5.7e-6);
@@ -188,7 +189,56 @@ START_TEST(test_one_shot)
   g_autoptr(MmHardware) mi = load_hw("hardware/mi300x-8.json");
   MmCommCost m = cost(mi, MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_ONE_SHOT);
   ck_assert_uint_eq(m.n_use, 7);
-  ck_assert_double_eq_tol(m.bytes[0], S / mi->intra.ll_efficiency, 1e-6);
+  ck_assert_double_eq_tol(m.bytes[0], S / mi->intra.protocol[MM_PROTO_LL].efficiency.value, 1e-6);
+}
+END_TEST
+
+/* A full mesh of @g GPUs (one node, each GPU with a link to every peer). */
+static char *mesh_system(int g)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/mi300x.json");
+  return g_strdup_printf("{\"name\":\"mesh\",\"device\":\"%s\",\"gpus_per_node\":%d,\"nodes\":2,"
+                         "\"intra_node\":{\"topology\":\"full_mesh\",\"links_per_gpu\":%d,\"link_bw_GBps\":64},"
+                         "\"inter_node\":{\"topology\":\"fat_tree\",\"nics_per_gpu\":1,\"nic_bw_Gbps\":400}}",
+                         dev, g, g - 1);
+}
+
+START_TEST(test_large_full_mesh)
+{
+  /* 40 GPUs: the traffic to the peer at offset 39 takes its own mesh link, not the NIC (the link
+   * arrays used to hold 38 peers); 48 GPUs used to abort */
+  static const int sizes[] = {40, 48, MM_FULL_MESH_MAX_GPUS};
+  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    const int g = sizes[i];
+    g_autofree char *sys = mesh_system(g);
+    g_autoptr(MmHardware) hw = load_hw(sys);
+    MmLinks L;
+    mm_comm_links(hw, &L);
+    ck_assert_uint_eq(L.n_intra, (uint32_t)(g - 1));
+    ck_assert_uint_eq(L.n, (uint32_t)(g + 1));
+    for (uint32_t r = L.intra_first; r < L.intra_first + L.n_intra; r++) ck_assert_int_eq(L.kind[r], MM_LINK_INTRA);
+    ck_assert_int_eq(L.kind[L.nic], MM_LINK_NIC);
+    ck_assert_int_eq(L.kind[L.host], MM_LINK_HOST);
+    /* the whole node: every mesh link (the last one to the peer at offset g - 1), each with 1/(g-1) of
+     * the traffic, nothing on the NIC or the host link */
+    MmCommCost all = cost(hw, MM_COLL_ALL_GATHER, GiB, g, 1, MM_ALGO_RING);
+    ck_assert_uint_eq(all.n_use, (uint32_t)(g - 1));
+    ck_assert_double_gt(link_bytes(&all, L.intra_first + (uint32_t)(g - 2)), 0);
+    ck_assert_double_eq(link_bytes(&all, L.nic), 0);
+    ck_assert_double_eq(link_bytes(&all, L.host), 0);
+    for (uint32_t u = 0; u < all.n_use; u++) {
+      ck_assert_int_eq(L.kind[all.link[u]], MM_LINK_INTRA);
+      ck_assert_double_eq_tol(all.bytes[u], (g - 1.0) / g * GiB / (g - 1.0), 1);
+    }
+  }
+  /* one more GPU than the link arrays hold: a load error naming the key, not an abort */
+  g_autofree char *sys = mesh_system(MM_FULL_MESH_MAX_GPUS + 1);
+  g_autofree char *p = mm_test_write("bigmesh.json", sys);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) none = mm_hardware_load(p, &error);
+  ck_assert_ptr_null(none);
+  ck_assert(g_error_matches(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_RANGE));
+  ck_assert_msg(strstr(error->message, "bigmesh.json: $.gpus_per_node: ") != NULL, "%s", error->message);
 }
 END_TEST
 
@@ -361,6 +411,210 @@ START_TEST(test_cli_op_collective)
 }
 END_TEST
 
+/* ---- hardware files: protocols, provenance, fits ------------------------------------------- */
+
+/* A one-node system of 8 A100 whose intra_node object is @intra (JSON members, no braces). */
+static char *node_with(const char *intra, const char *inter)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  return g_strdup_printf("{\"name\":\"n\",\"device\":\"%s\",\"gpus_per_node\":8,\"nodes\":%d,"
+                         "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25%s%s}%s%s%s}",
+                         dev, inter ? 2 : 1, intra[0] ? "," : "", intra, inter ? ",\"inter_node\":{\"topology\":"
+                         "\"fat_tree\",\"nics_per_gpu\":1,\"nic_bw_Gbps\":200," : "", inter ? inter : "", inter ? "}" : "");
+}
+
+/* @text with each keys[i][0] replaced by keys[i][1]. (transfer full) */
+static char *subst(const char *text, const char *const keys[][2], guint n)
+{
+  if (!text) return NULL;
+  char *s = g_strdup(text);
+  for (guint k = 0; k < n; k++) {
+    g_auto(GStrv) parts = g_strsplit(s, keys[k][0], -1);
+    g_free(s);
+    s = g_strjoinv(keys[k][1], parts);
+  }
+  return s;
+}
+
+typedef struct {
+  const char *what, *intra, *inter;
+  MmConfigError code;
+  const char *where; /* in the message, after the file name */
+} BadNet;
+
+static const BadNet bad_nets[] = {
+  {"flat LL key of the old layout", "\"ll_base_latency_us\":40", NULL, MM_CONFIG_ERROR_UNKNOWN_KEY,
+   ": $.intra_node: \"ll_base_latency_us\" is now \"protocols.ll.base_latency_us\""},
+  {"simple latency twice", "\"latency_us\":2,\"protocols\":{\"simple\":{\"latency_us\":3}}", NULL,
+   MM_CONFIG_ERROR_INCONSISTENT, ": $.intra_node.latency_us: "},
+  {"unknown protocol", "\"protocols\":{\"ll128\":{}}", NULL, MM_CONFIG_ERROR_UNKNOWN_KEY, ": $.intra_node.protocols: "},
+  {"unknown protocol key", "\"protocols\":{\"ll\":{\"alpha\":1}}", NULL, MM_CONFIG_ERROR_UNKNOWN_KEY,
+   ": $.intra_node.protocols.ll: "},
+  {"protocol efficiency above 1", "\"protocols\":{\"ll\":{\"efficiency\":1.5}}", NULL, MM_CONFIG_ERROR_RANGE,
+   ": $.intra_node.protocols.ll.efficiency: "},
+  {"cited number without provenance", "\"efficiency\":{\"value\":0.8}", NULL, MM_CONFIG_ERROR_MISSING_KEY,
+   ": $.intra_node.efficiency: "},
+  {"unknown provenance", "\"efficiency\":{\"value\":0.8,\"provenance\":\"hearsay\"}", NULL,
+   MM_CONFIG_ERROR_UNKNOWN_VALUE, ": $.intra_node.efficiency.provenance: "},
+  {"cited value out of range", "\"efficiency\":{\"value\":2,\"provenance\":\"estimate\"}", NULL, MM_CONFIG_ERROR_RANGE,
+   ": $.intra_node.efficiency.value: "},
+  {"efficiency as a string", "\"efficiency\":\"high\"", NULL, MM_CONFIG_ERROR_TYPE, ": $.intra_node.efficiency: "},
+  {"missing fit file", "\"fit\":\"fits/none.json\"", NULL, MM_CONFIG_ERROR_IO, ": $.intra_node.fit: fit file "},
+  {"empty fit path", "\"fit\":\"\"", NULL, MM_CONFIG_ERROR_RANGE, ": $.intra_node.fit: "},
+  {"fit with a bad value", "\"fit\":\"@BADFIT@\"", NULL, MM_CONFIG_ERROR_RANGE, "badfit.json: $.efficiency.value: "},
+  {"fit without a name", "\"fit\":\"@NONAME@\"", NULL, MM_CONFIG_ERROR_MISSING_KEY, "noname.json: $: "},
+  {"one-shot latency from a fit across nodes", "", "\"fit\":\"@A100FIT@\"", MM_CONFIG_ERROR_INCONSISTENT,
+   ": $.inter_node.fit: "},
+};
+
+START_TEST(test_bad_network)
+{
+  const BadNet *b = &bad_nets[_i];
+  g_autofree char *badfit = mm_test_write("badfit.json", "{\"name\":\"f\",\"efficiency\":{\"value\":0,"
+                                                        "\"provenance\":\"measurement\"}}");
+  g_autofree char *noname = mm_test_write("noname.json", "{\"efficiency\":0.5}");
+  g_autofree char *a100fit = mm_test_write("oneshotfit.json", "{\"name\":\"f\",\"one_shot_latency_us\":5}");
+  const char *const keys[][2] = {{"@BADFIT@", badfit}, {"@NONAME@", noname}, {"@A100FIT@", a100fit}};
+  g_autofree char *in = subst(b->intra, keys, G_N_ELEMENTS(keys));
+  g_autofree char *ex = subst(b->inter, keys, G_N_ELEMENTS(keys));
+  g_autofree char *sys = node_with(in, ex);
+  g_autofree char *path = mm_test_write("badnet.json", sys);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(path, &error);
+  ck_assert_msg(hw == NULL, "case '%s' was accepted", b->what);
+  ck_assert_msg((MmConfigError)error->code == b->code, "case '%s': code %d, expected %d (%s)", b->what, error->code,
+                b->code, error->message);
+  ck_assert_msg(strstr(error->message, b->where) != NULL, "case '%s': message lacks '%s': %s", b->what, b->where,
+                error->message);
+}
+END_TEST
+
+START_TEST(test_fit_layers)
+{
+  /* the system's keys override the fit's; keys neither gives take the protocol table's defaults */
+  g_autofree char *fit = mm_test_src("hardware/fits/nccl-a100-nvswitch.json");
+  g_autofree char *intra = g_strdup_printf(
+    "\"fit\":\"%s\",\"protocols\":{\"ll\":{\"base_latency_us\":{\"value\":33,\"provenance\":\"estimate\","
+    "\"source\":\"a test\"}}}",
+    fit);
+  g_autofree char *sys = node_with(intra, "\"latency_us\":7");
+  g_autoptr(MmHardware) hw = load_hw(sys);
+  const MmNetwork *n = &hw->intra;
+  ck_assert_str_eq(n->fit, fit);
+  ck_assert_double_eq(n->efficiency.value, 0.78);
+  ck_assert_int_eq(n->efficiency.kind, MM_PARAM_CITED);
+  ck_assert_int_eq(n->efficiency.provenance, MM_PROV_MEASUREMENT);
+  ck_assert_ptr_eq(n->efficiency.fit, n->fit);
+  const MmProtocolParams *s = &n->protocol[MM_PROTO_SIMPLE], *ll = &n->protocol[MM_PROTO_LL];
+  ck_assert_double_eq_tol(s->latency_s.value, 12e-6, 1e-18);
+  ck_assert_double_eq_tol(s->base_latency_s.value, 20e-6, 1e-18);
+  ck_assert_ptr_eq(s->base_latency_s.fit, n->fit);
+  ck_assert_double_eq_tol(ll->base_latency_s.value, 33e-6, 1e-18); /* the system's */
+  ck_assert_ptr_null(ll->base_latency_s.fit);
+  ck_assert_str_eq(ll->base_latency_s.source, "a test");
+  ck_assert_int_eq(ll->latency_s.kind, MM_PARAM_DEFAULT); /* NCCL's tuning model: 0.5 us per NVLink step */
+  ck_assert_double_eq_tol(ll->latency_s.value, 0.5e-6, 1e-18);
+  ck_assert_double_eq(ll->efficiency.value, 0.4);
+  ck_assert_double_eq(s->efficiency.value, 1.0);
+  /* across nodes: 2.7 us per LL step, and the LL base latency defaults to the simple protocol's */
+  const MmNetwork *x = &hw->inter;
+  ck_assert_int_eq(x->protocol[MM_PROTO_SIMPLE].latency_s.kind, MM_PARAM_GIVEN); /* the shorthand */
+  ck_assert_double_eq_tol(x->protocol[MM_PROTO_SIMPLE].latency_s.value, 7e-6, 1e-18);
+  ck_assert_double_eq_tol(x->protocol[MM_PROTO_LL].latency_s.value, 2.7e-6, 1e-18);
+  ck_assert_double_eq(x->protocol[MM_PROTO_LL].base_latency_s.value, x->protocol[MM_PROTO_SIMPLE].base_latency_s.value);
+  ck_assert_double_eq_tol(x->protocol[MM_PROTO_SIMPLE].base_latency_s.value, 20e-6, 1e-18);
+
+  /* describe: every number with its origin; the defaulted ones listed */
+  g_autoptr(cJSON) root = cJSON_CreateObject();
+  mm_report_hardware_params_json(hw, root);
+  const cJSON *hp = cJSON_GetObjectItemCaseSensitive(root, "hardware_parameters");
+  g_autofree char *text = cJSON_PrintUnformatted(hp);
+  const cJSON *def = cJSON_GetObjectItemCaseSensitive(hp, "defaulted");
+  gboolean ll_latency = FALSE, efficiency = FALSE;
+  for (const cJSON *d = def->child; d; d = d->next) {
+    ll_latency |= strcmp(d->valuestring, "$.intra_node.protocols.ll.latency_us") == 0;
+    efficiency |= strcmp(d->valuestring, "$.intra_node.efficiency") == 0;
+  }
+  ck_assert_msg(ll_latency && !efficiency, "%s", text);
+  ck_assert_ptr_nonnull(strstr(text, "\"path\":\"$.intra_node.efficiency\",\"value\":0.78,\"unit\":\"fraction\","
+                                     "\"from\":\"fit\""));
+  ck_assert_ptr_nonnull(strstr(text, "\"without_provenance\":[\"$.inter_node.protocols.simple.latency_us\"]"));
+}
+END_TEST
+
+START_TEST(test_shipped_numbers_cited)
+{
+  /* every behavioural number a shipped system gives carries its provenance (STYLE.md 16), and the
+   * systems that share a fit reference it instead of copying it */
+  g_autofree char *dir = mm_test_src("hardware");
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  ck_assert_ptr_nonnull(d);
+  guint systems = 0, with_fit = 0;
+  for (const char *name; (name = g_dir_read_name(d));) {
+    if (!g_str_has_suffix(name, ".json")) continue;
+    g_autofree char *rel = g_strdup_printf("hardware/%s", name);
+    g_autoptr(MmHardware) hw = load_hw(rel);
+    g_autoptr(GPtrArray) params = mm_hardware_params(hw);
+    for (guint i = 0; i < params->len; i++) {
+      const MmParamRef *r = params->pdata[i];
+      ck_assert_msg(r->param->kind != MM_PARAM_GIVEN, "%s: %s has no provenance", name, r->path);
+      if (r->param->kind == MM_PARAM_CITED)
+        ck_assert_msg(r->param->source && r->param->source[0], "%s: %s cites nothing", name, r->path);
+    }
+    systems++;
+    with_fit += hw->intra.fit != NULL;
+  }
+  ck_assert_uint_ge(systems, 14);
+  ck_assert_uint_ge(with_fit, 10);
+}
+END_TEST
+
+/* Which algorithms apply, per kind, to a group: a table of expectations. */
+typedef struct {
+  const char *hw;
+  int64_t ranks, stride;
+  MmCollKind kind;
+  const char *algorithms; /* the ones that apply, in table order */
+} Applies;
+
+static const Applies applies_rows[] = {
+  /* 8 GPUs of a full mesh: the direct algorithms, no tree (one node), no in-network reduction */
+  {"hardware/mi300x-8.json", 8, 1, MM_COLL_ALL_REDUCE, "ring direct two_phase halving_doubling one_shot host"},
+  {"hardware/mi300x-8.json", 8, 1, MM_COLL_ALL_GATHER, "ring direct halving_doubling host"},
+  {"hardware/mi300x-8.json", 8, 1, MM_COLL_ALL_TO_ALL, "pairwise host"},
+  {"hardware/mi300x-8.json", 8, 1, MM_COLL_BROADCAST, "ring tree"},
+  {"hardware/mi300x-8.json", 2, 1, MM_COLL_P2P, "direct"},
+  /* 64 GPUs over 8 NVSwitch nodes with NVLS: trees, the hierarchy, in-network; no direct */
+  {"hardware/dgx-h100-2048.json", 64, 1, MM_COLL_ALL_REDUCE,
+   "ring tree halving_doubling hierarchical in_network host"},
+  {"hardware/dgx-h100-2048.json", 64, 1, MM_COLL_REDUCE_SCATTER, "ring halving_doubling hierarchical host"},
+  {"hardware/dgx-h100-2048.json", 8, 1, MM_COLL_ALL_REDUCE, "ring halving_doubling in_network one_shot host"},
+  /* 24 GPUs: not a power of two */
+  {"hardware/a100-40gb-4hdr.json", 24, 1, MM_COLL_ALL_REDUCE, "ring tree hierarchical host"},
+  {"hardware/a100-40gb-4hdr.json", 16, 8, MM_COLL_PERMUTE, "direct"},
+};
+
+START_TEST(test_algorithm_applicability)
+{
+  const Applies *a = &applies_rows[_i];
+  g_autoptr(MmHardware) hw = load_hw(a->hw);
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  g_autoptr(GString) got = g_string_new(NULL);
+  for (int al = MM_ALGO_AUTO + 1; al < MM_ALGO_COUNT; al++) {
+    MmCollective c = {a->kind, GiB, a->ranks, a->stride, (MmAlgorithm)al, 1.0, FALSE};
+    if (!mm_comm_applies(hw, &L, &c, (MmAlgorithm)al)) continue;
+    g_string_append_printf(got, "%s%s", got->len ? " " : "", mm_algorithm_names[al]);
+    /* forcing an applicable algorithm takes it */
+    MmCommCost o;
+    ck_assert(mm_comm_cost(hw, &L, &c, &o));
+    ck_assert_int_eq(o.algorithm, al);
+  }
+  ck_assert_msg(strcmp(got->str, a->algorithms) == 0, "%s, %s over %" G_GINT64_FORMAT ": %s, expected %s", a->hw,
+                mm_coll_names[a->kind], a->ranks, got->str, a->algorithms);
+}
+END_TEST
+
 static Suite *comm_suite(void)
 {
   Suite *s = suite_create("comm");
@@ -373,6 +627,11 @@ static Suite *comm_suite(void)
   tcase_add_test(tc, test_auto_picks_fastest);
   tcase_add_test(tc, test_one_shot);
   tcase_add_test(tc, test_torus);
+  tcase_add_test(tc, test_large_full_mesh);
+  tcase_add_loop_test(tc, test_bad_network, 0, G_N_ELEMENTS(bad_nets));
+  tcase_add_test(tc, test_fit_layers);
+  tcase_add_test(tc, test_shipped_numbers_cited);
+  tcase_add_loop_test(tc, test_algorithm_applicability, 0, G_N_ELEMENTS(applies_rows));
   tcase_add_test(tc, test_sparse_allreduce);
   tcase_add_test(tc, test_measured_curves);
   tcase_add_test(tc, test_superpod_speedup);

@@ -463,6 +463,15 @@ START_TEST(test_describe_shows_factors)
   ck_assert(g_file_get_contents(syssrc, &systext, NULL, NULL));
   g_autoptr(cJSON) sj = cJSON_Parse(systext);
   cJSON_ReplaceItemInObjectCaseSensitive(sj, "device", cJSON_CreateString(devpath));
+  static const char *const nets[] = {"intra_node", "inter_node"};
+  for (guint i = 0; i < G_N_ELEMENTS(nets); i++) { /* shared fits: from the source tree */
+    cJSON *net = cJSON_GetObjectItemCaseSensitive(sj, nets[i]);
+    const cJSON *fit = net ? cJSON_GetObjectItemCaseSensitive(net, "fit") : NULL;
+    if (!cJSON_IsString(fit)) continue;
+    g_autofree char *rel = g_build_filename("hardware", fit->valuestring, NULL);
+    g_autofree char *abs = mm_test_src(rel);
+    cJSON_ReplaceItemInObjectCaseSensitive(net, "fit", cJSON_CreateString(abs));
+  }
   g_autofree char *sysout = cJSON_Print(sj);
   g_autofree char *syspath = mm_test_write("dgx-curves.json", sysout);
 

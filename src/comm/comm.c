@@ -6,7 +6,6 @@
 
 const char *const mm_scope_names[] = {"intra_node", "inter_node", "intra_and_inter_node", NULL};
 const char *const mm_sparse_method_names[] = {"dense", "sparse", "host", NULL};
-const char *const mm_protocol_names[] = {"simple", "ll", NULL};
 
 
 MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t stride)
@@ -42,8 +41,9 @@ void mm_comm_links(const MmHardware *hw, MmLinks *out)
   if (in->present && g > 1) {
     if (in->topology == MM_TOPO_FULL_MESH) {
       /* one resource per peer offset: the links from this GPU to (self + o) mod g */
-      double per_peer = (double)in->links / (double)(g - 1) * in->link_bw_Bps * in->efficiency;
-      out->n_intra = (uint32_t)MIN(g - 1, MM_LINKS_MAX - 2);
+      double per_peer = (double)in->links / (double)(g - 1) * in->link_bw_Bps * in->efficiency.value;
+      g_assert(g - 1 + 2 <= MM_LINKS_MAX); /* the loader caps full meshes at MM_FULL_MESH_MAX_GPUS */
+      out->n_intra = (uint32_t)(g - 1);
       for (uint32_t i = 0; i < out->n_intra; i++) {
         out->bw_Bps[out->n] = per_peer;
         out->kind[out->n++] = MM_LINK_INTRA;
@@ -51,19 +51,19 @@ void mm_comm_links(const MmHardware *hw, MmLinks *out)
     } else if (in->topology == MM_TOPO_RING) {
       out->n_intra = 2; /* to the next and to the previous GPU */
       for (int i = 0; i < 2; i++) {
-        out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency / 2.0;
+        out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency.value / 2.0;
         out->kind[out->n++] = MM_LINK_INTRA;
       }
     } else {
       out->n_intra = 1; /* the GPU's port into the switch */
-      out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency;
+      out->bw_Bps[out->n] = in->bw_per_gpu_Bps * in->efficiency.value;
       out->kind[out->n++] = MM_LINK_INTRA;
-      if (in->in_network_reduction) out->in_network_bw_Bps = in->bw_per_gpu_Bps * in->in_network_efficiency;
+      if (in->in_network_reduction) out->in_network_bw_Bps = in->bw_per_gpu_Bps * in->in_network_efficiency.value;
     }
   }
   if (hw->inter.present) {
     out->nic = out->n;
-    out->bw_Bps[out->n] = hw->inter.bw_per_gpu_Bps * hw->inter.efficiency;
+    out->bw_Bps[out->n] = hw->inter.bw_per_gpu_Bps * hw->inter.efficiency.value;
     out->kind[out->n++] = MM_LINK_NIC;
   }
   out->host = out->n;
@@ -89,6 +89,7 @@ typedef struct {
   const MmCollective *c;
   MmGroupShape sh;
   double p, k1, k2, S;
+  double ph;            /* phases: 2 for an AllReduce (reduce-scatter + all-gather), else 1 */
   double ai, ae, base; /* per-step latencies, per-collective latency */
   double bw_scale;      /* link bytes per payload byte of the protocol (1 / its efficiency) */
   MmProtocol proto;
@@ -139,174 +140,283 @@ static gboolean is_pow2(double v)
 
 static double lg2(double v) { return ceil(log2(MAX(v, 1.0))); }
 
-/* The algorithms that are @ph phases of a reduce-scatter / all-gather (an AllReduce is two:
- * ph = 2; an AllGather or ReduceScatter one): ring (dimension rings on a torus),
- * halving-doubling, hierarchical, host. Returns 1 with @o filled, 0 when @a does not apply
- * to the group, -1 when @a is not one of them. */
-static int phased(const Ctx *x, MmAlgorithm a, double ph, MmCommCost *o, double *lat)
+/* Latency steps of one algorithm: how many per-step latencies (alpha) it pays on the
+ * intra-node network and on the inter-node one. */
+typedef struct {
+  double intra, inter;
+} Steps;
+
+/* @n steps on the network the group's slowest hop crosses (the NICs when it spans nodes). */
+static Steps on_group(const Ctx *x, double n) { return x->k2 > 1 ? (Steps){0, n} : (Steps){n, 0}; }
+
+/* The torus ring: dimension-ordered bidirectional rings along each dimension of a torus that
+ * the group covers whole (an AllReduce goes around and back). */
+static gboolean torus_ring(const Ctx *x)
 {
-  const MmHardware *hw = x->hw;
-  const MmLinks *L = x->links;
-  const double p = x->p, k1 = x->k1, k2 = x->k2, S = x->S;
-  const gboolean intra = k1 > 1, inter = k2 > 1;
-  const double step = inter ? x->ae : x->ai;
-  switch (a) {
-  case MM_ALGO_RING:
-    if (inter && hw->inter.n_dims > 0 && k2 == (double)hw->nodes) {
-      /* dimension-ordered bidirectional rings along each dimension (and back for an AllReduce) */
-      double chunk = S / k1, links = (double)hw->inter.links, e = 0;
-      for (guint d = 0; d < hw->inter.n_dims; d++) {
-        double kd = (double)hw->inter.dims[d];
-        e += ph * (kd - 1.0) / kd * chunk * links / 2.0; /* two of the node's links carry each phase */
-        *lat += ph * (kd - 1.0) * x->ae;
-        chunk /= kd;
-      }
-      if (intra) put_intra(x, o, ph * (k1 - 1.0) / k1 * S);
-      put(o, L->nic, e);
-      o->sequential = TRUE;
-      return 1;
+  return x->k2 > 1 && x->hw->inter.n_dims > 0 && x->k2 == (double)x->hw->nodes && x->c->kind != MM_COLL_BROADCAST;
+}
+
+/* Broadcast (ring or tree): every rank receives the buffer once. */
+static void broadcast_traffic(const Ctx *x, MmCommCost *o)
+{
+  put_intra(x, o, x->k1 > 1 ? x->S : 0);
+  put(o, x->links->nic, x->k2 > 1 ? x->S / x->k1 : 0);
+}
+
+/* ---- ring: AllReduce (reduce-scatter + all-gather), AllGather, ReduceScatter, Broadcast */
+
+static void ring_traffic(const Ctx *x, MmCommCost *o)
+{
+  const double p = x->p, k1 = x->k1, S = x->S, ph = x->ph;
+  if (x->c->kind == MM_COLL_BROADCAST) {
+    broadcast_traffic(x, o);
+  } else if (torus_ring(x)) {
+    const MmHardware *hw = x->hw;
+    double chunk = S / k1, links = (double)hw->inter.links, e = 0;
+    for (guint d = 0; d < hw->inter.n_dims; d++) {
+      double kd = (double)hw->inter.dims[d];
+      e += ph * (kd - 1.0) / kd * chunk * links / 2.0; /* two of the node's links carry each phase */
+      chunk /= kd;
     }
-    put_intra(x, o, intra ? ph * (p - 1.0) / p * S : 0);
-    put(o, L->nic, inter ? ph * (p - 1.0) / p * S / k1 : 0);
-    *lat += ph * (p - 1.0) * step;
-    return 1;
-  case MM_ALGO_HALVING_DOUBLING:
-    if (!is_pow2(p) || !is_pow2(k1)) return 0;
-    put_intra(x, o, intra ? ph * S * (1.0 / k2 - 1.0 / p) : 0);
-    put(o, L->nic, inter ? ph * S * (1.0 - 1.0 / k2) : 0);
-    *lat += ph * (lg2(k1) * x->ai + lg2(k2) * x->ae);
-    return 1;
-  case MM_ALGO_HIERARCHICAL:
-    if (!intra || !inter) return 0;
-    put_intra(x, o, ph * (k1 - 1.0) / k1 * S);
-    put(o, L->nic, ph * (k2 - 1.0) / k2 * S / k1);
-    *lat += ph * ((k1 - 1.0) * x->ai + (k2 - 1.0) * x->ae);
+    if (k1 > 1) put_intra(x, o, ph * (k1 - 1.0) / k1 * S);
+    put(o, x->links->nic, e);
     o->sequential = TRUE;
-    return 1;
-  case MM_ALGO_HOST:
-    put(o, L->host, ph * (p - 1.0) / p * S);
-    *lat += ph * (p - 1.0) * step;
-    return 1;
-  default:
-    return -1;
+  } else {
+    put_intra(x, o, k1 > 1 ? ph * (p - 1.0) / p * S : 0);
+    put(o, x->links->nic, x->k2 > 1 ? ph * (p - 1.0) / p * S / k1 : 0);
   }
 }
 
-/* Fills @o with the traffic of @a; FALSE when @a does not apply. */
+static Steps ring_steps(const Ctx *x)
+{
+  if (x->c->kind == MM_COLL_BROADCAST) return on_group(x, x->p - 1.0);
+  if (torus_ring(x)) {
+    double n = 0;
+    for (guint d = 0; d < x->hw->inter.n_dims; d++) n += x->ph * ((double)x->hw->inter.dims[d] - 1.0);
+    return (Steps){0, n};
+  }
+  return on_group(x, x->ph * (x->p - 1.0));
+}
+
+/* ---- tree: double binary trees across nodes, chains inside (AllReduce); Broadcast */
+
+static gboolean tree_applies(const Ctx *x) { return x->c->kind == MM_COLL_BROADCAST || x->k2 > 1; }
+
+static void tree_traffic(const Ctx *x, MmCommCost *o)
+{
+  const MmLinks *L = x->links;
+  const double k1 = x->k1, k2 = x->k2, S = x->S;
+  if (x->c->kind == MM_COLL_BROADCAST) {
+    broadcast_traffic(x, o);
+    return;
+  }
+  if (k1 > 1) {
+    if (L->in_network_bw_Bps > 0) put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
+    else put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
+  }
+  put(o, L->nic, 2.0 * (k2 - 1.0) / k2 * S / k1);
+}
+
+static Steps tree_steps(const Ctx *x)
+{
+  if (x->c->kind == MM_COLL_BROADCAST) return on_group(x, lg2(x->p));
+  return (Steps){2.0 * (x->k1 - 1.0), 2.0 * lg2(x->k2)};
+}
+
+/* ---- direct: every rank reads every peer (AllReduce), direct sends (AllGather, ReduceScatter),
+ * point-to-point messages. The reductions need a link to every peer: full meshes (the fused-kernel
+ * paper's GEMV + AllReduce). */
+
+static gboolean is_p2p(const Ctx *x) { return x->c->kind == MM_COLL_P2P || x->c->kind == MM_COLL_PERMUTE; }
+
+static gboolean one_mesh(const Ctx *x) { return x->k2 <= 1 && x->hw->intra.topology == MM_TOPO_FULL_MESH; }
+
+static gboolean direct_applies(const Ctx *x) { return is_p2p(x) || one_mesh(x); }
+
+static void direct_traffic(const Ctx *x, MmCommCost *o)
+{
+  const double p = x->p, S = x->S;
+  if (!is_p2p(x)) {
+    put_intra(x, o, x->c->kind == MM_COLL_ALL_REDUCE ? (p - 1.0) * S : (p - 1.0) / p * S);
+  } else if (x->k2 > 1 || x->sh.scope != MM_SCOPE_INTRA) {
+    put(o, x->links->nic, S);
+  } else if (x->hw->intra.topology == MM_TOPO_FULL_MESH) {
+    int64_t off = x->c->stride % x->hw->gpus_per_node; /* the link to the next member */
+    put(o, x->links->intra_first + (uint32_t)(off - 1), S);
+  } else {
+    put_intra(x, o, S);
+  }
+}
+
+static Steps direct_steps(const Ctx *x) { return is_p2p(x) ? on_group(x, 1) : (Steps){1, 0}; }
+
+/* ---- two_phase: direct reduce-scatter then direct all-gather over a mesh */
+
+static void two_phase_traffic(const Ctx *x, MmCommCost *o) { put_intra(x, o, 2.0 * (x->p - 1.0) / x->p * x->S); }
+
+static Steps two_phase_steps(const Ctx *x)
+{
+  (void)x;
+  return (Steps){2, 0};
+}
+
+/* ---- halving_doubling: recursive halving (reduce-scatter) and doubling (all-gather) */
+
+static gboolean hd_applies(const Ctx *x) { return is_pow2(x->p) && is_pow2(x->k1); }
+
+static void hd_traffic(const Ctx *x, MmCommCost *o)
+{
+  const double p = x->p, k2 = x->k2, S = x->S, ph = x->ph;
+  put_intra(x, o, x->k1 > 1 ? ph * S * (1.0 / k2 - 1.0 / p) : 0);
+  put(o, x->links->nic, k2 > 1 ? ph * S * (1.0 - 1.0 / k2) : 0);
+}
+
+static Steps hd_steps(const Ctx *x) { return (Steps){x->ph * lg2(x->k1), x->ph * lg2(x->k2)}; }
+
+/* ---- hierarchical: intra reduce-scatter, inter all-reduce, intra all-gather, one after the other */
+
+static gboolean hier_applies(const Ctx *x) { return x->k1 > 1 && x->k2 > 1; }
+
+static void hier_traffic(const Ctx *x, MmCommCost *o)
+{
+  const double k1 = x->k1, k2 = x->k2, S = x->S, ph = x->ph;
+  put_intra(x, o, ph * (k1 - 1.0) / k1 * S);
+  put(o, x->links->nic, ph * (k2 - 1.0) / k2 * S / k1);
+  o->sequential = TRUE;
+}
+
+static Steps hier_steps(const Ctx *x) { return (Steps){x->ph * (x->k1 - 1.0), x->ph * (x->k2 - 1.0)}; }
+
+/* ---- in_network: the switch reduces (NVLink SHARP; SHARP across nodes) */
+
+static gboolean in_network_applies(const Ctx *x) { return x->k1 > 1 && x->links->in_network_bw_Bps > 0; }
+
+static void in_network_traffic(const Ctx *x, MmCommCost *o)
+{
+  const MmLinks *L = x->links;
+  /* each GPU pushes S into the switch and pulls the reduced S back */
+  put(o, L->intra_first, x->S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
+  if (x->k2 > 1) put(o, L->nic, (x->hw->inter.in_network_reduction ? 1.0 : 2.0 * (x->k2 - 1.0) / x->k2) * x->S / x->k1);
+}
+
+static Steps in_network_steps(const Ctx *x) { return (Steps){2.0, x->k2 > 1 ? 2.0 * lg2(x->k2) : 0}; }
+
+/* ---- pairwise All2All: every pair at once */
+
+static void pairwise_traffic(const Ctx *x, MmCommCost *o)
+{
+  /* remote shares leave through the NICs, local ones over the intra links; with uneven routing
+   * the busiest rank sets the pace */
+  double sk = x->c->skew > 1.0 ? x->c->skew : 1.0;
+  put_intra(x, o, (x->k1 - 1.0) / x->p * x->S * sk);
+  put(o, x->links->nic, (x->p - x->k1) / x->p * x->S * sk);
+}
+
+static Steps one_step(const Ctx *x) { return on_group(x, 1); }
+
+/* ---- one_shot: the serving engines' custom AllReduce kernel (vLLM, SGLang, TensorRT-LLM): one
+ * launch in which every GPU writes its buffer into each peer's over NVLink / xGMI with flags in the
+ * data (LL-style stores, hence the LL protocol's bandwidth) and sums the p buffers; a fixed cost of
+ * its own instead of NCCL's */
+
+static gboolean one_shot_applies(const Ctx *x) { return x->k2 <= 1 && x->hw->intra.topology != MM_TOPO_RING; }
+
+static void one_shot_traffic(const Ctx *x, MmCommCost *o) { put_intra(x, o, (x->p - 1.0) * x->S); }
+
+static Steps no_steps(const Ctx *x)
+{
+  (void)x;
+  return (Steps){0, 0};
+}
+
+/* ---- host: staged through host memory over PCIe (Gloo, NCCL with P2P disabled) */
+
+static void host_traffic(const Ctx *x, MmCommCost *o) { put(o, x->links->host, x->ph * (x->p - 1.0) / x->p * x->S); }
+
+static Steps host_steps(const Ctx *x) { return on_group(x, x->ph * (x->p - 1.0)); }
+
+/* ---- the table ------------------------------------------------------------ */
+
+#define K(kind) (1u << (kind))
+#define REDUCTIONS (K(MM_COLL_ALL_REDUCE) | K(MM_COLL_ALL_GATHER) | K(MM_COLL_REDUCE_SCATTER))
+#define ALL_PROTOCOLS ((1u << MM_PROTO_COUNT) - 1)
+
+/* Whether the automatic choice considers an algorithm. */
+typedef enum {
+  AUTO_YES,        /* NCCL's and RCCL's tuners pick among these */
+  AUTO_IF_ASKED,   /* only when the collective allows it (one_shot: serving engines' kernel) */
+  AUTO_NO,         /* only when forced */
+  AUTO_FALLBACK,   /* forced, or when nothing else applies */
+} AutoPick;
+
+/* Where the per-collective latency comes from. */
+typedef enum { BASE_PROTOCOL, BASE_ONE_SHOT } BaseLatency;
+
+/* One collective algorithm: the kinds it implements, the protocols it runs under, whether it
+ * applies to a group (beyond its kinds; NULL: always), the bytes it puts on each link, its
+ * latency steps, and whether auto considers it. Adding an algorithm is adding a row (and its
+ * MmAlgorithm value and name in config). */
+typedef struct {
+  MmAlgorithm id;
+  unsigned kinds;     /* bits 1 << MmCollKind */
+  unsigned protocols; /* bits 1 << MmProtocol */
+  gboolean (*applies)(const Ctx *x);
+  void (*traffic)(const Ctx *x, MmCommCost *o);
+  Steps (*steps)(const Ctx *x);
+  BaseLatency base;
+  AutoPick auto_pick;
+} Algorithm;
+
+static const Algorithm algorithms[MM_ALGO_COUNT] = {
+  [MM_ALGO_AUTO] = {MM_ALGO_AUTO, 0, 0, NULL, NULL, NULL, BASE_PROTOCOL, AUTO_NO},
+  [MM_ALGO_RING] = {MM_ALGO_RING, REDUCTIONS | K(MM_COLL_BROADCAST), ALL_PROTOCOLS, NULL, ring_traffic, ring_steps,
+                    BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_TREE] = {MM_ALGO_TREE, K(MM_COLL_ALL_REDUCE) | K(MM_COLL_BROADCAST), ALL_PROTOCOLS, tree_applies,
+                    tree_traffic, tree_steps, BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_DIRECT] = {MM_ALGO_DIRECT, REDUCTIONS | K(MM_COLL_P2P) | K(MM_COLL_PERMUTE), ALL_PROTOCOLS,
+                      direct_applies, direct_traffic, direct_steps, BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_TWO_PHASE] = {MM_ALGO_TWO_PHASE, K(MM_COLL_ALL_REDUCE), ALL_PROTOCOLS, one_mesh, two_phase_traffic,
+                         two_phase_steps, BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_HALVING_DOUBLING] = {MM_ALGO_HALVING_DOUBLING, REDUCTIONS, ALL_PROTOCOLS, hd_applies, hd_traffic,
+                                hd_steps, BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_HIERARCHICAL] = {MM_ALGO_HIERARCHICAL, REDUCTIONS, ALL_PROTOCOLS, hier_applies, hier_traffic,
+                            hier_steps, BASE_PROTOCOL, AUTO_NO},
+  [MM_ALGO_IN_NETWORK] = {MM_ALGO_IN_NETWORK, K(MM_COLL_ALL_REDUCE), ALL_PROTOCOLS, in_network_applies,
+                          in_network_traffic, in_network_steps, BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_PAIRWISE] = {MM_ALGO_PAIRWISE, K(MM_COLL_ALL_TO_ALL), ALL_PROTOCOLS, NULL, pairwise_traffic, one_step,
+                        BASE_PROTOCOL, AUTO_YES},
+  [MM_ALGO_ONE_SHOT] = {MM_ALGO_ONE_SHOT, K(MM_COLL_ALL_REDUCE), 1u << MM_PROTO_LL, one_shot_applies,
+                        one_shot_traffic, no_steps, BASE_ONE_SHOT, AUTO_IF_ASKED},
+  [MM_ALGO_HOST] = {MM_ALGO_HOST, REDUCTIONS | K(MM_COLL_ALL_TO_ALL), 1u << MM_PROTO_SIMPLE, NULL, host_traffic,
+                    host_steps, BASE_PROTOCOL, AUTO_FALLBACK},
+};
+
+/* Fills @o with the cost of @a under the context's protocol; FALSE when @a does not apply. */
 static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
 {
-  const MmHardware *hw = x->hw;
+  const Algorithm *row = &algorithms[a];
   const MmLinks *L = x->links;
-  const double p = x->p, k1 = x->k1, k2 = x->k2, S = x->S;
-  const gboolean intra = k1 > 1, inter = k2 > 1;
-  const double step = inter ? x->ae : x->ai;
+  g_assert(row->id == a);
   o->n_use = 0; /* the link arrays are filled up to n_use; no need to clear them */
   o->sequential = FALSE;
   o->algorithm = a;
   o->protocol = x->proto;
   o->shape = x->sh;
-  double lat = x->base;
-  if (inter && L->nic == UINT32_MAX) return FALSE;
-
-  switch (x->c->kind) {
-  case MM_COLL_ALL_REDUCE:
-  case MM_COLL_ALL_GATHER:
-  case MM_COLL_REDUCE_SCATTER: {
-    const gboolean ar = x->c->kind == MM_COLL_ALL_REDUCE;
-    int r = phased(x, a, ar ? 2.0 : 1.0, o, &lat);
-    if (r == 0) return FALSE;
-    if (r > 0) break;
-    switch (a) {
-    case MM_ALGO_TREE:
-      if (!ar || !inter) return FALSE;
-      if (intra) {
-        if (L->in_network_bw_Bps > 0) put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
-        else put_intra(x, o, 2.0 * (k1 - 1.0) / k1 * S);
-      }
-      put(o, L->nic, 2.0 * (k2 - 1.0) / k2 * S / k1);
-      lat += 2.0 * (k1 - 1.0) * x->ai + 2.0 * lg2(k2) * x->ae;
-      break;
-    case MM_ALGO_DIRECT:
-      /* direct algorithms need a link to every peer: full meshes (the fused-kernel paper's GEMV + AllReduce) */
-      if (inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
-      put_intra(x, o, ar ? (p - 1.0) * S : (p - 1.0) / p * S);
-      lat += x->ai;
-      break;
-    case MM_ALGO_TWO_PHASE:
-      if (!ar || inter || hw->intra.topology != MM_TOPO_FULL_MESH) return FALSE;
-      put_intra(x, o, 2.0 * (p - 1.0) / p * S);
-      lat += 2.0 * x->ai;
-      break;
-    case MM_ALGO_ONE_SHOT:
-      /* the serving engines' custom kernel (vLLM, SGLang, TensorRT-LLM): one launch in which every GPU
-       * writes its buffer into each peer's over NVLink / xGMI with flags in the data (LL-style stores,
-       * hence the LL bandwidth) and sums the p buffers; a fixed cost of its own instead of NCCL's */
-      if (!ar || inter || x->proto != MM_PROTO_LL || hw->intra.topology == MM_TOPO_RING) return FALSE;
-      put_intra(x, o, (p - 1.0) * S);
-      lat = hw->intra.one_shot_latency_s;
-      break;
-    case MM_ALGO_IN_NETWORK:
-      if (!ar || !intra || L->in_network_bw_Bps <= 0) return FALSE;
-      /* each GPU pushes S into the switch and pulls the reduced S back */
-      put(o, L->intra_first, S * L->bw_Bps[L->intra_first] / L->in_network_bw_Bps);
-      if (inter) {
-        put(o, L->nic, (hw->inter.in_network_reduction ? 1.0 : 2.0 * (k2 - 1.0) / k2) * S / k1);
-        lat += 2.0 * lg2(k2) * x->ae;
-      }
-      lat += 2.0 * x->ai;
-      break;
-    default:
-      return FALSE;
-    }
-    break;
-  }
-  case MM_COLL_ALL_TO_ALL:
-    if (a == MM_ALGO_HOST) {
-      put(o, L->host, (p - 1.0) / p * S);
-      lat += (p - 1.0) * step;
-      break;
-    }
-    if (a != MM_ALGO_PAIRWISE) return FALSE;
-    {
-      /* every pair at once; remote shares leave through the NICs, local ones over the intra links;
-       * with uneven routing the busiest rank sets the pace */
-      double sk = x->c->skew > 1.0 ? x->c->skew : 1.0;
-      put_intra(x, o, (k1 - 1.0) / p * S * sk);
-      put(o, L->nic, (p - k1) / p * S * sk);
-    }
-    lat += step;
-    break;
-  case MM_COLL_BROADCAST:
-    if (a != MM_ALGO_RING && a != MM_ALGO_TREE) return FALSE;
-    put_intra(x, o, intra ? S : 0);
-    put(o, L->nic, inter ? S / k1 : 0);
-    lat += (a == MM_ALGO_RING ? p - 1.0 : lg2(p)) * step;
-    break;
-  case MM_COLL_P2P:
-  case MM_COLL_PERMUTE:
-    if (a != MM_ALGO_DIRECT) return FALSE;
-    if (inter || x->sh.scope != MM_SCOPE_INTRA) {
-      put(o, L->nic, S);
-    } else if (hw->intra.topology == MM_TOPO_FULL_MESH) {
-      int64_t off = x->c->stride % hw->gpus_per_node; /* the link to the next member */
-      put(o, L->intra_first + (uint32_t)(off - 1), S);
-    } else {
-      put_intra(x, o, S);
-    }
-    lat += step;
-    break;
-  case MM_COLL_COUNT:
-    g_assert_not_reached();
-  }
-
-  o->latency_s = lat;
+  if (!(row->kinds & K(x->c->kind)) || !(row->protocols & (1u << x->proto))) return FALSE;
+  if (x->k2 > 1 && L->nic == UINT32_MAX) return FALSE;
+  if (row->applies && !row->applies(x)) return FALSE;
+  row->traffic(x, o);
+  Steps st = row->steps(x);
+  double base = row->base == BASE_ONE_SHOT ? x->hw->intra.one_shot_latency_s.value : x->base;
+  o->latency_s = base + (st.intra * x->ai + st.inter * x->ae);
   double data = 0;
   for (uint32_t i = 0; i < o->n_use; i++) {
     double t = o->bytes[i] / L->bw_Bps[o->link[i]];
     data = o->sequential ? data + t : MAX(data, t);
   }
-  o->time_s = lat + data;
-  o->alg_bw_Bps = o->time_s > 0 ? S / o->time_s : 0;
+  o->time_s = o->latency_s + data;
+  o->alg_bw_Bps = o->time_s > 0 ? x->S / o->time_s : 0;
+  const double p = x->p;
   double f = 1.0;
   if (x->c->kind == MM_COLL_ALL_REDUCE) f = 2.0 * (p - 1.0) / p;
   else if (x->c->kind == MM_COLL_ALL_GATHER || x->c->kind == MM_COLL_REDUCE_SCATTER || x->c->kind == MM_COLL_ALL_TO_ALL)
@@ -315,23 +425,20 @@ static gboolean algorithm(const Ctx *x, MmAlgorithm a, MmCommCost *o)
   return TRUE;
 }
 
+/* The protocol's parameters (a row of each network's protocol table): per-step latencies on
+ * both networks, the per-collective latency of the network the group's slowest hop crosses, and
+ * link bytes per payload byte (1 / its efficiency; across nodes the lower of the two networks'). */
 static void set_protocol(Ctx *x, MmProtocol proto)
 {
   const MmHardware *hw = x->hw;
+  const MmProtocolParams *pi = &hw->intra.protocol[proto], *pe = &hw->inter.protocol[proto];
   const gboolean inter = x->sh.nodes > 1;
   x->proto = proto;
-  if (proto == MM_PROTO_LL) {
-    x->ai = hw->intra.ll_latency_s;
-    x->ae = hw->inter.ll_latency_s;
-    x->base = inter ? hw->inter.ll_base_latency_s : hw->intra.ll_base_latency_s;
-    x->bw_scale = 1.0 / (inter ? MIN(hw->inter.ll_efficiency, hw->intra.present ? hw->intra.ll_efficiency : 1.0)
-                               : hw->intra.ll_efficiency);
-  } else {
-    x->ai = hw->intra.latency_s;
-    x->ae = hw->inter.latency_s;
-    x->base = inter ? hw->inter.base_latency_s : hw->intra.base_latency_s;
-    x->bw_scale = 1.0;
-  }
+  x->ai = pi->latency_s.value;
+  x->ae = pe->latency_s.value;
+  x->base = inter ? pe->base_latency_s.value : pi->base_latency_s.value;
+  x->bw_scale = 1.0 / (inter ? MIN(pe->efficiency.value, hw->intra.present ? pi->efficiency.value : 1.0)
+                             : pi->efficiency.value);
 }
 
 static void init_ctx(Ctx *x, const MmHardware *hw, const MmLinks *links, const MmCollective *c)
@@ -344,6 +451,7 @@ static void init_ctx(Ctx *x, const MmHardware *hw, const MmLinks *links, const M
   x->k1 = (double)x->sh.per_node;
   x->k2 = (double)x->sh.nodes;
   x->S = c->bytes;
+  x->ph = c->kind == MM_COLL_ALL_REDUCE ? 2.0 : 1.0;
   set_protocol(x, MM_PROTO_SIMPLE);
 }
 
@@ -360,6 +468,13 @@ gboolean mm_comm_applies(const MmHardware *hw, const MmLinks *links, const MmCol
   return FALSE;
 }
 
+/* Whether the automatic choice for @c considers @a. */
+static gboolean auto_considers(const MmCollective *c, MmAlgorithm a)
+{
+  AutoPick ap = algorithms[a].auto_pick;
+  return ap == AUTO_YES || (ap == AUTO_IF_ASKED && c->one_shot);
+}
+
 gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollective *c, MmCommCost *out)
 {
   Ctx x;
@@ -369,16 +484,14 @@ gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollec
   out->algorithm = c->algorithm == MM_ALGO_AUTO ? MM_ALGO_RING : c->algorithm;
   if (c->degree <= 1 || c->bytes <= 0) return TRUE;
   /* the fastest protocol for the forced algorithm, or the fastest (algorithm, protocol) on
-   * idle links, as NCCL's and RCCL's tuners pick (host staging only when asked) */
+   * idle links, as NCCL's and RCCL's tuners pick (the fallback only when nothing else applies) */
   gboolean found = FALSE;
   MmCommCost best = {0}, o;
   if (c->algorithm != MM_ALGO_AUTO) {
-    for (int pr = 0; pr < MM_PROTO_COUNT && c->algorithm != MM_ALGO_HOST; pr++) {
+    for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
       set_protocol(&x, (MmProtocol)pr);
       if (algorithm(&x, c->algorithm, &o) && (!found || o.time_s < best.time_s)) best = o, found = TRUE;
     }
-    set_protocol(&x, MM_PROTO_SIMPLE);
-    if (!found && algorithm(&x, c->algorithm, &o)) best = o, found = TRUE;
     if (found) {
       *out = best;
       return TRUE;
@@ -386,14 +499,19 @@ gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollec
   }
   for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
     set_protocol(&x, (MmProtocol)pr);
-    for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
-      if (a == MM_ALGO_HOST || a == MM_ALGO_HIERARCHICAL || (a == MM_ALGO_ONE_SHOT && !c->one_shot)) continue;
-      if (!algorithm(&x, (MmAlgorithm)a, &o)) continue;
+    for (int a = MM_ALGO_AUTO + 1; a < MM_ALGO_COUNT; a++) {
+      if (!auto_considers(c, (MmAlgorithm)a) || !algorithm(&x, (MmAlgorithm)a, &o)) continue;
       if (!found || o.time_s < best.time_s) best = o, found = TRUE;
     }
   }
-  set_protocol(&x, MM_PROTO_SIMPLE);
-  if (!found) algorithm(&x, MM_ALGO_HOST, &best);
+  for (int a = MM_ALGO_AUTO + 1; a < MM_ALGO_COUNT && !found; a++) {
+    if (algorithms[a].auto_pick != AUTO_FALLBACK) continue;
+    for (int pr = 0; pr < MM_PROTO_COUNT && !found; pr++) {
+      if (!(algorithms[a].protocols & (1u << pr))) continue;
+      set_protocol(&x, (MmProtocol)pr);
+      found = algorithm(&x, (MmAlgorithm)a, &best); /* when even this fails, @best says so: no time */
+    }
+  }
   *out = best;
   return c->algorithm == MM_ALGO_AUTO;
 }

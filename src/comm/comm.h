@@ -11,7 +11,7 @@ G_BEGIN_DECLS
  * transfers: the intra-node port (switch) or one link per peer (full mesh) or two
  * (ring), the device's share of the node's NICs, and the host (PCIe) link.
  * Bandwidths are effective (line rate x efficiency), bytes/s, per direction. */
-#define MM_LINKS_MAX 40
+#define MM_LINKS_MAX (MM_FULL_MESH_MAX_GPUS + 1) /* a full mesh's peers + the NIC + the host link */
 
 typedef enum { MM_LINK_INTRA, MM_LINK_NIC, MM_LINK_HOST } MmLinkKind;
 
@@ -58,10 +58,7 @@ MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t s
  * through each of its links. Alone on idle links it takes latency + max over links
  * of bytes / bandwidth (pipelined algorithms), or latency + their sum (sequential
  * phases). The engine shares links between concurrent collectives. */
-/* NCCL's protocols: simple (bulk, fitted to large messages) and LL (low latency: a flag in
- * every 8-byte store; little latency, a fraction of the bandwidth). */
-typedef enum { MM_PROTO_SIMPLE, MM_PROTO_LL, MM_PROTO_COUNT } MmProtocol;
-extern const char *const mm_protocol_names[];
+/* MmProtocol (simple, LL) and its parameters live in config/config.h (system files give them). */
 
 typedef struct {
   MmAlgorithm algorithm; /* the one chosen */

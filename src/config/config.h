@@ -239,23 +239,58 @@ typedef enum {
 
 extern const char *const mm_topology_names[];
 
+/* A full mesh gives each GPU one link resource per peer; src/comm sizes its per-device link
+ * arrays for this many GPUs (the loader rejects larger meshes). */
+#define MM_FULL_MESH_MAX_GPUS 64
+
+/* NCCL's protocols: simple (bulk, fitted to large messages) and LL (low latency: a flag in
+ * every 8-byte store; little latency, a fraction of the bandwidth). Their parameters are a
+ * row of the protocol table in config/hardware.c; src/comm runs every algorithm under each. */
+typedef enum { MM_PROTO_SIMPLE, MM_PROTO_LL, MM_PROTO_COUNT } MmProtocol;
+extern const char *const mm_protocol_names[]; /* "simple", "ll" (JSON keys under "protocols") */
+
+/* Where a behavioural number came from. */
+typedef enum {
+  MM_PARAM_DEFAULT, /* absent: the built-in default (docs/SCHEMA.md says where it comes from) */
+  MM_PARAM_GIVEN,   /* a bare number, no provenance stated */
+  MM_PARAM_CITED,   /* {value, provenance, source} */
+} MmParamKind;
+
+extern const char *const mm_param_kind_names[]; /* "default", "given", "cited" */
+
+/* A behavioural number of a network (latency, efficiency) with its evidence, as MmUtil for
+ * devices. value is in SI units (seconds, fractions). */
+typedef struct {
+  double value;
+  MmParamKind kind;
+  MmProvenance provenance; /* when cited */
+  char *source;            /* when cited (transfer full: owned by the hardware) */
+  const char *fit;         /* the fit file it was taken from, NULL when from the system file or a
+                            * default (transfer none: the network's fit) */
+} MmParam;
+
+/* One protocol's parameters on one network. */
+typedef struct {
+  MmParam latency_s;      /* per algorithm step (alpha) */
+  MmParam base_latency_s; /* per collective (launch, protocol setup) */
+  MmParam efficiency;     /* its bandwidth / the network's effective (bulk) bandwidth; simple: 1 */
+} MmProtocolParams;
+
 typedef struct {
   gboolean present;
   MmTopology topology;
   double bw_per_gpu_Bps; /* per direction, line rate, all links/NICs of one GPU together */
   double link_bw_Bps;    /* one link or NIC, per direction */
   int64_t links;         /* links per GPU (intra) or NICs per node (inter) */
-  double latency_s;      /* per algorithm step (alpha) */
-  double base_latency_s; /* per collective (launch, protocol setup) */
-  double efficiency;     /* achievable fraction of line rate (protocol overhead) */
-  double ll_latency_s, ll_base_latency_s; /* low-latency protocol (small messages) */
-  double ll_efficiency;  /* its bandwidth / the bulk protocol's */
-  double one_shot_latency_s; /* intra: fixed cost of a serving engine's one-shot AllReduce kernel */
+  MmParam efficiency;    /* achievable fraction of line rate with the bulk protocol */
+  MmProtocolParams protocol[MM_PROTO_COUNT];
+  MmParam one_shot_latency_s; /* intra: fixed cost of a serving engine's one-shot AllReduce kernel */
   gboolean in_network_reduction;
-  double in_network_efficiency; /* fraction of line rate the in-switch reduction delivers */
+  MmParam in_network_efficiency; /* fraction of line rate the in-switch reduction delivers */
   int64_t dims[3];       /* torus: nodes along each dimension (product = nodes) */
   guint n_dims;
   char *source;
+  char *fit;             /* the shared fit file the numbers come from (NULL: none) */
 } MmNetwork;
 
 typedef struct {
@@ -268,6 +303,7 @@ typedef struct {
   MmNetwork intra;
   MmNetwork inter;
   double host_bw_Bps;    /* GPU <-> host link (PCIe), per direction, effective */
+  MmParam host_link_efficiency;
 } MmHardware;
 
 static inline int64_t mm_hardware_devices(const MmHardware *hw) { return hw->gpus_per_node * hw->nodes; }
@@ -401,6 +437,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmHardware, mm_hardware_free)
 gboolean mm_hardware_set_nodes(MmHardware *h, int64_t nodes, GError **error);
 /* Whether @nodes nodes of @h's design can be simulated (what mm_hardware_set_nodes checks). */
 gboolean mm_hardware_check_nodes(const MmHardware *h, int64_t nodes, GError **error);
+
+/* One behavioural number of a system, for reports. */
+typedef struct {
+  char *path;           /* JSON path in the system file: "$.intra_node.protocols.ll.latency_us" */
+  double value;         /* in the JSON's unit */
+  const char *unit;     /* "us", "fraction" */
+  const MmParam *param; /* (transfer none) */
+} MmParamRef;
+
+/* Every behavioural network number of @h (present networks only), in schema order.
+ * (transfer full: a GPtrArray of MmParamRef that frees its elements) */
+GPtrArray *mm_hardware_params(const MmHardware *h);
 
 /* Loads a device file alone (one of hardware/devices). */
 gboolean mm_device_load(const char *path, MmDevice *out, GError **error);

@@ -125,6 +125,7 @@ static const char *type_word(MmFieldType t)
   case MM_F_OBJECT: return "object";
   case MM_F_ARRAY: return "array";
   case MM_F_CUSTOM: return "number or string";
+  case MM_F_PARAM: return "number or {value, provenance, source}";
   }
   return "value";
 }
@@ -219,6 +220,46 @@ gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON
     return mm_json_expect(ctx, item, jpath, cJSON_Object, "an object", error);
   case MM_F_ARRAY:
     return mm_json_expect(ctx, item, jpath, cJSON_Array, "an array", error);
+  case MM_F_PARAM: {
+    /* a bare number, or the number with its evidence (as a device's utilization) */
+    MmField num = *f;
+    num.type = MM_F_NUM;
+    num.offset = MM_NO_OFFSET;
+    MmParam *p = f->offset >= 0 ? (MmParam *)(out + f->offset) : NULL;
+    if (cJSON_IsNumber(item)) {
+      if (!mm_json_apply_field(ctx, &num, item, jpath, NULL, error)) return FALSE;
+      if (p) {
+        p->value = item->valuedouble;
+        p->kind = MM_PARAM_GIVEN;
+        g_clear_pointer(&p->source, g_free);
+      }
+      return TRUE;
+    }
+    if (!cJSON_IsObject(item)) {
+      g_autofree char *got = mm_json_describe_value(item);
+      mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath,
+                    "expected a number or {\"value\", \"provenance\", \"source\"}, got %s", got);
+      return FALSE;
+    }
+    const MmField sub[] = {
+      {"value", MM_F_NUM, TRUE, f->min, f->max, 0, NULL, (gssize)offsetof(MmParam, value), f->unit, NULL},
+      {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(MmParam, provenance), NULL,
+       NULL},
+      {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmParam, source), NULL, NULL},
+      MM_FIELDS_END,
+    };
+    MmParam tmp = {0};
+    gboolean ok = mm_json_apply(ctx, item, jpath, sub, &tmp, NULL, error);
+    if (ok && p) {
+      g_free(p->source);
+      p->value = tmp.value;
+      p->provenance = tmp.provenance;
+      p->source = g_steal_pointer(&tmp.source);
+      p->kind = MM_PARAM_CITED;
+    }
+    g_free(tmp.source);
+    return ok;
+  }
   case MM_F_CUSTOM:
     if (cJSON_IsNumber(item) || cJSON_IsString(item)) return TRUE;
     {
@@ -240,6 +281,10 @@ static void apply_default(const MmField *f, char *out)
   case MM_F_NUM: *(double *)(out + f->offset) = f->def; break;
   case MM_F_BOOL: *(gboolean *)(out + f->offset) = f->def != 0; break;
   case MM_F_ENUM: *(int *)(out + f->offset) = (int)f->def; break;
+  case MM_F_PARAM:
+    ((MmParam *)(out + f->offset))->value = f->def;
+    ((MmParam *)(out + f->offset))->kind = MM_PARAM_DEFAULT;
+    break;
   default: break;
   }
 }
@@ -315,14 +360,14 @@ void mm_json_write_schema(FILE *out, const char *title, const char *intro, const
         def = g_strdup("");
       else if (isnan(f->def))
         def = g_strdup("derived");
-      else if (f->type == MM_F_INT || f->type == MM_F_NUM)
+      else if (f->type == MM_F_INT || f->type == MM_F_NUM || f->type == MM_F_PARAM)
         def = g_strdup_printf("%g", f->def);
       else if (f->type == MM_F_BOOL)
         def = g_strdup(f->def != 0 ? "true" : "false");
       else
         def = g_strdup("");
     }
-    if (f->type == MM_F_INT || f->type == MM_F_NUM) {
+    if (f->type == MM_F_INT || f->type == MM_F_NUM || f->type == MM_F_PARAM) {
       if (f->max >= MM_INT_MAX)
         range = g_strdup_printf(">= %g", f->min);
       else

@@ -22,6 +22,7 @@ typedef enum {
   MM_F_OBJECT, /* parsed by the caller; the table documents it */
   MM_F_ARRAY,  /* parsed by the caller; the table documents it */
   MM_F_CUSTOM, /* number or string, parsed by the caller */
+  MM_F_PARAM,  /* MmParam: a number, or {value, provenance, source}; value within [min, max] */
 } MmFieldType;
 
 /* One row of a schema table: a JSON key of one object. */

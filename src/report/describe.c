@@ -257,6 +257,7 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON_AddNumberToObject(pp, "micro_batches", (double)s->micro_steps);
     cJSON_AddBoolToObject(pp, "overlap_p2p", s->cfg->pipeline.overlap_p2p);
   }
+  mm_report_hardware_params_json(s->hw, root);
   if (mem) cJSON_AddItemToObject(root, "memory", mm_report_memory_json(mem, m));
   mm_report_efficiency_json(root, s);
   return root;
@@ -340,6 +341,7 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
   const MmHardware *hw = s->hw;
   fprintf(out, "\nsystem   %s (%s): %" G_GINT64_FORMAT " x %s (%" G_GINT64_FORMAT " nodes x %" G_GINT64_FORMAT ")\n",
           hw->name, hw->path, s->devices, hw->device.name, hw->nodes, hw->gpus_per_node);
+  mm_report_hardware_params_text(out, hw);
   fprintf(out, "config   %s (%s): %s, global batch %" G_GINT64_FORMAT " samples, micro-batch %" G_GINT64_FORMAT
           " x %" G_GINT64_FORMAT " steps, recompute %s\n",
           s->cfg->name, s->cfg->path, mm_task_names[s->cfg->task], s->global_batch, s->micro_batch,

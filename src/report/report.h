@@ -47,6 +47,12 @@ void mm_report_efficiency_json(cJSON *root, const MmScenario *s);
 /* The kernels of one layer of each block: per sample, or with @s per device with the
  * efficiency each uses and where that comes from. */
 void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s);
+/* Adds "hardware_parameters" to @root: every behavioural network number of @hw with its value,
+ * unit, origin (system file, fit file, default) and evidence; the paths left at defaults and
+ * those given without provenance. */
+void mm_report_hardware_params_json(const MmHardware *hw, cJSON *root);
+/* The same as text: a summary line and the parameters at defaults. */
+void mm_report_hardware_params_text(FILE *out, const MmHardware *hw);
 
 /* The memory object of run and describe documents. (transfer full) */
 cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m);
