@@ -1,0 +1,304 @@
+/* device: device files (hardware/devices/) -> MmDevice: peaks, memory, utilization scalars and efficiency curves. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BIG MM_INT_MAX
+
+/* ---- device ------------------------------------------------------------ */
+
+typedef struct {
+  char *name, *source;
+  double hbm_GiB, hbm_bw_GBps, launch_overhead_us, graph_launch_overhead_us;
+} DeviceRaw;
+#define DEV(f) ((gssize)offsetof(DeviceRaw, f))
+
+static const MmField device_fields[] = {
+  {"name", MM_F_STR, TRUE, 0, 0, 0, NULL, DEV(name), NULL, "display name"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, DEV(source), NULL, "datasheet or paper the numbers come from"},
+  {"peak_tflops", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, "TFLOP/s",
+   "dense peak per dtype: keys among fp32, tf32, fp16, bf16, fp8, int8; omit types the device lacks"},
+  {"hbm_GiB", MM_F_NUM, TRUE, 1e-3, 1e6, 0, NULL, DEV(hbm_GiB), "GiB", "device memory capacity"},
+  {"hbm_bw_GBps", MM_F_NUM, TRUE, 1e-3, 1e9, 0, NULL, DEV(hbm_bw_GBps), "GB/s", "peak memory bandwidth"},
+  {"launch_overhead_us", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, DEV(launch_overhead_us), "us",
+   "fixed cost added to every kernel"},
+  {"graph_launch_overhead_us", MM_F_NUM, FALSE, 0, 1e6, 0.5, NULL, DEV(graph_launch_overhead_us), "us",
+   "the same for kernels replayed from a CUDA/HIP graph (serving \"cuda_graphs\"); default 0.5: NVIDIA's "
+   "CUDA Graphs blog ran 2.9-us kernels at 3.4 us each from a graph"},
+  {"utilization", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "achievable fractions of peak, each {value, provenance, source}: keys gemm, hbm"},
+  {"efficiency", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "measured efficiency curves by kernel kind; where one covers a kernel it replaces the utilization scalar"},
+  MM_FIELDS_END,
+};
+
+static const MmField util_fields[] = {
+  {"value", MM_F_NUM, TRUE, 1e-6, 1, 0, NULL, (gssize)offsetof(MmUtil, value), "fraction",
+   "achieved / peak"},
+  {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(MmUtil, provenance),
+   NULL, "kind of evidence behind the value"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmUtil, source), NULL,
+   "citation or calibration run"},
+  MM_FIELDS_END,
+};
+
+static const MmField util_table_fields[] = {
+  {"gemm", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "compute-bound ops (GEMMs, attention): fraction of peak FLOP/s"},
+  {"hbm", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "memory-bound ops (embedding lookups, norms, elementwise): fraction of HBM bandwidth"},
+  MM_FIELDS_END,
+};
+
+/* ---- efficiency curves (src/cost/cost.h applies them) -------------------- */
+
+static const MmField efficiency_fields[] = {
+  {"gemm", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "GEMMs (grouped: batch = experts), keyed by dtype (fp32 .. int8): fraction of peak FLOP/s by shape"},
+  {"gemv", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "GEMMs with fewer than 16 rows or columns (decode), keyed by dtype"},
+  {"attention", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "fused attention (m queries, n keys, k head width, batch heads x sequences), keyed by dtype"},
+  {"interaction", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "DLRM dot interaction (batched X X^T), keyed by dtype"},
+  {"elementwise", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "norms, activations, softmax (m rows, n columns), keyed by dtype"},
+  {"lookup", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "embedding gathers (m lookups, n row width, batch tables), keyed by dtype"},
+  {"hbm", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "memory curves keyed by kernel kind (gemm, gemv, attention, interaction, elementwise, lookup): fraction "
+   "of HBM bandwidth by bytes per call"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int provenance;
+  char *source;
+} CurveRaw;
+
+static const MmField curve_fields[] = {
+  {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(CurveRaw, provenance), NULL,
+   "kind of evidence behind the points (calibrate writes \"calibration\")"},
+  {"source", MM_F_STR, FALSE, 0, 0, 0, NULL, (gssize)offsetof(CurveRaw, source), NULL,
+   "citation or calibration run"},
+  {"points", MM_F_ARRAY, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "measured points, at least one (compute: {m, n, k, batch, util}; hbm: {bytes, util})"},
+  MM_FIELDS_END,
+};
+
+#define PT(f) ((gssize)offsetof(MmEffPoint, f))
+static const MmField compute_point_fields[] = {
+  {"m", MM_F_NUM, TRUE, 1, BIG, 0, NULL, PT(m), "rows", "rows of the output (tokens; queries for attention)"},
+  {"n", MM_F_NUM, TRUE, 1, BIG, 0, NULL, PT(n), "columns", "columns of the output (keys for attention)"},
+  {"k", MM_F_NUM, TRUE, 1, BIG, 0, NULL, PT(k), "elements", "reduction length (head width for attention)"},
+  {"batch", MM_F_NUM, FALSE, 1, BIG, 1, NULL, PT(batch), "problems", "independent problems of one call"},
+  {"util", MM_F_NUM, TRUE, 1e-6, 1, 0, NULL, PT(util), "fraction", "achieved / peak FLOP/s"},
+  MM_FIELDS_END,
+};
+
+static const MmField memory_point_fields[] = {
+  {"bytes", MM_F_NUM, TRUE, 1, BIG, 0, NULL, PT(bytes), "bytes", "HBM bytes of one call"},
+  {"util", MM_F_NUM, TRUE, 1e-6, 1, 0, NULL, PT(util), "fraction", "achieved / peak HBM bandwidth"},
+  MM_FIELDS_END,
+};
+
+static void eff_curve_free(MmEffCurve *c)
+{
+  if (!c) return;
+  g_free(c->name);
+  g_free(c->source);
+  g_free(c->points);
+  g_free(c);
+}
+
+/* Parses one curve object at @jp into @c (already owned by the device, so that a failure
+ * part-way leaves nothing to leak). Compute points must differ in shape; memory points
+ * must be sorted by strictly increasing bytes (the cost interpolates between neighbours). */
+static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, gboolean compute,
+                            MmEffCurve *c, GError **error)
+{
+  if (!mm_json_expect(ctx, obj, jp, cJSON_Object, "an object {provenance, source, points}", error)) return FALSE;
+  CurveRaw raw = {0};
+  gboolean ok = mm_json_apply(ctx, obj, jp, curve_fields, &raw, NULL, error);
+  c->source = raw.source;
+  if (!ok) return FALSE;
+  c->provenance = (MmProvenance)raw.provenance;
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(obj, "points");
+  g_autofree char *pp = g_strdup_printf("%s.points", jp);
+  int n = cJSON_GetArraySize(pts);
+  if (n == 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, pp, "expected at least one point");
+    return FALSE;
+  }
+  c->points = g_new0(MmEffPoint, n);
+  const MmField *fields = compute ? compute_point_fields : memory_point_fields;
+  for (const cJSON *it = pts->child; it; it = it->next) {
+    g_autofree char *ip = g_strdup_printf("%s[%u]", pp, c->n_points);
+    if (!mm_json_expect(ctx, it, ip, cJSON_Object, "an object", error)) return FALSE;
+    MmEffPoint *p = &c->points[c->n_points];
+    if (!mm_json_apply(ctx, it, ip, fields, p, NULL, error)) return FALSE;
+    for (guint j = 0; compute && j < c->n_points; j++) {
+      const MmEffPoint *q = &c->points[j];
+      if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip, "the same shape as %s[%u]", pp, j);
+        return FALSE;
+      }
+    }
+    if (!compute && c->n_points > 0 && p->bytes <= c->points[c->n_points - 1].bytes) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
+                    "bytes %.17g after %.17g; expected points sorted by strictly increasing bytes", p->bytes,
+                    c->points[c->n_points - 1].bytes);
+      return FALSE;
+    }
+    c->n_points++;
+  }
+  return TRUE;
+}
+
+/* The optional "efficiency" object: compute curves by kind and dtype, memory curves by kind. */
+static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevice *out, GError **error)
+{
+  if (!mm_json_apply(ctx, eff, "$.efficiency", efficiency_fields, NULL, NULL, error)) return FALSE;
+  MmField df[MM_DTYPE_COUNT + 1], kf[MM_KERNEL_KIND_COUNT + 1];
+  for (int d = 0; d < MM_DTYPE_COUNT; d++)
+    df[d] = (MmField){mm_dtype_names[d], MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, NULL};
+  df[MM_DTYPE_COUNT] = (MmField)MM_FIELDS_END;
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
+    kf[k] = (MmField){mm_kernel_kind_names[k], MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, NULL};
+  kf[MM_KERNEL_KIND_COUNT] = (MmField)MM_FIELDS_END;
+
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) {
+    const cJSON *byd = cJSON_GetObjectItemCaseSensitive(eff, mm_kernel_kind_names[k]);
+    if (!byd) continue;
+    g_autofree char *kp = g_strdup_printf("$.efficiency.%s", mm_kernel_kind_names[k]);
+    if (!mm_json_apply(ctx, byd, kp, df, NULL, NULL, error)) return FALSE;
+    for (int d = 0; d < MM_DTYPE_COUNT; d++) {
+      const cJSON *cj = cJSON_GetObjectItemCaseSensitive(byd, mm_dtype_names[d]);
+      if (!cj) continue;
+      g_autofree char *cp = g_strdup_printf("%s.%s", kp, mm_dtype_names[d]);
+      if (out->peak_flops[d] <= 0) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, cp,
+                      "a curve for %s, which the device lacks (no peak_tflops.%s)", mm_dtype_names[d],
+                      mm_dtype_names[d]);
+        return FALSE;
+      }
+      MmEffCurve *c = out->compute_eff[k][d] = g_new0(MmEffCurve, 1);
+      c->name = g_strdup_printf("%s.%s", mm_kernel_kind_names[k], mm_dtype_names[d]);
+      if (!parse_curve(ctx, cj, cp, TRUE, c, error)) return FALSE;
+    }
+  }
+  const cJSON *hbm = cJSON_GetObjectItemCaseSensitive(eff, "hbm");
+  if (!hbm) return TRUE;
+  if (!mm_json_apply(ctx, hbm, "$.efficiency.hbm", kf, NULL, NULL, error)) return FALSE;
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) {
+    const cJSON *cj = cJSON_GetObjectItemCaseSensitive(hbm, mm_kernel_kind_names[k]);
+    if (!cj) continue;
+    g_autofree char *cp = g_strdup_printf("$.efficiency.hbm.%s", mm_kernel_kind_names[k]);
+    MmEffCurve *c = out->memory_eff[k] = g_new0(MmEffCurve, 1);
+    c->name = g_strdup_printf("hbm.%s", mm_kernel_kind_names[k]);
+    if (!parse_curve(ctx, cj, cp, FALSE, c, error)) return FALSE;
+  }
+  return TRUE;
+}
+
+void mm_device_clear(MmDevice *d)
+{
+  if (!d) return;
+  g_free(d->path);
+  g_free(d->name);
+  g_free(d->source);
+  g_free(d->util_gemm.source);
+  g_free(d->util_hbm.source);
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) {
+    for (int t = 0; t < MM_DTYPE_COUNT; t++) eff_curve_free(d->compute_eff[k][t]);
+    eff_curve_free(d->memory_eff[k]);
+  }
+  memset(d, 0, sizeof *d);
+}
+
+static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *out, GError **error)
+{
+  MmJsonCtx ctx = {path};
+  DeviceRaw raw = {0};
+  memset(out, 0, sizeof *out);
+  out->path = g_strdup(path);
+  gboolean ok = mm_json_apply(&ctx, root, "$", device_fields, &raw, NULL, error);
+  out->name = raw.name;
+  out->source = raw.source;
+  if (!ok) return FALSE;
+  out->hbm_bytes = raw.hbm_GiB * 1024.0 * 1024.0 * 1024.0;
+  out->hbm_bw_Bps = raw.hbm_bw_GBps * 1e9;
+  out->launch_overhead_s = raw.launch_overhead_us * 1e-6;
+  out->graph_launch_overhead_s = raw.graph_launch_overhead_us * 1e-6;
+
+  const cJSON *peak = cJSON_GetObjectItemCaseSensitive(root, "peak_tflops");
+  MmField pf[MM_DTYPE_COUNT + 1];
+  for (int d = 0; d < MM_DTYPE_COUNT; d++) {
+    pf[d] = (MmField){mm_dtype_names[d], MM_F_NUM, FALSE, 0, 1e7, 0, NULL,
+                      (gssize)(d * (int)sizeof(double)), "TFLOP/s", NULL};
+  }
+  pf[MM_DTYPE_COUNT] = (MmField)MM_FIELDS_END;
+  if (!mm_json_apply(&ctx, peak, "$.peak_tflops", pf, out->peak_flops, NULL, error)) return FALSE;
+  gboolean any = FALSE;
+  for (int d = 0; d < MM_DTYPE_COUNT; d++) {
+    out->peak_flops[d] *= 1e12;
+    any |= out->peak_flops[d] > 0;
+  }
+  if (!any) {
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.peak_tflops",
+                  "expected at least one dtype with a positive peak");
+    return FALSE;
+  }
+
+  const cJSON *util = cJSON_GetObjectItemCaseSensitive(root, "utilization");
+  if (!mm_json_apply(&ctx, util, "$.utilization", util_table_fields, NULL, NULL, error)) return FALSE;
+  if (!mm_json_apply(&ctx, cJSON_GetObjectItemCaseSensitive(util, "gemm"), "$.utilization.gemm",
+                     util_fields, &out->util_gemm, NULL, error))
+    return FALSE;
+  if (!mm_json_apply(&ctx, cJSON_GetObjectItemCaseSensitive(util, "hbm"), "$.utilization.hbm",
+                     util_fields, &out->util_hbm, NULL, error))
+    return FALSE;
+  const cJSON *eff = cJSON_GetObjectItemCaseSensitive(root, "efficiency");
+  return eff == NULL || parse_efficiency(&ctx, eff, out, error);
+}
+
+gboolean mm_device_load(const char *path, MmDevice *out, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  if (!root) {
+    memset(out, 0, sizeof *out);
+    return FALSE;
+  }
+  if (!device_from_json(path, root, out, error)) {
+    mm_device_clear(out);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+
+void mm__device_write_schema(FILE *out)
+{
+  mm_json_write_schema(out, "Device file (`hardware/devices/*.json`)",
+                       "One accelerator: peak FLOP/s per dtype, memory, and the utilization factors "
+                       "the cost model applies, each with its provenance.",
+                       device_fields);
+  mm_json_write_schema(out, "`utilization`", "", util_table_fields);
+  mm_json_write_schema(out, "`utilization.gemm` / `utilization.hbm`", "", util_fields);
+  mm_json_write_schema(out, "`efficiency`",
+                       "Optional measured curves (a calibration run writes them). A compute curve "
+                       "(`efficiency.KIND.DTYPE`) applies to kernels of that kind and dtype whose m, n, k and "
+                       "batch each lie within the range its points span: the utilization of the nearest point "
+                       "in log space (squared distance over log2 m, n, k, batch; the first listed wins a tie). "
+                       "A memory curve (`efficiency.hbm.KIND`) applies to calls whose HBM bytes lie within its "
+                       "points: linear interpolation in log2 bytes. Outside a curve, or without one, the "
+                       "`utilization` scalar applies. `madmax describe` shows which each kernel used.",
+                       efficiency_fields);
+  mm_json_write_schema(out, "`efficiency.KIND.DTYPE` / `efficiency.hbm.KIND`", "", curve_fields);
+  mm_json_write_schema(out, "`points[]` of a compute curve", "One call measured: its shape and the fraction of peak FLOP/s it reached.",
+                       compute_point_fields);
+  mm_json_write_schema(out, "`points[]` of an `hbm` curve", "One call measured: its HBM bytes and the fraction of bandwidth it reached.",
+                       memory_point_fields);
+}
