@@ -142,8 +142,7 @@ static int op_collective(int argc, char **argv)
                     " devices of %s\n", ranks, stride, n, hw_path);
     return MM_EXIT_INPUT;
   }
-  int64_t span = ranks * stride;
-  if (ranks > 1 && g % span != 0 && stride % g != 0 && !(g % stride == 0 && span % g == 0)) {
+  if (!mm_comm_group_even(hw, ranks, stride)) {
     fprintf(stderr, "madmax: --ranks %" G_GINT64_FORMAT " --stride %" G_GINT64_FORMAT ": the group straddles %" G_GINT64_FORMAT
                     "-GPU nodes unevenly; use a divisor or multiple of the node\n", ranks, stride, g);
     return MM_EXIT_INPUT;

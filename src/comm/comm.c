@@ -8,6 +8,13 @@ const char *const mm_scope_names[] = {"intra_node", "inter_node", "intra_and_int
 const char *const mm_sparse_method_names[] = {"dense", "sparse", "host", NULL};
 
 
+gboolean mm_comm_group_even(const MmHardware *hw, int64_t degree, int64_t stride)
+{
+  const int64_t g = hw->gpus_per_node, span = stride * degree;
+  return degree <= 1 || g % span == 0 /* within one node */ || stride % g == 0 /* one member per node */ ||
+         (g % stride == 0 && span % g == 0) /* whole nodes */;
+}
+
 MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t stride)
 {
   const int64_t g = hw->gpus_per_node;

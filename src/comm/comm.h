@@ -54,6 +54,11 @@ typedef struct {
 
 MmGroupShape mm_comm_group_shape(const MmHardware *hw, int64_t degree, int64_t stride);
 
+/* Whether a group of @degree members @stride devices apart (starting at a multiple of
+ * stride x degree) sits on @hw's nodes evenly: inside one node, one member per node, or
+ * whole nodes. The one node-layout rule: levels, pipeline stages and `op` groups use it. */
+gboolean mm_comm_group_even(const MmHardware *hw, int64_t degree, int64_t stride);
+
 /* What one collective costs one member device: latency, and the bytes it pushes
  * through each of its links. Alone on idle links it takes latency + max over links
  * of bytes / bandwidth (pipelined algorithms), or latency + their sum (sequential

@@ -166,10 +166,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     const MmLevel *l = &bs->levels[i];
     bs->stride[i] = stride;
     int64_t span = stride * l->degree;
-    gboolean inside = g % span == 0;             /* group within one node */
-    gboolean across = stride % g == 0;           /* one GPU per node per group */
-    gboolean whole = g % stride == 0 && span % g == 0; /* whole nodes */
-    if (l->degree > 1 && !inside && !across && !whole) {
+    if (!mm_comm_group_even(hw, l->degree, stride)) {
       g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
                     "a %s group of %" G_GINT64_FORMAT " devices with stride %" G_GINT64_FORMAT
@@ -243,7 +240,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
 gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint level)
 {
   g_return_val_if_fail(level < b->n_levels, FALSE);
-  return s->hw->gpus_per_node % (b->stride[level] * b->levels[level].degree) == 0;
+  return mm_comm_group_shape(s->hw, b->levels[level].degree, b->stride[level]).scope == MM_SCOPE_INTRA;
 }
 
 /* Pipeline stages: the outermost digit; checks the model can be cut into chunks. */
@@ -265,7 +262,7 @@ static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **e
     return FALSE;
   }
   const int64_t st = s->stage_devices;
-  if (!(g % (st * s->pp) == 0 || st % g == 0 || (g % st == 0 && (st * s->pp) % g == 0))) {
+  if (!mm_comm_group_even(s->hw, s->pp, st)) { /* the stages form a group of stride st */
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
                   "stages of %" G_GINT64_FORMAT " devices straddle the %" G_GINT64_FORMAT
                   "-GPU nodes of %s unevenly; a stage must fill whole nodes or divide one",

@@ -127,11 +127,9 @@ static cJSON *placement_json(const MmScenario *s, const MmGraph *g, guint li)
 
 static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
 {
-  int64_t gpn = s->hw->gpus_per_node;
+  static const char *const scopes[] = {"intra_node", "inter_node", "intra_and_inter_node"};
   if (bs->levels[i].degree == 1) return "none";
-  if (mm_level_intra_node(s, bs, i)) return "intra_node";
-  if (bs->stride[i] % gpn == 0) return "inter_node";
-  return "intra_and_inter_node";
+  return scopes[mm_comm_group_shape(s->hw, bs->levels[i].degree, bs->stride[i]).scope];
 }
 
 static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
