@@ -107,6 +107,7 @@ typedef struct {
   double value_bytes;  /* the all-reduced values */
   double union_rows;   /* distinct rows after de-duplication */
   double dedup_s;      /* de-duplication and scatter into the union layout (GPU, or the CPU for host) */
+  double dedup_bytes;  /* the memory traffic of that pass */
   MmCommCost gather;   /* the index AllGather (dense: none) */
   MmCommCost reduce;   /* the value AllReduce */
 } MmSparseCost;

@@ -123,7 +123,7 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
   if (sc.method == MM_SYNC_SPARSE && dedup > 0) {
     MmOpInfo di = {.what = MM_OP_COMPUTE, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
                    .first_layer = L->g->units[u].first_layer, .last_layer = L->g->units[u].first_layer, .kernels = 2,
-                   .bytes = dedup * L->hw->device.hbm_bw_Bps * L->hw->device.util_hbm.value, .time_s = dedup, .fixed_s = dedup};
+                   .bytes = sc.dedup_bytes, .time_s = dedup, .fixed_s = dedup};
     op = mm__emit(L, MM_STREAM_COMPUTE, &d, &di, NULL, MM_NO_COLL, 0, 0, 0);
     d = mm__deps_one(op);
   }
