@@ -4,28 +4,17 @@
 
 #include "internal.h"
 
-/* Adds @op to @d. A stream runs its ops one at a time in program order, so the latest op of
- * a stream implies every earlier one: a set keeps one op per stream, and never holds more
- * than MM_STREAM_COUNT however many blocks feed a block. */
-void mm__deps_add(const Lower *L, Deps *d, uint32_t op)
+void mm__deps_compact(const Lower *L, Deps *d)
 {
-  if (op == NONE) return;
-  const uint32_t stream = L->ops[op].stream;
+  uint32_t latest[MM_STREAM_COUNT], n = 0;
+  for (int s = 0; s < MM_STREAM_COUNT; s++) latest[s] = NONE;
   for (uint32_t i = 0; i < d->n; i++) {
-    if (L->ops[d->v[i]].stream == stream) {
-      d->v[i] = MAX(d->v[i], op);
-      return;
-    }
+    const uint32_t s = L->ops[d->v[i]].stream;
+    if (latest[s] == NONE || d->v[i] > latest[s]) latest[s] = d->v[i];
   }
-  g_assert(d->n < MAX_DEPS);
-  d->v[d->n++] = op;
-}
-
-Deps mm__deps_one(uint32_t op)
-{
-  Deps d = {.n = 0};
-  if (op != NONE) d.v[d.n++] = op;
-  return d;
+  for (int s = 0; s < MM_STREAM_COUNT; s++)
+    if (latest[s] != NONE) d->v[n++] = latest[s];
+  d->n = n;
 }
 
 /* ---- emitting ---------------------------------------------------------- */

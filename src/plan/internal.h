@@ -4,7 +4,8 @@
 #include "plan.h"
 
 #define NONE UINT32_MAX
-#define MAX_DEPS MM_STREAM_COUNT /* one op per stream (mm__deps_add) */
+#define MAX_DEPS 16 /* more are compacted to one per stream (mm__deps_add) */
+G_STATIC_ASSERT(MAX_DEPS > MM_STREAM_COUNT);
 #define MASK(strategy) (1u << (strategy))
 /* Collective ids shared by different programs: pipeline transfers and the tied-embedding
  * gradient. Other collectives use their op index (below 2^31). */
@@ -79,6 +80,7 @@ typedef struct {
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
   Template *templates;  /* V_COUNT per unit, built on first use */
+  uint32_t replicas[2]; /* gradient-replica strategies of dense and expert parameters */
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
   CommMemo memo[MM_COLL_COUNT];
@@ -114,9 +116,29 @@ typedef struct {
 
 enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_COUNT };
 
+/* Keeps one op per stream in @d, the latest: a stream runs its ops one at a time in program
+ * order, so its latest op implies every earlier one. Leaves at most MM_STREAM_COUNT. */
+void mm__deps_compact(const Lower *L, Deps *d);
+
+/* Adds @op to @d. A full set is first compacted to one op per stream, so however many blocks
+ * feed a block its set stays bounded. */
+static inline void mm__deps_add(const Lower *L, Deps *d, uint32_t op)
+{
+  if (op == NONE) return;
+  for (uint32_t i = 0; i < d->n; i++)
+    if (d->v[i] == op) return;
+  if (d->n == MAX_DEPS) mm__deps_compact(L, d);
+  d->v[d->n++] = op;
+}
+
+static inline Deps mm__deps_one(uint32_t op)
+{
+  Deps d = {.n = 0};
+  if (op != NONE) d.v[d.n++] = op;
+  return d;
+}
+
 /* emit.c: ops, dependencies and collectives over strategy levels */
-void mm__deps_add(const Lower *L, Deps *d, uint32_t op);
-Deps mm__deps_one(uint32_t op);
 uint32_t mm__emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *cost,
                   uint32_t coll, int64_t degree, int64_t stride, int32_t peer);
 Deps mm__deps_all_streams(const Lower *L);

@@ -252,7 +252,13 @@ gboolean mm_plan_data_parallel(MmStrategy st);
 int64_t mm_plan_mp_pieces(const MmBlock *b, MmShardKind sk);
 
 /* Product of block @b's degrees over the strategies in @mask. */
-int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask);
+static inline int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask)
+{
+  int64_t d = 1;
+  for (int k = 0; k < MM_STRAT_COUNT; k++)
+    if (mask & MM_STRAT_MASK(k)) d *= bs->degree[k];
+  return d;
+}
 
 /* ZeRO-1/2: the ranks block @b's optimizer states (and stage-2 gradients) are sharded over,
  * its gradient replicas (mm_plan_grad_replicas); 1 without ZeRO. */

@@ -11,13 +11,6 @@ static double degree(const MmScenario *s, guint b, MmStrategy st)
   return (double)s->blocks[b].degree[st];
 }
 
-int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask)
-{
-  int64_t d = 1;
-  for (int k = 0; k < MM_STRAT_COUNT; k++)
-    if (mask & MASK(k)) d *= bs->degree[k];
-  return d;
-}
 
 static void add_coll(MmPlacement *p, const MmPlaceColl *c)
 {
@@ -327,11 +320,16 @@ void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlaceme
 uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert)
 {
   (void)s, (void)b;
-  uint32_t mask = 0;
-  for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
-    if (rows[i].replicas == MM_REPLICAS_ALL || (rows[i].replicas == MM_REPLICAS_DENSE && !expert))
-      mask |= MASK(rows[i].id);
-  return mask;
+  static gsize once = 0;
+  static uint32_t masks[2]; /* dense, expert: fixed by the rows */
+  if (g_once_init_enter(&once)) {
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+      if (rows[i].replicas == MM_REPLICAS_ALL) masks[0] |= MASK(rows[i].id), masks[1] |= MASK(rows[i].id);
+      if (rows[i].replicas == MM_REPLICAS_DENSE) masks[0] |= MASK(rows[i].id);
+    }
+    g_once_init_leave(&once, 1);
+  }
+  return masks[expert ? 1 : 0];
 }
 
 gboolean mm_plan_data_parallel(MmStrategy st)
