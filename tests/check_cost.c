@@ -309,15 +309,6 @@ static MmModel *load_model(const char *rel)
   return m;
 }
 
-static const MmLayer *find(const MmGraph *g, guint unit, MmLayerRole role)
-{
-  const MmUnit *u = &g->units[unit];
-  for (guint l = u->first_layer; l < u->first_layer + u->n_layers; l++)
-    if (g->layers[l].role == role) return &g->layers[l];
-  ck_abort_msg("role %s not in unit %u", mm_role_names[role], unit);
-  return NULL;
-}
-
 static void assert_kernel(const MmKernel *k, MmKernelKind kind, double m, double n, double kk, double batch)
 {
   ck_assert_msg(k->kind == kind && k->m == m && k->n == n && k->k == kk && k->batch == batch,
@@ -332,17 +323,17 @@ START_TEST(test_llama2_descriptors)
 {
   g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
   g_autoptr(MmGraph) g = mm_graph_new(m);
-  const MmLayer *qkv = find(g, 1, MM_ROLE_QKV);
+  const MmLayer *qkv = mm_test_layer(g, 1, MM_ROLE_QKV);
   assert_kernel(&qkv->kernel, MM_KERNEL_GEMM, 4096, 10240, 8192, 1);
   ck_assert_int_eq(qkv->kernel.dtype, MM_DTYPE_BF16);
-  assert_kernel(&find(g, 1, MM_ROLE_ATTN_CORE)->kernel, MM_KERNEL_ATTENTION, 4096, 4096, 128, 64);
-  assert_kernel(&find(g, 1, MM_ROLE_ATTN_OUT)->kernel, MM_KERNEL_GEMM, 4096, 8192, 8192, 1);
-  assert_kernel(&find(g, 1, MM_ROLE_FFN_UP)->kernel, MM_KERNEL_GEMM, 4096, 2 * 28672, 8192, 1);
-  assert_kernel(&find(g, 1, MM_ROLE_FFN_ACT)->kernel, MM_KERNEL_ELEMENTWISE, 4096, 28672, 1, 1);
-  assert_kernel(&find(g, 1, MM_ROLE_FFN_DOWN)->kernel, MM_KERNEL_GEMM, 4096, 8192, 28672, 1);
-  assert_kernel(&find(g, 1, MM_ROLE_NORM_ATTN)->kernel, MM_KERNEL_ELEMENTWISE, 4096, 8192, 1, 1);
-  assert_kernel(&find(g, 0, MM_ROLE_TOKEN_LOOKUP)->kernel, MM_KERNEL_LOOKUP, 4096, 8192, 1, 1);
-  assert_kernel(&find(g, 81, MM_ROLE_LOGITS)->kernel, MM_KERNEL_GEMM, 4096, 32000, 8192, 1);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_ATTN_CORE)->kernel, MM_KERNEL_ATTENTION, 4096, 4096, 128, 64);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_ATTN_OUT)->kernel, MM_KERNEL_GEMM, 4096, 8192, 8192, 1);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_FFN_UP)->kernel, MM_KERNEL_GEMM, 4096, 2 * 28672, 8192, 1);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_FFN_ACT)->kernel, MM_KERNEL_ELEMENTWISE, 4096, 28672, 1, 1);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_FFN_DOWN)->kernel, MM_KERNEL_GEMM, 4096, 8192, 28672, 1);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_NORM_ATTN)->kernel, MM_KERNEL_ELEMENTWISE, 4096, 8192, 1, 1);
+  assert_kernel(&mm_test_layer(g, 0, MM_ROLE_TOKEN_LOOKUP)->kernel, MM_KERNEL_LOOKUP, 4096, 8192, 1, 1);
+  assert_kernel(&mm_test_layer(g, 81, MM_ROLE_LOGITS)->kernel, MM_KERNEL_GEMM, 4096, 32000, 8192, 1);
 
   /* one device of TP 8 with 8 sequences: column split takes n, the samples stack rows */
   MmKernelShare sh = {.samples = 8, .work = 1.0 / 8, .split = 1.0 / 8, .groups = 1};
@@ -356,14 +347,14 @@ START_TEST(test_llama2_descriptors)
   assert_kernel(&k, MM_KERNEL_GEMM, 8192, 1280, 32768, 1);
   /* row split takes k; context parallelism (work 1/16 of which TP 1/8) halves the rows */
   MmKernelShare cp = {.samples = 1, .work = 1.0 / 16, .split = 1.0 / 8, .groups = 1};
-  mm_kernel_for_part(find(g, 1, MM_ROLE_ATTN_OUT), MM_PART_FWD, &cp, MM_DTYPE_BF16, &k);
+  mm_kernel_for_part(mm_test_layer(g, 1, MM_ROLE_ATTN_OUT), MM_PART_FWD, &cp, MM_DTYPE_BF16, &k);
   assert_kernel(&k, MM_KERNEL_GEMM, 2048, 8192, 1024, 1);
   /* sharded attention: TP takes heads, the sequences are separate problems */
-  mm_kernel_for_part(find(g, 1, MM_ROLE_ATTN_CORE), MM_PART_FWD, &sh, MM_DTYPE_BF16, &k);
+  mm_kernel_for_part(mm_test_layer(g, 1, MM_ROLE_ATTN_CORE), MM_PART_FWD, &sh, MM_DTYPE_BF16, &k);
   assert_kernel(&k, MM_KERNEL_ATTENTION, 4096, 4096, 128, 64);
   /* sequence-parallel norm: a replicated layer whose rows TP splits */
   MmKernelShare sp = {.samples = 8, .work = 1.0 / 8, .split = 1, .groups = 1};
-  mm_kernel_for_part(find(g, 1, MM_ROLE_NORM_FFN), MM_PART_BWD_INPUT, &sp, MM_DTYPE_BF16, &k);
+  mm_kernel_for_part(mm_test_layer(g, 1, MM_ROLE_NORM_FFN), MM_PART_BWD_INPUT, &sp, MM_DTYPE_BF16, &k);
   assert_kernel(&k, MM_KERNEL_ELEMENTWISE, 4096, 8192, 1, 1);
 }
 END_TEST
@@ -374,9 +365,9 @@ START_TEST(test_decode_gemv)
   g_autoptr(MmModel) m = load_model("models/llama2-70b.json");
   MmGraphPass pass = {.tokens = 1, .context = 1024, .kv_cache = TRUE, .last_logits = TRUE, .decode = TRUE};
   g_autoptr(MmGraph) g = mm_graph_new_pass(m, &pass);
-  const MmLayer *qkv = find(g, 1, MM_ROLE_QKV);
+  const MmLayer *qkv = mm_test_layer(g, 1, MM_ROLE_QKV);
   assert_kernel(&qkv->kernel, MM_KERNEL_GEMM, 1, 10240, 8192, 1);
-  assert_kernel(&find(g, 1, MM_ROLE_ATTN_CORE)->kernel, MM_KERNEL_ATTENTION, 1, 1024, 128, 64);
+  assert_kernel(&mm_test_layer(g, 1, MM_ROLE_ATTN_CORE)->kernel, MM_KERNEL_ATTENTION, 1, 1024, 128, 64);
   MmKernel k;
   MmKernelShare sh = {.samples = 8, .work = 1, .split = 1, .groups = 1};
   mm_kernel_for_part(qkv, MM_PART_FWD, &sh, MM_DTYPE_BF16, &k);
@@ -422,7 +413,7 @@ START_TEST(test_descriptor_flops)
   /* Mixtral: 8 experts, top 2 at capacity 1: every expert's up projection gets s x 2 / 8 rows */
   g_autoptr(MmModel) mx = load_model("models/mixtral-8x7b.json");
   g_autoptr(MmGraph) g = mm_graph_new(mx);
-  const MmLayer *up = find(g, 1, MM_ROLE_FFN_UP);
+  const MmLayer *up = mm_test_layer(g, 1, MM_ROLE_FFN_UP);
   const MmBlock *b = &mx->blocks[up->block];
   double rows = (double)b->seq_len * 2 * b->capacity_factor / 8;
   assert_kernel(&up->kernel, MM_KERNEL_GEMM, rows, 2 * 14336, 4096, 8);

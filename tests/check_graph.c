@@ -22,15 +22,6 @@ static MmModel *parse_model(const char *text)
   return m;
 }
 
-static const MmLayer *find_layer(const MmGraph *g, guint unit, MmLayerRole role)
-{
-  const MmUnit *u = &g->units[unit];
-  for (guint l = u->first_layer; l < u->first_layer + u->n_layers; l++)
-    if (g->layers[l].role == role) return &g->layers[l];
-  ck_abort_msg("role %s not in unit %u", mm_role_names[role], unit);
-  return NULL;
-}
-
 START_TEST(test_gpt3_params)
 {
   g_autoptr(MmModel) m = load_model("models/gpt3-175b.json");
@@ -49,11 +40,11 @@ START_TEST(test_llama2_params)
   g_autoptr(MmGraph) g = mm_graph_new(m);
   ck_assert_double_eq_tol((double)g->total_params / 69.0e9, 1.0, 0.01);
   /* GQA: the QKV projection is h x (h + 2 kv dh) with dh = h / heads */
-  const MmLayer *qkv = find_layer(g, 1, MM_ROLE_QKV);
+  const MmLayer *qkv = mm_test_layer(g, 1, MM_ROLE_QKV);
   ck_assert_int_eq(qkv->cost.params, 8192LL * (8192 + 2 * 8 * 128));
   /* SwiGLU: three matrices of h x ffn */
-  const MmLayer *up = find_layer(g, 1, MM_ROLE_FFN_UP);
-  const MmLayer *down = find_layer(g, 1, MM_ROLE_FFN_DOWN);
+  const MmLayer *up = mm_test_layer(g, 1, MM_ROLE_FFN_UP);
+  const MmLayer *down = mm_test_layer(g, 1, MM_ROLE_FFN_DOWN);
   ck_assert_int_eq(up->cost.params + down->cost.params, 3LL * 8192 * 28672);
   ck_assert_uint_eq(g->n_units, 82);
 }
@@ -89,8 +80,8 @@ START_TEST(test_attention_seq_squared)
   g_autoptr(MmModel) m2 = parse_model(t2);
   g_autoptr(MmGraph) g1 = mm_graph_new(m1);
   g_autoptr(MmGraph) g2 = mm_graph_new(m2);
-  const MmLayer *a1 = find_layer(g1, 0, MM_ROLE_ATTN_CORE);
-  const MmLayer *a2 = find_layer(g2, 0, MM_ROLE_ATTN_CORE);
+  const MmLayer *a1 = mm_test_layer(g1, 0, MM_ROLE_ATTN_CORE);
+  const MmLayer *a2 = mm_test_layer(g2, 0, MM_ROLE_ATTN_CORE);
   double s = 512, h = 256, heads = 8;
   /* QK^T and AV: 2 s^2 h each, softmax 5 flops per score */
   ck_assert_double_eq_tol(a1->cost.fwd_flops, 4 * s * s * h + 5 * heads * s * s, 1);
@@ -101,8 +92,8 @@ START_TEST(test_attention_seq_squared)
   /* causal flash kernels execute half the forward */
   ck_assert_double_eq_tol(a1->cost.fwd_exec_flops, 0.5 * a1->cost.fwd_flops, 1);
   /* projections are linear in s */
-  const MmLayer *q1 = find_layer(g1, 0, MM_ROLE_QKV);
-  const MmLayer *q2 = find_layer(g2, 0, MM_ROLE_QKV);
+  const MmLayer *q1 = mm_test_layer(g1, 0, MM_ROLE_QKV);
+  const MmLayer *q2 = mm_test_layer(g2, 0, MM_ROLE_QKV);
   ck_assert_double_eq_tol(q2->cost.fwd_flops / q1->cost.fwd_flops, 2.0, 1e-12);
   ck_assert_double_eq_tol(q1->cost.fwd_flops, 2 * s * h * 3 * h, 1);
 }
@@ -119,7 +110,7 @@ START_TEST(test_eager_attention_keeps_scores)
   g_autoptr(MmModel) me = parse_model(te);
   g_autoptr(MmGraph) gf = mm_graph_new(mf);
   g_autoptr(MmGraph) ge = mm_graph_new(me);
-  double diff = find_layer(ge, 0, MM_ROLE_ATTN_CORE)->cost.act_bytes - find_layer(gf, 0, MM_ROLE_ATTN_CORE)->cost.act_bytes;
+  double diff = mm_test_layer(ge, 0, MM_ROLE_ATTN_CORE)->cost.act_bytes - mm_test_layer(gf, 0, MM_ROLE_ATTN_CORE)->cost.act_bytes;
   ck_assert_double_eq_tol(diff, 8.0 * 1024 * 1024 * 2, 0.5); /* heads x s^2 x 2 bytes */
 }
 END_TEST
@@ -134,15 +125,15 @@ START_TEST(test_moe_counts)
   g_autoptr(MmModel) mm = parse_model(moe);
   g_autoptr(MmGraph) gd = mm_graph_new(md);
   g_autoptr(MmGraph) gm = mm_graph_new(mm);
-  const MmLayer *ud = find_layer(gd, 0, MM_ROLE_FFN_UP), *um = find_layer(gm, 0, MM_ROLE_FFN_UP);
+  const MmLayer *ud = mm_test_layer(gd, 0, MM_ROLE_FFN_UP), *um = mm_test_layer(gm, 0, MM_ROLE_FFN_UP);
   /* all experts for parameters, top_k experts for FLOPs */
   ck_assert_int_eq(um->cost.params, 8 * ud->cost.params);
   ck_assert_double_eq_tol(um->cost.fwd_flops, 2 * ud->cost.fwd_flops, 1);
   ck_assert(um->expert && !ud->expert);
   /* the router: h x experts */
-  ck_assert_int_eq(find_layer(gm, 0, MM_ROLE_ROUTER)->cost.params, 256 * 8);
+  ck_assert_int_eq(mm_test_layer(gm, 0, MM_ROLE_ROUTER)->cost.params, 256 * 8);
   /* active params: dense part + 2 of 8 experts */
-  double expert = 2.0 * (double)(um->cost.params + find_layer(gm, 0, MM_ROLE_FFN_DOWN)->cost.params);
+  double expert = 2.0 * (double)(um->cost.params + mm_test_layer(gm, 0, MM_ROLE_FFN_DOWN)->cost.params);
   ck_assert_double_eq_tol(gm->active_params, (double)gm->total_params - expert * 6.0 / 8.0, 1);
 }
 END_TEST
@@ -159,7 +150,7 @@ START_TEST(test_dlrm_a)
     if (g->layers[l].role == MM_ROLE_MLP_FC) mlp += g->layers[l].cost.fwd_flops;
   ck_assert_double_eq_tol(mlp, 638.08e6, 0.01e6);
   /* lookup bytes per sample: 4096 tables x 15 lookups x 94 x 2 bytes = 11.55 MB */
-  const MmLayer *lk = find_layer(g, 0, MM_ROLE_EMB_LOOKUP);
+  const MmLayer *lk = mm_test_layer(g, 0, MM_ROLE_EMB_LOOKUP);
   ck_assert_double_eq_tol(lk->cost.fwd_bytes - lk->cost.out_bytes, 4096.0 * 15 * 94 * 2, 1);
   ck_assert_double_eq_tol(lk->cost.out_bytes, 4096.0 * 94 * 2, 1);
 }
@@ -176,11 +167,11 @@ START_TEST(test_interaction_dot)
   ck_assert_int_eq(m->blocks[2].features, 27); /* 26 tables + the dense vector */
   ck_assert_int_eq(m->blocks[2].dim, 64);
   g_autoptr(MmGraph) g = mm_graph_new(m);
-  const MmLayer *ix = find_layer(g, 4, MM_ROLE_INTERACT);
+  const MmLayer *ix = mm_test_layer(g, 4, MM_ROLE_INTERACT);
   ck_assert_double_eq_tol(ix->cost.fwd_flops, 2.0 * 27 * 27 * 64, 0.5);
   /* first layer 13 -> 64, last 512 -> 1 */
-  ck_assert_int_eq(find_layer(g, 1, MM_ROLE_MLP_FC)->cost.params, 13 * 64);
-  ck_assert_int_eq(find_layer(g, 6, MM_ROLE_MLP_FC)->cost.params, 512 * 1);
+  ck_assert_int_eq(mm_test_layer(g, 1, MM_ROLE_MLP_FC)->cost.params, 13 * 64);
+  ck_assert_int_eq(mm_test_layer(g, 6, MM_ROLE_MLP_FC)->cost.params, 512 * 1);
 }
 END_TEST
 

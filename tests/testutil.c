@@ -112,3 +112,12 @@ char *mm_test_node8(void)
                          "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25}}",
                          dev);
 }
+
+const MmLayer *mm_test_layer(const MmGraph *g, guint unit, MmLayerRole role)
+{
+  const MmUnit *u = &g->units[unit];
+  for (guint l = u->first_layer; l < u->first_layer + u->n_layers; l++)
+    if (g->layers[l].role == role) return &g->layers[l];
+  ck_abort_msg("role %s not in unit %u", mm_role_names[role], unit);
+  return NULL;
+}

@@ -31,5 +31,8 @@ MmSimulation *mm_test_sim_ok(const char *model, const char *hw, const char *cfg,
 /* A one-node system of 8 A100-80GB behind NVSwitch, as inline JSON. (transfer full) */
 char *mm_test_node8(void);
 
+/* The layer of @role in unit @unit of @g (fails the test when there is none). */
+const MmLayer *mm_test_layer(const MmGraph *g, guint unit, MmLayerRole role);
+
 /* Runs a check suite in a fresh SRunner; returns the process exit code. */
 int mm_test_main(Suite *s);
