@@ -18,6 +18,7 @@ static const Command commands[] = {
   {"run", mm_cmd_run, "simulate one iteration: time, throughput, MFU, exposed communication, memory"},
   {"describe", mm_cmd_describe, "per-layer costs and, with hardware + config, per-device memory"},
   {"op", mm_cmd_op, "one operation alone: a collective on a system, sparse gradient synchronization"},
+  {"sweep", mm_cmd_sweep, "rank every valid parallelization of a model on a system (points.csv, summary.json)"},
   {"validate", mm_cmd_validate, "predicted vs measured on published runs (configs/validation/)"},
   {"plot", mm_cmd_plot, "gnuplot figures: a run's timeline (trace), iteration breakdowns (results)"},
   {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},

@@ -32,6 +32,7 @@ typedef struct {
   int64_t pipeline_degree; /* stages (a changed degree drops the config's per-chunk layer split) */
   int64_t virtual_stages;  /* model chunks per stage */
   int64_t seq_len;         /* tokens per sequence (else the config's seq_len, else the model's) */
+  int recompute;           /* 1 + MmRecompute (0: the config's) */
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: the config's) */
   const MmStrategyEntry *strategies;    /* replaces the config's parallelism when non-NULL (borrowed) */
   guint n_strategies;

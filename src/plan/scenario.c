@@ -47,6 +47,7 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
     cv->pipeline.n_layers = 0;
   }
   if (pt->seq_len > 0) cv->seq_len = pt->seq_len;
+  if (pt->recompute > 0) cv->recompute = (MmRecompute)(pt->recompute - 1);
   for (int k = 0; k < MM_COLL_COUNT; k++)
     if (pt->algorithm[k] != MM_ALGO_AUTO) cv->algorithm[k] = pt->algorithm[k];
   if (pt->strategies) {
@@ -250,7 +251,7 @@ static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **e
   const MmModel *m = s->model;
   const int64_t g = s->hw->gpus_per_node;
   s->pp = p->degree;
-  s->vstages = p->virtual_stages;
+  s->vstages = p->degree > 1 ? p->virtual_stages : 1; /* chunks interleave stages: one stage has one chunk */
   s->stage_devices = s->devices / s->pp;
   for (guint i = 0; i < m->n_blocks; i++)
     if (mm_block_is_layers(&m->blocks[i])) s->layer_units += m->blocks[i].count;

@@ -58,7 +58,7 @@ MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode)
   return mm_graph_new_pass(s->model, &prefill);
 }
 
-MmSimulation *mm_simulation_new_point(const MmInputs *in, const MmPoint *pt, gboolean per_device, GError **error)
+MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error)
 {
   g_return_val_if_fail(in, NULL);
   g_autoptr(MmSimulation) sim = g_new0(MmSimulation, 1);
@@ -71,14 +71,27 @@ MmSimulation *mm_simulation_new_point(const MmInputs *in, const MmPoint *pt, gbo
   sim->config = s->cfg;
   sim->graph = mm_simulation_graphs(s, &sim->decode_graph);
   sim->memory = mm_memory_new(s, sim->graph);
-  if (!run_pass(s, sim->graph, per_device, &sim->plan, &sim->engine, &sim->metrics, error)) return NULL;
+  return g_steal_pointer(&sim);
+}
+
+gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)
+{
+  const MmScenario *s = sim->scenario;
+  if (!run_pass(s, sim->graph, per_device, &sim->plan, &sim->engine, &sim->metrics, error)) return FALSE;
   if (sim->decode_graph) {
     if (!run_pass(s, sim->decode_graph, per_device, &sim->decode_plan, &sim->decode_engine, &sim->decode_metrics,
                   error))
-      return NULL;
+      return FALSE;
     mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, &sim->decode_metrics, sim->memory,
                               &sim->serving);
   }
+  return TRUE;
+}
+
+MmSimulation *mm_simulation_new_point(const MmInputs *in, const MmPoint *pt, gboolean per_device, GError **error)
+{
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare(in, pt, error);
+  if (!sim || !mm_simulation_run(sim, per_device, error)) return NULL;
   return g_steal_pointer(&sim);
 }
 

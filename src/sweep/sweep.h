@@ -41,6 +41,12 @@ typedef struct {
   MmServingMetrics serving;
 } MmSimulation;
 
+/* Derives point @pt's scenario, graphs and memory (no plan or engine yet: a sweep prunes
+ * points that do not fit here). (transfer full) */
+MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error);
+/* Lowers and runs a prepared simulation. */
+gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error);
+
 /* Simulates point @pt (NULL: the files as loaded) of @in, which must outlive the result:
  * derives the scenario, builds the graphs (serving: prefill and decode passes), memory,
  * plan and engine, runs one iteration. Config errors are MM_CONFIG_ERROR; engine failures
@@ -66,5 +72,87 @@ MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode);
 
 void mm_simulation_free(MmSimulation *sim);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmSimulation, mm_simulation_free)
+
+/* ---- design-space sweeps ---------------------------------------------------- */
+
+/* One varied block kind and its candidate strategy hierarchies. */
+typedef struct {
+  MmBlockKind kind;
+  MmStrategyEntry *choices; /* keys point at static kind names */
+  guint n_choices;
+} MmSweepKind;
+
+#define MM_SWEEP_MAX_KINDS 3
+
+/* The points of a sweep: the product of its dimensions, decoded from an index. */
+typedef struct {
+  char *path;                 /* the space file, "full", or NULL (the default space) */
+  MmSweepKind *kinds;         /* transformer, mlp, embedding_bag: those the model has */
+  guint n_kinds;
+  int64_t *nodes;             /* 0: the system's */
+  guint n_nodes;
+  int64_t *pp, *vpp, *micro;  /* micro 0: the config's */
+  guint n_pp, n_vpp, n_micro;
+  int *recompute;             /* 1 + MmRecompute; 0: the config's */
+  guint n_recompute;
+  int *zero;
+  guint n_zero;
+  guint max_levels;
+  uint64_t n_points;
+} MmSweepSpace;
+
+/* Builds the space from loaded inputs and a space file (NULL: the default, the strategies of
+ * every varied kind; "full": every dimension). Errors name the file and JSON path. */
+MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **error);
+void mm_sweep_space_free(MmSweepSpace *sp);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmSweepSpace, mm_sweep_space_free)
+void mm_sweep_space_write_schema(FILE *out);
+
+/* Point @i of a space: its overrides and the strategy entries they point at. Not to be
+ * copied (point.strategies points into entries). */
+typedef struct {
+  MmPoint point;
+  MmStrategyEntry entries[MM_BLOCK_KIND_COUNT];
+  guint n_entries;
+  uint32_t choice[MM_SWEEP_MAX_KINDS]; /* per varied kind: its hierarchy */
+  int zero;
+} MmSweepPoint;
+void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, MmSweepPoint *out);
+
+/* "tp8>fsdp*": a hierarchy innermost first, "*" for the level that takes what is left. (transfer full) */
+char *mm_sweep_entry_text(const MmStrategyEntry *e);
+
+typedef struct {
+  const MmInputs *inputs;     /* (transfer none) */
+  const MmSweepSpace *space;  /* (transfer none) */
+  const char *dir;            /* output folder */
+  guint jobs;                 /* threads (0: all cores) */
+  gboolean include_oom;       /* simulate points that do not fit */
+  gboolean resume;            /* continue DIR/points.csv */
+  guint shard, shards;        /* this process runs points i with i % shards == shard */
+  volatile int *stop;         /* set asynchronously (SIGINT): finish the points under way and return */
+  gboolean progress;          /* a progress line on stderr */
+  const char *signature;      /* what the sweep is of (inputs, space, options): DIR/sweep.json */
+} MmSweepOptions;
+
+typedef struct {
+  uint64_t points, valid, oom, invalid, failed, simulated, written;
+  gboolean interrupted;
+  char *first_invalid;        /* an example reason (transfer full) */
+  char *first_failure;        /* an internal failure (a bug): the first (transfer full) */
+} MmSweepStats;
+
+/* Runs the points of @o's space (this shard's) on a thread pool and streams DIR/points.csv in
+ * point order (the same bytes for any jobs count, and after an interruption and --resume).
+ * Fails on output errors and on a resume that does not match. */
+gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *stats, GError **error);
+
+/* Writes DIR/summary.json from DIR/points.csv: the best point per objective, the baseline
+ * (every varied kind FSDP over all devices) and each point's speedup over it, the best
+ * strategy per layer kind, the memory-throughput Pareto set. (transfer full) */
+cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, GError **error);
+
+/* Merges the points.csv of shard folders into DIR/points.csv in point order. */
+gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error);
 
 G_END_DECLS

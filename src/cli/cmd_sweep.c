@@ -1,0 +1,231 @@
+/* cmd_sweep: `madmax sweep`: every valid strategy (and, where asked, pipeline, batch, recompute,
+ * ZeRO and node choices) of one model on one system, ranked; `madmax sweep merge` joins shards. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "report/report.h"
+#include "sweep/sweep.h"
+
+static volatile int stop_flag = 0;
+
+static void on_sigint(int sig)
+{
+  (void)sig;
+  stop_flag = 1;
+}
+
+/* What a sweep is of, for --resume to check: the inputs' paths and contents, the space and the
+ * options that change the rows. (transfer full) */
+static char *signature(const char *const files[4], gboolean include_oom, guint shard, guint shards)
+{
+  GString *s = g_string_new("{");
+  static const char *const keys[] = {"model", "hardware", "config", "space"};
+  for (guint i = 0; i < 4; i++) {
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_autofree char *sum = files[i] && g_file_get_contents(files[i], &text, &len, NULL)
+                             ? g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)text, len)
+                             : g_strdup("");
+    g_autofree char *esc = g_strescape(files[i] ? files[i] : "", NULL);
+    g_string_append_printf(s, "%s\"%s\": {\"path\": \"%s\", \"sha256\": \"%s\"}", i ? ", " : "", keys[i], esc, sum);
+  }
+  g_string_append_printf(s, ", \"include_oom\": %s, \"shard\": %u, \"shards\": %u}\n", include_oom ? "true" : "false",
+                         shard, shards);
+  return g_string_free(s, FALSE);
+}
+
+static void print_point(const cJSON *p, const char *what)
+{
+  if (!p) return;
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "strategies");
+  printf("  %-28s", what);
+  for (const cJSON *k = st ? st->child : NULL; k; k = k->next) printf(" %s %s", k->string, k->valuestring);
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "samples_per_s");
+  const cJSON *sp = cJSON_GetObjectItemCaseSensitive(p, "speedup_over_fsdp");
+  const cJSON *pp = cJSON_GetObjectItemCaseSensitive(p, "pipeline_degree");
+  if (pp && pp->valuedouble > 1) printf(" pp %.0f", pp->valuedouble);
+  if (t) printf(": %.4g samples/s", t->valuedouble);
+  if (sp) printf(" (%.2fx FSDP)", sp->valuedouble);
+  const cJSON *fits = cJSON_GetObjectItemCaseSensitive(p, "fits");
+  if (cJSON_IsFalse(fits)) printf(", does NOT fit in memory (simulated for reference)");
+  printf("\n");
+}
+
+static int sweep_merge(int argc, char **argv)
+{
+  g_autofree char *out_dir = NULL;
+  GOptionEntry entries[] = {
+    {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir, "Folder of the merged points.csv", "DIR"},
+    G_OPTION_ENTRY_NULL,
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("SHARD_DIR... - join the shards of one sweep");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_summary(ctx, "Merges the points.csv of `madmax sweep --shard K/N` runs into one, in point\n"
+                                    "order: the same bytes as the sweep run in one process.");
+  if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
+  if (!out_dir || argc < 2) {
+    fprintf(stderr, "madmax: sweep merge needs --out DIR and the shard folders\nTry 'madmax sweep merge --help'.\n");
+    return MM_EXIT_INPUT;
+  }
+  g_autoptr(GError) error = NULL;
+  if (!mm_sweep_merge(out_dir, argv + 1, (guint)(argc - 1), &error)) return mm_cli_fail(error);
+  return MM_EXIT_OK;
+}
+
+int mm_cmd_sweep(int argc, char **argv)
+{
+  if (argc > 1 && strcmp(argv[1], "merge") == 0) return sweep_merge(argc - 1, argv + 1);
+  g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL;
+  gint jobs = 0;
+  gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
+  MmInputPaths paths = {0};
+  GOptionEntry entries[] = {
+    {"space", 's', 0, G_OPTION_ARG_FILENAME, &space_path, "Sweep-space file (docs/SCHEMA.md), or 'full' (default: the strategies of every layer kind)", "S"},
+    {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir, "Output folder: points.csv, summary.json (default results/sweep)", "DIR"},
+    {"jobs", 'J', 0, G_OPTION_ARG_INT, &jobs, "Threads (default: all cores)", "N"},
+    {"include-oom", 0, 0, G_OPTION_ARG_NONE, &include_oom, "Simulate points that do not fit in memory too (else pruned before simulating)", NULL},
+    {"resume", 0, 0, G_OPTION_ARG_NONE, &resume, "Continue an interrupted sweep in --out", NULL},
+    {"shard", 0, 0, G_OPTION_ARG_STRING, &shard_text, "Run the points i with i mod N = K only (Slurm arrays; join with sweep merge)", "K/N"},
+    {"yes", 'y', 0, G_OPTION_ARG_NONE, &yes, "Run sweeps estimated to take over 10 minutes", NULL},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress line", NULL},
+    G_OPTION_ENTRY_NULL,
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("- rank every valid parallelization of a model on a system");
+  mm_cli_add_input_options(ctx, &paths);
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_summary(ctx,
+    "Enumerates, for each layer kind of the model (transformer, mlp, embedding_bag), every ordered\n"
+    "hierarchy of up to two strategies (the inner one over 2..gpus_per_node devices, the outer over\n"
+    "the rest) that the strategy table allows, and their product across kinds; the other block kinds\n"
+    "follow the first. A --space file widens or narrows it (pipeline degrees, virtual stages,\n"
+    "micro-batches, recompute, ZeRO, node counts, up to three levels). Points whose degrees do not\n"
+    "divide or whose groups straddle nodes are skipped; points that do not fit in memory are pruned\n"
+    "before simulating (--include-oom simulates them). The inputs are parsed once; points run on a\n"
+    "thread pool and stream to DIR/points.csv in point order (the same bytes for any --jobs, and\n"
+    "after Ctrl-C or a kill and --resume); DIR/summary.json holds the best point per objective\n"
+    "(throughput, A100-normalized GPU-hours per sample, memory headroom, time per output token),\n"
+    "the speedup over FSDP everywhere, the best strategy per layer kind with the others at FSDP,\n"
+    "and the memory-throughput Pareto set.");
+  g_option_context_set_description(ctx,
+    "Examples:\n"
+    "  madmax sweep -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json --out results/dlrm-a\n"
+    "  madmax sweep -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json --space full --yes\n"
+    "  madmax sweep ... --out results/s --shard 0/4   (then: madmax sweep merge --out results/s results/s-0 ...)\n");
+  gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
+  g_autofree char *model_path = paths.model, *hw_path = paths.hardware, *cfg_path = paths.config;
+  if (!parsed) return MM_EXIT_INPUT;
+  if (argc > 1 || !model_path || !hw_path || !cfg_path) {
+    fprintf(stderr, "madmax: sweep needs --model, --hardware and --config%s%s\nTry 'madmax sweep --help'.\n",
+            argc > 1 ? "; unexpected " : "", argc > 1 ? argv[1] : "");
+    return MM_EXIT_INPUT;
+  }
+  guint shard = 0, shards = 1;
+  if (shard_text) {
+    char *end = NULL;
+    guint64 k = g_ascii_strtoull(shard_text, &end, 10), nn = 0;
+    if (end && *end == '/') nn = g_ascii_strtoull(end + 1, &end, 10);
+    if (!end || *end || nn < 1 || nn > 65536 || k >= nn) {
+      fprintf(stderr, "madmax: --shard %s: expected K/N with 0 <= K < N <= 65536\n", shard_text);
+      return MM_EXIT_INPUT;
+    }
+    shard = (guint)k, shards = (guint)nn;
+  }
+  if (jobs < 0 || jobs > 4096) {
+    fprintf(stderr, "madmax: --jobs %d: expected 1 to 4096 (0: all cores)\n", jobs);
+    return MM_EXIT_INPUT;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(model_path, hw_path, cfg_path, &error);
+  if (!in) return mm_cli_fail(error);
+  if (paths.nodes > 0 && !mm_hardware_set_nodes(in->hardware, paths.nodes, &error)) return mm_cli_fail(error);
+  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, space_path, &error);
+  if (!sp) return mm_cli_fail(error);
+  if (!out_dir) out_dir = g_strdup("results/sweep");
+
+  /* how long: up to 64 points spread over the space derived (which are valid, which fit), and
+   * up to 8 of those that fit simulated, on one thread */
+  double prep_s = 0, sim_s = 0;
+  guint probed = 0, fit = 0, timed = 0;
+  const uint64_t probes = MIN(sp->n_points, (uint64_t)64);
+  for (uint64_t i = 0; i < probes; i++) {
+    MmSweepPoint p;
+    mm_sweep_space_point(sp, in->model, sp->n_points * i / probes, &p);
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(MmSimulation) s = mm_simulation_prepare(in, &p.point, NULL);
+    gint64 t1 = g_get_monotonic_time();
+    prep_s += (double)(t1 - t0) / 1e6;
+    probed++;
+    if (!s || (!s->memory->fits && !include_oom)) continue;
+    fit++;
+    if (timed < 8 && mm_simulation_run(s, FALSE, NULL)) {
+      sim_s += (double)(g_get_monotonic_time() - t1) / 1e6;
+      timed++;
+    }
+  }
+  const double per_point = probed ? prep_s / probed + (timed ? sim_s / timed * fit / probed : 0) : 0;
+  const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
+  const double est = per_point * (double)sp->n_points / shards / threads;
+  fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s), about %.0f s on %u thread%s\n",
+          sp->n_points / shards, sp->n_kinds, sp->n_kinds == 1 ? "" : "s", shards > 1 ? ", this shard" : "", est,
+          threads, threads == 1 ? "" : "s");
+  if (est > 600 && !yes) {
+    fprintf(stderr, "madmax: that is over 10 minutes; give --yes to run it, or narrow it with --space\n");
+    return MM_EXIT_INPUT;
+  }
+
+  const char *files[4] = {model_path, hw_path, cfg_path, space_path && strcmp(space_path, "full") ? space_path : NULL};
+  g_autofree char *sig = signature(files, include_oom, shard, shards);
+  MmSweepOptions o = {.inputs = in, .space = sp, .dir = out_dir, .jobs = (guint)jobs, .include_oom = include_oom,
+                      .resume = resume, .shard = shard, .shards = shards, .stop = &stop_flag,
+                      .progress = !quiet && isatty(2), .signature = sig};
+  void (*old)(int) = signal(SIGINT, on_sigint); /* finish the points under way, write them, stop */
+  MmSweepStats st;
+  gboolean ok = mm_sweep_run(&o, &st, &error);
+  signal(SIGINT, old);
+  g_free(st.first_invalid);
+  g_autofree char *failure = st.first_failure;
+  if (!ok) return mm_cli_fail(error);
+  if (st.failed)
+    fprintf(stderr, "madmax: internal error on %" G_GUINT64_FORMAT " point%s (left out of points.csv); the first: %s\n",
+            st.failed, st.failed == 1 ? "" : "s", failure);
+  if (st.interrupted) {
+    fprintf(stderr, "madmax: interrupted; %" G_GUINT64_FORMAT " points written to %s/points.csv: --resume continues\n",
+            st.written, out_dir);
+    return 130;
+  }
+  if (shards > 1) {
+    fprintf(stderr, "madmax: shard %u/%u done (%s/points.csv); join the shards with madmax sweep merge\n", shard, shards,
+            out_dir);
+    return MM_EXIT_OK;
+  }
+  g_autoptr(cJSON) sum = mm_sweep_summary(out_dir, sp, in, &error);
+  if (!sum) return mm_cli_fail(error);
+  g_autofree char *sum_path = g_build_filename(out_dir, "summary.json", NULL);
+  if (!mm_report_write_json(sum, sum_path, &error)) return mm_cli_fail(error);
+
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(sum, "points");
+  printf("sweep    %s on %s (%s)\n", in->model->name, in->hardware->name, in->config->name);
+  printf("points   %.0f in the space: %.0f valid (%.0f out of memory%s), %.0f rejected by the scenario\n",
+         cJSON_GetObjectItemCaseSensitive(pts, "in_space")->valuedouble,
+         cJSON_GetObjectItemCaseSensitive(pts, "valid")->valuedouble,
+         cJSON_GetObjectItemCaseSensitive(pts, "out_of_memory")->valuedouble, include_oom ? ", simulated" : ", pruned",
+         cJSON_GetObjectItemCaseSensitive(pts, "rejected_by_scenario")->valuedouble);
+  print_point(cJSON_GetObjectItemCaseSensitive(sum, "baseline_fsdp"), "baseline (FSDP; tables MP)");
+  const cJSON *best = cJSON_GetObjectItemCaseSensitive(sum, "best");
+  print_point(cJSON_GetObjectItemCaseSensitive(best, "throughput"), "best throughput");
+  const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(sum, "per_layer_kind");
+  for (const cJSON *k = kinds ? kinds->child : NULL; k; k = k->next) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(k, "best"), *w = cJSON_GetObjectItemCaseSensitive(k, "worst");
+    const cJSON *bs = cJSON_GetObjectItemCaseSensitive(k, "best_speedup_over_fsdp");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(k, "worst_speedup_over_fsdp");
+    if (!b) continue;
+    printf("  %-28s best %s (%.2fx), worst %s (%.2fx) of the baseline, others at it\n",
+           cJSON_GetObjectItemCaseSensitive(k, "kind")->valuestring, b->valuestring, bs ? bs->valuedouble : 0,
+           w->valuestring, ws ? ws->valuedouble : 0);
+  }
+  printf("wrote    %s/points.csv, %s\n", out_dir, sum_path);
+  return st.failed ? MM_EXIT_INTERNAL : MM_EXIT_OK;
+}

@@ -1,0 +1,264 @@
+/* runner: a sweep's points on a GLib thread pool, streamed to DIR/points.csv in point order. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "sweep.h"
+
+#define WINDOW 1024 /* points under way or waiting to be written, at most */
+
+/* One point's row (NULL: not a valid point). */
+typedef struct {
+  char *row;
+  gboolean done;
+  int status; /* 0 ok, 1 oom (pruned), 2 rejected by the scenario, 3 failed (internal) */
+  double samples_per_s;
+  char *why;
+} Slot;
+
+typedef struct {
+  const MmSweepOptions *o;
+  GMutex lock;
+  GCond cond;
+  Slot slots[WINDOW];
+} Run;
+
+/* The header of points.csv: inputs, then results; units in the names. */
+static char *csv_header(const MmSweepSpace *sp)
+{
+  GString *h = g_string_new("point,nodes,devices,pipeline_degree,virtual_stages,micro_batch,micro_steps,recompute,zero");
+  for (guint k = 0; k < sp->n_kinds; k++) g_string_append_printf(h, ",%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
+  g_string_append(h, ",status,fits,iteration_time_s,samples_per_s,tokens_per_s,mfu,compute_s,comm_s,exposed_comm_s,"
+                     "memory_per_device_bytes,memory_capacity_bytes,a100_gpu_hours_per_iteration,time_to_first_token_s,"
+                     "time_per_output_token_s\n");
+  return g_string_free(h, FALSE);
+}
+
+/* A number as the CSV writes it (the same bytes on every machine and run). */
+static void num(GString *g, double v)
+{
+  g_string_append_printf(g, ",%.9g", v);
+}
+
+/* Peak dense bf16 FLOP/s of an A100: the unit of normalized GPU-hours (NVIDIA A100 datasheet). */
+#define A100_PEAK_FLOPS 312e12
+
+static char *eval_point(const MmSweepOptions *o, uint64_t i, int *status, double *rate, char **why)
+{
+  MmSweepPoint sp;
+  mm_sweep_space_point(o->space, o->inputs->model, i, &sp);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare(o->inputs, &sp.point, &error);
+  *status = 2;
+  *rate = 0;
+  if (!sim) {
+    *why = g_strdup(error->message);
+    return NULL;
+  }
+  const MmScenario *s = sim->scenario;
+  const gboolean fits = sim->memory->fits;
+  const gboolean simulate = fits || o->include_oom;
+  if (simulate && !mm_simulation_run(sim, FALSE, &error)) {
+    *why = g_strdup_printf("point %" G_GUINT64_FORMAT ": %s", i, error->message);
+    *status = 3; /* an internal failure, not a rejected input */
+    return NULL;
+  }
+  *status = simulate ? 0 : 1;
+  GString *g = g_string_new("");
+  g_string_append_printf(g, "%" G_GUINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                         ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
+                         i, s->hw->nodes, s->devices, s->pp, s->vstages, s->micro_batch, s->micro_steps,
+                         mm_recompute_names[s->cfg->recompute], sp.zero);
+  for (guint k = 0; k < o->space->n_kinds; k++) {
+    g_autofree char *txt = mm_sweep_entry_text(&sp.entries[k]);
+    g_string_append_printf(g, ",%s", txt);
+  }
+  g_string_append_printf(g, ",%s,%d", simulate ? (fits ? "ok" : "oom_simulated") : "oom", fits);
+  if (simulate) {
+    const MmRunMetrics *r = &sim->metrics;
+    const gboolean serving = sim->decode_plan != NULL;
+    const double t = serving ? sim->serving.latency_s : r->iteration_time_s;
+    const double sps = serving ? sim->serving.tokens_per_s / MAX(1.0, (double)s->cfg->serving.output_tokens)
+                               : r->samples_per_s;
+    num(g, t);
+    num(g, sps);
+    num(g, serving ? sim->serving.tokens_per_s : r->tokens_per_s);
+    num(g, r->mfu);
+    num(g, r->compute_s);
+    num(g, r->comm_s);
+    num(g, r->exposed_comm_s);
+    *rate = fits ? sps : 0;
+    num(g, sim->memory->per_device_bytes);
+    num(g, sim->memory->capacity_bytes);
+    num(g, (double)s->devices * t / 3600.0 * s->hw->device.peak_flops[MM_DTYPE_BF16] / A100_PEAK_FLOPS);
+    if (serving) {
+      num(g, sim->serving.ttft_s);
+      num(g, sim->serving.tpot_s);
+    } else {
+      g_string_append(g, ",,");
+    }
+  } else {
+    g_string_append(g, ",,,,,,,");
+    num(g, sim->memory->per_device_bytes);
+    num(g, sim->memory->capacity_bytes);
+    g_string_append(g, ",,,");
+  }
+  g_string_append_c(g, '\n');
+  return g_string_free(g, FALSE);
+}
+
+static void work(gpointer data, gpointer user)
+{
+  Run *r = user;
+  const uint64_t i = GPOINTER_TO_SIZE(data) - 1;
+  int status;
+  double rate;
+  char *why = NULL;
+  char *row = eval_point(r->o, i, &status, &rate, &why);
+  g_mutex_lock(&r->lock);
+  Slot *s = &r->slots[(i / r->o->shards) % WINDOW];
+  s->row = row;
+  s->status = status;
+  s->samples_per_s = rate;
+  s->why = why;
+  s->done = TRUE;
+  g_cond_broadcast(&r->cond);
+  g_mutex_unlock(&r->lock);
+}
+
+/* The first index of this shard at or after @i. */
+static uint64_t shard_index(const MmSweepOptions *o, uint64_t i)
+{
+  uint64_t r = i % o->shards;
+  return r <= o->shard ? i - r + o->shard : i - r + o->shards + o->shard;
+}
+
+/* Resume: keeps the complete rows of an existing points.csv (whose header must match) and
+ * returns the index after its last row. */
+static gboolean resume_from(const char *csv, const char *header, uint64_t *next, gboolean *found, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  *found = FALSE;
+  if (!g_file_test(csv, G_FILE_TEST_EXISTS)) return TRUE;
+  if (!g_file_get_contents(csv, &text, &len, error)) return FALSE;
+  const gsize hl = strlen(header);
+  if (len < hl || memcmp(text, header, hl) != 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: its header is not this sweep's; --resume continues the same sweep only", csv);
+    return FALSE;
+  }
+  gsize end = len;
+  while (end > hl && text[end - 1] != '\n') end--; /* drop a row cut off by a kill */
+  if (end < len && !g_file_set_contents(csv, text, (gssize)end, error)) return FALSE;
+  *found = TRUE;
+  if (end == hl) return TRUE;
+  gsize start = end - 1;
+  while (start > hl && text[start - 1] != '\n') start--;
+  *next = g_ascii_strtoull(text + start, NULL, 10) + 1;
+  return TRUE;
+}
+
+gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
+{
+  memset(st, 0, sizeof *st);
+  const MmSweepSpace *sp = o->space;
+  g_autofree char *header = csv_header(sp);
+  g_autofree char *csv = g_build_filename(o->dir, "points.csv", NULL);
+  g_autofree char *sig = g_build_filename(o->dir, "sweep.json", NULL);
+  if (g_mkdir_with_parents(o->dir, 0755) != 0) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "--out %s: %s", o->dir, g_strerror(errno));
+    return FALSE;
+  }
+  uint64_t first = 0;
+  gboolean existed = FALSE;
+  if (o->resume) {
+    g_autofree char *old = NULL;
+    if (g_file_get_contents(sig, &old, NULL, NULL) && g_strcmp0(old, o->signature) != 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "%s: a sweep of other inputs, space or options; --resume continues the same sweep only", sig);
+      return FALSE;
+    }
+    if (!resume_from(csv, header, &first, &existed, error)) return FALSE;
+  } else if (g_file_test(csv, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                "--out %s already holds a sweep (points.csv): give --resume to continue it, or another folder", o->dir);
+    return FALSE;
+  }
+  if (!g_file_set_contents(sig, o->signature, -1, error)) return FALSE;
+  FILE *out = fopen(csv, existed ? "a" : "w");
+  if (!out) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
+    return FALSE;
+  }
+  if (!existed) fputs(header, out);
+
+  Run *r = g_new0(Run, 1);
+  r->o = o;
+  g_mutex_init(&r->lock);
+  g_cond_init(&r->cond);
+  const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
+  GThreadPool *pool = g_thread_pool_new(work, r, (gint)jobs, TRUE, NULL);
+  const uint64_t n = sp->n_points;
+  uint64_t next_write = shard_index(o, first), next_push = next_write;
+  const gint64 t0 = g_get_monotonic_time();
+  gint64 shown = 0;
+  double best = 0;
+  gboolean ok = TRUE;
+  st->points = n;
+  while (next_write < n) {
+    while (!*o->stop && next_push < n && (next_push - next_write) / o->shards < WINDOW) {
+      g_thread_pool_push(pool, GSIZE_TO_POINTER(next_push + 1), NULL);
+      next_push += o->shards;
+    }
+    if (next_write >= next_push) break; /* stopped before dispatching it */
+    g_mutex_lock(&r->lock);
+    Slot *s = &r->slots[(next_write / o->shards) % WINDOW];
+    while (!s->done) g_cond_wait_until(&r->cond, &r->lock, g_get_monotonic_time() + 200 * G_TIME_SPAN_MILLISECOND);
+    Slot got = *s;
+    *s = (Slot){0};
+    g_mutex_unlock(&r->lock);
+    if (got.status == 3) {
+      st->failed++;
+      if (!st->first_failure) st->first_failure = g_steal_pointer(&got.why);
+    } else if (got.status == 2) {
+      st->invalid++;
+      if (!st->first_invalid) st->first_invalid = g_steal_pointer(&got.why);
+    } else {
+      st->valid++;
+      st->oom += got.status == 1;
+      st->simulated += got.status == 0;
+      best = MAX(best, got.samples_per_s);
+      if (fputs(got.row, out) == EOF) ok = FALSE;
+      st->written++;
+    }
+    g_free(got.row);
+    g_free(got.why);
+    next_write += o->shards;
+    if (o->progress && g_get_monotonic_time() - shown > 250 * G_TIME_SPAN_MILLISECOND) {
+      shown = g_get_monotonic_time();
+      const double done = (double)((next_write - first) / o->shards), secs = (double)(shown - t0) / 1e6;
+      const double total = (double)((n - first + o->shards - 1) / o->shards), rate = done / MAX(secs, 1e-9);
+      fprintf(stderr, "\r%.0f/%.0f points  %.0f/s  ETA %.0f s  best %.4g samples/s   ", done, total, rate,
+              (total - done) / MAX(rate, 1e-9), best);
+    }
+  }
+  st->interrupted = next_write < n;
+  g_thread_pool_free(pool, FALSE, TRUE); /* waits for the points under way */
+  for (guint k = 0; k < WINDOW; k++) {
+    g_free(r->slots[k].row);
+    g_free(r->slots[k].why);
+  }
+  g_mutex_clear(&r->lock);
+  g_cond_clear(&r->cond);
+  g_free(r);
+  if (o->progress) fprintf(stderr, "\n");
+  if (fclose(out) != 0 || !ok) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", csv);
+    return FALSE;
+  }
+  return TRUE;
+}
