@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "config/config.h"
+#include "sweep/sweep.h"
 
 int mm_cmd_schema(int argc, char **argv)
 {
@@ -14,5 +15,6 @@ int mm_cmd_schema(int argc, char **argv)
     return MM_EXIT_INPUT;
   }
   mm_config_write_schema_markdown(stdout);
+  mm_sweep_space_write_schema(stdout);
   return MM_EXIT_OK;
 }

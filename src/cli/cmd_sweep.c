@@ -145,11 +145,11 @@ int mm_cmd_sweep(int argc, char **argv)
   if (!sp) return mm_cli_fail(error);
   if (!out_dir) out_dir = g_strdup("results/sweep");
 
-  /* how long: up to 64 points spread over the space derived (which are valid, which fit), and
+  /* how long: up to 256 points spread over the space derived (which are valid, which fit), and
    * up to 8 of those that fit simulated, on one thread */
   double prep_s = 0, sim_s = 0;
   guint probed = 0, fit = 0, timed = 0;
-  const uint64_t probes = MIN(sp->n_points, (uint64_t)64);
+  const uint64_t probes = MIN(sp->n_points, (uint64_t)256);
   for (uint64_t i = 0; i < probes; i++) {
     MmSweepPoint p;
     mm_sweep_space_point(sp, in->model, sp->n_points * i / probes, &p);

@@ -324,6 +324,12 @@ MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **
                       "expected a varied block kind: transformer, mlp or embedding_bag");
         return NULL;
       }
+      gboolean present = FALSE;
+      for (guint i = 0; i < m->n_blocks; i++) present |= strcmp(mm_block_kind_names[m->blocks[i].kind], it->string) == 0;
+      if (!present) {
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, jp, "model %s has no %s block", m->path, it->string);
+        return NULL;
+      }
       gboolean ok = cJSON_IsArray(it) && cJSON_GetArraySize(it) > 0;
       for (int i = 0; ok && i < cJSON_GetArraySize(it); i++) ok = cJSON_IsString(cJSON_GetArrayItem(it, i));
       if (!ok) {

@@ -1,0 +1,253 @@
+/* check_sweep: design-space sweeps: the space, the same CSV bytes for any --jobs, after an
+ * interruption and --resume, and for shards merged; the summary; bad space files. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *const DLRM[] = {"-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",
+                                   "configs/dlrm-pretrain-fsdp-mp.json"};
+
+/* Runs `madmax sweep` on DLRM-A with @extra arguments into a fresh folder; returns points.csv. */
+static char *sweep_csv(const char *dir, const char *const *extra, int want)
+{
+  const char *args[32] = {"sweep"};
+  guint n = 1;
+  for (guint i = 0; i < G_N_ELEMENTS(DLRM); i++) args[n++] = DLRM[i];
+  args[n++] = "--out";
+  args[n++] = dir;
+  args[n++] = "--quiet";
+  for (guint i = 0; extra && extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(args, NULL, &err) == want, TRUE);
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+  char *text = NULL;
+  if (!g_file_get_contents(csv, &text, NULL, NULL)) ck_abort_msg("no %s: %s", csv, err);
+  return text;
+}
+
+static char *tmp(const char *name)
+{
+  return g_build_filename(mm_test_tmpdir(), name, NULL);
+}
+
+/* The space has every mlp hierarchy x every embedding hierarchy, and a point decodes to
+ * strategies the scenario accepts or rejects, never anything else. */
+START_TEST(test_space_dlrm)
+{
+  g_autofree char *mp = mm_test_src("models/dlrm-a.json"), *hp = mm_test_src("hardware/zionex-a100-128.json");
+  g_autofree char *cp = mm_test_src("configs/dlrm-pretrain-fsdp-mp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(mp, hp, cp, &error);
+  ck_assert_ptr_nonnull(in);
+  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, NULL, &error);
+  ck_assert_ptr_nonnull(sp);
+  ck_assert_uint_eq(sp->n_kinds, 2); /* mlp, embedding_bag */
+  /* mlp: tp, fsdp, ddp alone (3) and ordered pairs of distinct ones over 2, 4, 8 (3 x 2 x 3) */
+  ck_assert_uint_eq(sp->kinds[0].n_choices, 3 + 3 * 2 * 3);
+  /* tables: mp in 3 shardings, fsdp, ddp (5) and pairs of distinct strategies (mp x 3 with 2 others...) */
+  ck_assert_uint_eq(sp->n_points, (uint64_t)sp->kinds[0].n_choices * sp->kinds[1].n_choices);
+  guint valid = 0;
+  for (uint64_t i = 0; i < sp->n_points; i += 7) {
+    MmSweepPoint p;
+    mm_sweep_space_point(sp, in->model, i, &p);
+    g_autoptr(GError) e = NULL;
+    g_autoptr(MmScenario) s = mm_scenario_new(in->model, in->hardware, in->config, &p.point, &e);
+    if (s) valid++;
+    else ck_assert_msg(e->domain == MM_CONFIG_ERROR, "%s", e->message);
+  }
+  ck_assert_uint_gt(valid, 10);
+  /* the loaded inputs are untouched by deriving points */
+  ck_assert_str_eq(in->config->strategies[0].key, "embedding_bag");
+}
+END_TEST
+
+START_TEST(test_same_bytes_any_jobs)
+{
+  g_autofree char *d1 = tmp("jobs1"), *d3 = tmp("jobs3");
+  const char *j1[] = {"--jobs", "1", NULL}, *j3[] = {"--jobs", "3", NULL};
+  g_autofree char *a = sweep_csv(d1, j1, 0), *b = sweep_csv(d3, j3, 0);
+  ck_assert_str_eq(a, b);
+  ck_assert_uint_gt(strlen(a), 1000);
+  /* a second run into the same folder refuses rather than mixing sweeps */
+  const char *args[] = {"sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", d1, "--quiet", NULL};
+  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 1);
+}
+END_TEST
+
+/* A row cut off by a kill is dropped and the sweep continues where the complete rows end. */
+START_TEST(test_resume_after_cut)
+{
+  g_autofree char *full = tmp("full"), *cut = tmp("cut");
+  g_autofree char *want = sweep_csv(full, NULL, 0);
+  g_autofree char *partial = g_strndup(want, strlen(want) * 2 / 5); /* ends inside a row */
+  ck_assert(g_mkdir_with_parents(cut, 0755) == 0);
+  g_autofree char *csv = g_build_filename(cut, "points.csv", NULL);
+  g_autofree char *sig_src = g_build_filename(full, "sweep.json", NULL), *sig = g_build_filename(cut, "sweep.json", NULL);
+  g_autofree char *sig_text = NULL;
+  ck_assert(g_file_get_contents(sig_src, &sig_text, NULL, NULL));
+  ck_assert(g_file_set_contents(sig, sig_text, -1, NULL));
+  ck_assert(g_file_set_contents(csv, partial, -1, NULL));
+  const char *resume[] = {"--resume", NULL};
+  g_autofree char *got = sweep_csv(cut, resume, 0);
+  ck_assert_str_eq(got, want);
+}
+END_TEST
+
+/* kill -9 in the middle of a longer sweep, then --resume: the same bytes as uninterrupted. */
+START_TEST(test_resume_after_kill)
+{
+  g_autofree char *space = mm_test_write("space-kill.json",
+    "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}");
+  const char *sp[] = {"--space", space, "--jobs", "2", NULL};
+  g_autofree char *full = tmp("kfull"), *killed = tmp("killed");
+  g_autofree char *want = sweep_csv(full, sp, 0);
+  const char *bin = g_getenv("MM_BINARY");
+  g_autofree char *cwd = mm_test_src(".");
+  const char *argv[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", killed,
+                        "--quiet", "--space", space, "--jobs", "2", NULL};
+  GPid pid;
+  ck_assert(g_spawn_async(cwd, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                          NULL, &pid, NULL));
+  g_usleep(400 * 1000); /* the whole sweep takes about 1.5 s */
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  g_spawn_close_pid(pid);
+  const char *resume[] = {"--space", space, "--jobs", "2", "--resume", NULL};
+  g_autofree char *got = sweep_csv(killed, resume, 0);
+  ck_assert_str_eq(got, want);
+}
+END_TEST
+
+/* Ctrl-C: the points under way finish, only whole rows are written, exit 130; --resume ends
+ * with the bytes of an uninterrupted sweep. */
+START_TEST(test_sigint_then_resume)
+{
+  g_autofree char *space = mm_test_write("space-int.json",
+    "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}");
+  const char *sp[] = {"--space", space, NULL};
+  g_autofree char *full = tmp("ifull"), *stopped = tmp("stopped");
+  g_autofree char *want = sweep_csv(full, sp, 0);
+  const char *bin = g_getenv("MM_BINARY");
+  g_autofree char *cwd = mm_test_src(".");
+  const char *argv[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", stopped,
+                        "--quiet", "--space", space, NULL};
+  GPid pid;
+  ck_assert(g_spawn_async(cwd, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL |
+                          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, NULL));
+  g_usleep(400 * 1000);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  g_spawn_close_pid(pid);
+  ck_assert(WIFEXITED(status));
+  g_autofree char *csv = g_build_filename(stopped, "points.csv", NULL), *part = NULL;
+  ck_assert(g_file_get_contents(csv, &part, NULL, NULL));
+  if (WEXITSTATUS(status) == 130) { /* interrupted (not finished before the signal) */
+    ck_assert(part[strlen(part) - 1] == '\n');
+    ck_assert_uint_lt(strlen(part), strlen(want));
+    ck_assert(strncmp(part, want, strlen(part)) == 0);
+  } else {
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+  }
+  const char *resume[] = {"--space", space, "--resume", NULL};
+  g_autofree char *got = sweep_csv(stopped, resume, 0);
+  ck_assert_str_eq(got, want);
+}
+END_TEST
+
+/* Three shards merged: the bytes of one process. */
+START_TEST(test_shards_merge)
+{
+  g_autofree char *whole = tmp("whole"), *merged = tmp("merged");
+  g_autofree char *want = sweep_csv(whole, NULL, 0);
+  g_autofree char *s0 = tmp("s0"), *s1 = tmp("s1"), *s2 = tmp("s2");
+  const char *const dirs[] = {s0, s1, s2};
+  for (guint k = 0; k < 3; k++) {
+    g_autofree char *spec = g_strdup_printf("%u/3", k);
+    const char *sh[] = {"--shard", spec, NULL};
+    g_autofree char *part = sweep_csv(dirs[k], sh, 0);
+    ck_assert_uint_lt(strlen(part), strlen(want));
+  }
+  const char *args[] = {"sweep", "merge", "--out", merged, s0, s1, s2, NULL};
+  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
+  g_autofree char *csv = g_build_filename(merged, "points.csv", NULL);
+  g_autofree char *got = NULL;
+  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
+  ck_assert_str_eq(got, want);
+}
+END_TEST
+
+/* The summary: the FSDP baseline (tables MP, as MAD-Max), the best point at least as fast, the
+ * per-kind study, a Pareto set; OOM points pruned and counted. */
+START_TEST(test_summary)
+{
+  g_autofree char *dir = tmp("summary");
+  g_autofree char *csv = sweep_csv(dir, NULL, 0);
+  g_autofree char *path = g_build_filename(dir, "summary.json", NULL), *text = NULL;
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  cJSON *s = cJSON_Parse(text);
+  const cJSON *base = cJSON_GetObjectItemCaseSensitive(s, "baseline_fsdp");
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(base, "strategies");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(st, "mlp")->valuestring, "fsdp*");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(st, "embedding_bag")->valuestring, "mp(table)*");
+  const cJSON *best = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "best"), "throughput");
+  ck_assert_double_ge(cJSON_GetObjectItemCaseSensitive(best, "speedup_over_fsdp")->valuedouble, 1.0);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "per_layer_kind")), 2);
+  ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "pareto_memory_throughput")), 0);
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(s, "points");
+  ck_assert_double_gt(cJSON_GetObjectItemCaseSensitive(pts, "out_of_memory")->valuedouble, 0);
+  /* pruned points carry their memory, not a time */
+  ck_assert_ptr_nonnull(strstr(csv, ",oom,0,,,"));
+  cJSON_Delete(s);
+}
+END_TEST
+
+/* Bad space files: exit 1, the file and the JSON path named. */
+START_TEST(test_bad_space)
+{
+  static const char *const bad[][2] = {
+    {"{\"strategies\": {\"transformer\": [\"tp\"]}}", "$.strategies.transformer"}, /* DLRM has none */
+    {"{\"strategies\": {\"mlp\": [\"tpp\"]}}", "$.strategies.mlp[0]"},
+    {"{\"strategies\": {\"mlp\": [\"cp\"]}}", "$.strategies.mlp"},
+    {"{\"pipeline_degrees\": [0]}", "$.pipeline_degrees[0]"},
+    {"{\"micro_batches\": \"4\"}", "$.micro_batches"},
+    {"{\"recompute\": [\"some\"]}", "$.recompute[0]"},
+    {"{\"zero\": [3]}", "$.zero[0]"},
+    {"{\"max_levels\": 4}", "$.max_levels"},
+    {"{\"colour\": 1}", "$"},
+    {"{\"nodes\": [1.5]}", "$.nodes[0]"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *name = g_strdup_printf("bad-space-%u.json", i);
+    g_autofree char *space = mm_test_write(name, bad[i][0]);
+    g_autofree char *dir = tmp(name);
+    const char *args[] = {"sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", dir, "--space", space, NULL};
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    ck_assert_msg(strstr(err, name) && strstr(err, bad[i][1]), "case %u: %s", i, err);
+  }
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("sweep");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_space_dlrm);
+  tcase_add_test(tc, test_same_bytes_any_jobs);
+  tcase_add_test(tc, test_resume_after_cut);
+  tcase_add_test(tc, test_resume_after_kill);
+  tcase_add_test(tc, test_sigint_then_resume);
+  tcase_add_test(tc, test_shards_merge);
+  tcase_add_test(tc, test_summary);
+  tcase_add_test(tc, test_bad_space);
+  suite_add_tcase(s, tc);
+  return mm_test_main(s);
+}
