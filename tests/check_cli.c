@@ -1,6 +1,13 @@
 /* check_cli: end-to-end tests of the madmax command line. */
+#define _XOPEN_SOURCE 700 /* mknod, symlink, mkfifo */
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "testutil.h"
 
@@ -212,6 +219,83 @@ START_TEST(test_unwritable_output_leaves_nothing)
   g_autofree char *err = NULL;
   ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
   ck_assert(!g_file_test(p, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
+
+/* A small run (one DGX A100 node), with @extra options appended (NULL-terminated). */
+static int run_small(const char *const *extra, char **out, char **err)
+{
+  const char *args[24] = {"run", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
+                          "configs/llm-pretrain-tp-fsdp.json", "-n", "1"};
+  guint n = 9;
+  for (guint i = 0; extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  return mm_test_cli(args, out, err);
+}
+
+static gpointer read_fifo(gpointer path)
+{
+  g_autofree char *text = NULL;
+  g_file_get_contents(path, &text, NULL, NULL);
+  return g_steal_pointer(&text);
+}
+
+/* Outputs are written in place to what is not a regular file (a device, a FIFO) and through
+ * symlinks; --json and --trace are written together or not at all, and a failure names the
+ * option and the path given. (Before: a temporary renamed over the target turned a device or
+ * FIFO into a file, replaced a symlink, and a failing --trace left the --json written.) */
+START_TEST(test_outputs_in_place_and_together)
+{
+  /* a private /dev/null: a character device 1,3 (root only; the real one is not risked) */
+  g_autofree char *dev = g_build_filename(mm_test_tmpdir(), "null-device", NULL);
+  int fd = mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0 ? g_open(dev, O_WRONLY, 0) : -1;
+  if (fd >= 0) {
+    close(fd);
+    const char *extra[] = {"--json", dev, "--trace", dev, NULL};
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(run_small(extra + 2, NULL, &err), 0);
+    ck_assert_int_eq(run_small(extra, NULL, &err), 1); /* one destination twice */
+    const char *json_only[] = {"--json", dev, NULL};
+    ck_assert_int_eq(run_small(json_only, NULL, NULL), 0);
+    GStatBuf st;
+    ck_assert_int_eq(g_lstat(dev, &st), 0);
+    ck_assert_msg(S_ISCHR(st.st_mode), "the device became a file");
+  }
+  /* a FIFO: the document arrives through it */
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "result.fifo", NULL);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  GThread *reader = g_thread_new("fifo", read_fifo, fifo);
+  const char *to_fifo[] = {"--json", fifo, NULL};
+  ck_assert_int_eq(run_small(to_fifo, NULL, NULL), 0);
+  g_autofree char *doc = g_thread_join(reader);
+  cJSON *r = parse_json(doc);
+  ck_assert_double_gt(num(r, "iteration_time_s"), 0);
+  cJSON_Delete(r);
+  GStatBuf st;
+  ck_assert_int_eq(g_lstat(fifo, &st), 0);
+  ck_assert(S_ISFIFO(st.st_mode));
+  /* a symlink stays one; the file it names gets the result */
+  g_autofree char *real = mm_test_write("linked-result.json", "old");
+  g_autofree char *link = g_build_filename(mm_test_tmpdir(), "result-link.json", NULL);
+  ck_assert_int_eq(symlink("linked-result.json", link), 0);
+  const char *to_link[] = {"--json", link, NULL};
+  ck_assert_int_eq(run_small(to_link, NULL, NULL), 0);
+  ck_assert_int_eq(g_lstat(link, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode));
+  g_autofree char *linked = NULL;
+  ck_assert(g_file_get_contents(real, &linked, NULL, NULL));
+  ck_assert(g_str_has_prefix(linked, "{"));
+  /* a --trace that cannot be written: no --json either, and the message names the option */
+  g_autofree char *json = g_build_filename(mm_test_tmpdir(), "together.json", NULL);
+  g_autofree char *trace = g_build_filename(mm_test_tmpdir(), "no-such-dir", "t.json", NULL);
+  const char *both[] = {"--json", json, "--trace", trace, NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_int_eq(run_small(both, &out, &err), 1);
+  ck_assert_msg(!g_file_test(json, G_FILE_TEST_EXISTS), "--json was written by a failed run");
+  g_autofree char *want = g_strdup_printf("madmax: --trace %s: cannot write: ", trace);
+  ck_assert_msg(g_str_has_prefix(err, want), "%s", err);
+  ck_assert_str_eq(out, "");
 }
 END_TEST
 
@@ -536,6 +620,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_json_file_and_determinism);
   tcase_add_test(tc, test_bad_options);
   tcase_add_test(tc, test_unwritable_output_leaves_nothing);
+  tcase_add_test(tc, test_outputs_in_place_and_together);
   tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_schema_doc_is_current);
   tcase_add_test(tc, test_readme_tables_are_current);

@@ -28,6 +28,13 @@ static gboolean parse_size(const char *text, double *out)
   return FALSE;
 }
 
+static gboolean write_json(const cJSON *doc, const char *path, GError **error)
+{
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  mm_outputs_add_json(outs, "--json", path, doc);
+  return mm_outputs_commit(outs, error);
+}
+
 static int enum_index(const char *const *names, const char *s)
 {
   for (int i = 0; names[i]; i++)
@@ -196,7 +203,7 @@ static int op_collective(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
       cJSON_AddItemToObject(doc, keys[i], cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, keys[i]), TRUE));
   }
-  if (json_path && !mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+  if (json_path && !write_json(doc, json_path, &error)) return mm_cli_fail(error);
   return MM_EXIT_OK;
 }
 
@@ -275,7 +282,7 @@ static int op_sparse(int argc, char **argv)
     mm_table_print(t, stdout, "  ");
     printf("\n  best: %s\n", mm_sparse_method_names[best.method]);
   }
-  if (json_path && !mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+  if (json_path && !write_json(doc, json_path, &error)) return mm_cli_fail(error);
   return MM_EXIT_OK;
 }
 

@@ -64,6 +64,8 @@ int mm_cmd_run(int argc, char **argv)
   if (!sim) return mm_cli_fail(error);
   const MmMemory *mem = sim->memory;
   const gboolean serving = sim->decode_plan != NULL;
+  /* the result and the trace are written together, or neither */
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
   if (json_path) {
     g_autoptr(cJSON) doc = mm_report_run_json(sim->plan, sim->engine, &sim->metrics, mem);
     if (serving) {
@@ -74,9 +76,14 @@ int mm_cmd_run(int argc, char **argv)
       cJSON_DeleteItemFromObject(dec, "config");
       cJSON_AddItemToObject(doc, "decode_step", dec);
     }
-    if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+    mm_outputs_add_json(outs, "--json", json_path, doc);
   }
-  if (trace_path && !mm_report_write_trace(sim->plan, sim->engine, sim->decode_plan, sim->decode_engine, trace_path, &error)) return mm_cli_fail(error);
+  if (trace_path) {
+    gsize len = 0;
+    char *trace = mm_report_trace(sim->plan, sim->engine, sim->decode_plan, sim->decode_engine, &len);
+    mm_outputs_add(outs, "--trace", trace_path, trace, len);
+  }
+  if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
   if (!json_path || g_strcmp0(json_path, "-") != 0) {
     if (serving) printf("prefill (one forward pass over the prompts):\n");
     mm_report_run_text(stdout, sim->plan, &sim->metrics, mem);
