@@ -606,6 +606,119 @@ START_TEST(test_plot_bad_input)
 }
 END_TEST
 
+
+/* ---- hostile input: exit 1 and a message that says where ------------------ */
+
+#define LLAMA "models/llama2-70b.json"
+#define DGX "hardware/dgx-a100-2048.json"
+#define TPFSDP "configs/llm-pretrain-tp-fsdp.json"
+#define OPEN10(x) x x x x x x x x x x
+#define DEEP OPEN10(OPEN10(OPEN10("["))) "["
+#define BLOCK "{\"kind\":\"transformer\",\"count\":2,\"hidden\":64,\"heads\":4,\"ffn\":256}"
+
+/* In args and names: "@" is a file holding .text, "%FIFO%" a FIFO, "%DIR%" the test directory. */
+static const struct {
+  const char *category;
+  const char *text;     /* the file "@", or NULL */
+  const char *args[16];
+  const char *names[3]; /* what the message must name: the file and a JSON path, or the option */
+} hostile[] = {
+  {"syntax", "{\"name\":\"t\",}", {"describe", "-m", "@", NULL}, {"@:1:12:", "comma before '}'"}},
+  {"syntax", "{\"name\":\"t\",\"blocks\":[", {"describe", "-m", "@", NULL}, {"@:1:", "truncated"}},
+  {"syntax", "{\"name\":" DEEP "}", {"describe", "-m", "@", NULL}, {"@:1:", "nested deeper than 1000"}},
+  {"syntax", "{\"name\" \"t\"}", {"describe", "-m", "@", NULL}, {"@:1:9:", "unexpected character"}},
+  {"syntax", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "two", NULL}, {"--nodes two"}},
+  {"syntax", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "12 parsecs", "-H", DGX, NULL}, {"--bytes 12 parsecs"}},
+  {"types", "{\"name\":5,\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL}, {"@: $.name:", "expected a string"}},
+  {"types", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":\"8\"}", {"describe", "-m", LLAMA, "-H", DGX, "-c", "@", NULL},
+   {"@: $.global_batch:", "expected"}},
+  {"types", NULL, {"op", "sparse", "--rows", "many", "--dim", "4", "-H", DGX, NULL}, {"--rows many"}},
+  {"ranges", "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":-4,\"heads\":4,\"ffn\":256}]}",
+   {"describe", "-m", "@", NULL}, {"@: $.blocks[0].hidden:", "-4 is not a positive integer"}},
+  {"ranges", "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":4,\"dim\":4,\"pooling\":1e-7}]}",
+   {"describe", "-m", "@", NULL}, {"@: $.blocks[0].pooling:", "1e-07 is not a number between 1e-06 and 1000000000"}},
+  {"ranges", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,\"parallelism\":{\"default\":[{\"strategy\":\"pp\",\"degree\":4}]}}",
+   {"describe", "-m", LLAMA, "-H", DGX, "-c", "@", NULL}, {"@: $.parallelism.default[0].strategy:", "\"pipeline\""}},
+  {"ranges", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "0", NULL}, {"--nodes 0", "positive"}},
+  {"ranges", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "-n", "-1", NULL}, {"-n -1", "positive"}},
+  {"ranges", NULL, {"describe", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "1048577", NULL}, {"--nodes 1048577", "1 to 1048576 nodes"}},
+  {"ranges", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "--touched", "nan", "-H", DGX, NULL}, {"--touched"}},
+  {"ranges", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "--overlap", "-0.5", "-H", DGX, NULL}, {"--overlap"}},
+  {"ranges", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "--stride", "0", "-H", DGX, NULL}, {"--stride 0"}},
+  {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "0", "-H", DGX, NULL}, {"--ranks 0"}},
+  {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "0.5", "-H", DGX, NULL}, {"--bytes 0.5", "whole number"}},
+  {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "4096", "-H", DGX, NULL}, {"--ranks 4096", DGX}},
+  {"overflow", "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":1e30,\"dim\":4,\"pooling\":1}]}",
+   {"describe", "-m", "@", NULL}, {"@: $.blocks[0].rows:", "overflow"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1e30", "-H", DGX, NULL}, {"--bytes 1e30"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1180591620717411303424", "-H", DGX, NULL}, {"--bytes 1180591620717411303424"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--sweep", "1:1e30", "-H", DGX, NULL}, {"--sweep 1:1e30"}},
+  {"overflow", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "99999999999999999999", NULL}, {"--nodes 99999999999999999999"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "8", "--ranks", "4611686018427387904", "--stride", "4", "-H", DGX, NULL},
+   {"--ranks 4611686018427387904"}},
+  {"overflow", NULL, {"op", "sparse", "--rows", "9007199254740992", "--dim", "9007199254740992", "-H", DGX, NULL}, {"--rows", "--dim"}},
+  {"paths", NULL, {"describe", "-m", "", NULL}, {"-m ''", "file name"}},
+  {"paths", NULL, {"run", "-m", LLAMA, "-H", DGX, "--config", "", NULL}, {"--config ''"}},
+  {"paths", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "-H", "", NULL}, {"''", "file name"}},
+  {"paths", NULL, {"describe", "-m", "models/no-such.json", NULL}, {"models/no-such.json: cannot read", "No such file"}},
+  {"paths", NULL, {"describe", "-m", LLAMA, "--json", "%DIR%", NULL}, {"--json %DIR%:", "is a directory"}},
+  {"paths", NULL, {"describe", "-m", LLAMA, "--json", "no/such/dir/x.json", NULL}, {"--json no/such/dir/x.json:", "No such file"}},
+  {"paths", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "-n", "1", "--json", "-", "--trace", "-", NULL}, {"--json -", "--trace -"}},
+  {"paths", NULL, {"validate", "configs/validation/no-such.json", NULL}, {"configs/validation/no-such.json"}},
+  {"non-regular files", NULL, {"describe", "-m", "/dev/zero", NULL}, {"/dev/zero:", "a character device"}},
+  {"non-regular files", NULL, {"describe", "-m", "%FIFO%", NULL}, {"%FIFO%:", "a FIFO"}},
+  {"non-regular files", NULL, {"describe", "-m", "%DIR%", NULL}, {"%DIR%:", "a directory"}},
+  {"non-regular files", NULL, {"run", "-m", LLAMA, "-H", "/dev/null", "-c", TPFSDP, NULL}, {"/dev/null:", "a character device"}},
+  {"non-regular files", NULL, {"validate", "%FIFO%", NULL}, {"%FIFO%:", "a FIFO"}},
+  {"non-regular files", NULL, {"plot", "/dev/zero", "--kind", "timeline", "--script", "%DIR%/never.gp", NULL}, {"/dev/zero:", "a character device"}},
+  {"encodings", "{\"name\":\"t\xff\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", "--json", "-", NULL},
+   {"@: $.name:", "not valid UTF-8"}},
+  {"encodings", "{\"name\":\"t\\u0000hidden\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL}, {"@: $.name:", "NUL"}},
+  {"encodings", "{\"name\":\"t\",\"seq_len\\u0000x\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL}, {"@: $:", "a key contains a NUL"}},
+  {"encodings", "{\"name\":\"\\u001b[2J\\u001b[31mt\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL},
+   {"@: $.name:", "U+001B"}},
+  {"encodings", "{\"name\":\"c\",\"task\":\"pretrain\\u001b[0m\",\"global_batch\":8}", {"describe", "-m", LLAMA, "-H", DGX, "-c", "@", NULL},
+   {"@: $.task:", "control character"}},
+  {"encodings", NULL, {"describe", "-m", "models/\x1b[31mred.json", NULL}, {"models/\\u001b[31mred.json"}},
+  {"encodings", NULL, {"describe", "--\x1b]0;title\x07", NULL}, {"\\u001b]0;title\\u0007"}},
+};
+
+/* @s with "@", "%FIFO%" and "%DIR%" replaced. (transfer full) */
+static char *fill(const char *s, const char *file)
+{
+  g_autoptr(GString) g = g_string_new(s);
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "hostile.fifo", NULL);
+  if (file) g_string_replace(g, "@", file, 0);
+  g_string_replace(g, "%FIFO%", fifo, 0);
+  g_string_replace(g, "%DIR%", mm_test_tmpdir(), 0);
+  return g_strdup(g->str);
+}
+
+START_TEST(test_hostile_inputs)
+{
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "hostile.fifo", NULL);
+  if (!g_file_test(fifo, G_FILE_TEST_EXISTS)) ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  g_autofree char *name = g_strdup_printf("hostile%02d.json", _i);
+  g_autofree char *file = hostile[_i].text ? mm_test_write(name, hostile[_i].text) : NULL;
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+  for (guint k = 0; hostile[_i].args[k]; k++) g_ptr_array_add(args, fill(hostile[_i].args[k], file));
+  g_ptr_array_add(args, NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  int rc = mm_test_cli((const char *const *)args->pdata, &out, &err);
+  ck_assert_msg(rc == 1, "%s row %d: exit %d: %s", hostile[_i].category, _i, rc, err);
+  ck_assert_msg(g_str_has_prefix(err, "madmax: "), "%s row %d: %s", hostile[_i].category, _i, err);
+  for (guint k = 0; k < G_N_ELEMENTS(hostile[_i].names) && hostile[_i].names[k]; k++) {
+    g_autofree char *want = fill(hostile[_i].names[k], file);
+    ck_assert_msg(strstr(err, want), "%s row %d: the message lacks '%s': %s", hostile[_i].category, _i, want, err);
+  }
+  /* nothing reaches the terminal as a control sequence, nothing half-written on stdout */
+  ck_assert_msg(!strchr(err, '\x1b') && !strchr(err, '\x07'), "%s row %d: a control character on stderr",
+                hostile[_i].category, _i);
+  ck_assert_msg(g_utf8_validate(err, -1, NULL), "%s row %d: stderr is not UTF-8", hostile[_i].category, _i);
+  ck_assert_msg(strcmp(out, "") == 0, "%s row %d: stdout: %.200s", hostile[_i].category, _i, out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
   Suite *s = suite_create("cli");
@@ -629,6 +742,10 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_plot_breakdown);
   tcase_add_test(tc, test_plot_bad_input);
   suite_add_tcase(s, tc);
+  TCase *bad = tcase_create("hostile");
+  tcase_set_timeout(bad, 60);
+  tcase_add_loop_test(bad, test_hostile_inputs, 0, (int)G_N_ELEMENTS(hostile));
+  suite_add_tcase(s, bad);
   return s;
 }
 

@@ -104,7 +104,10 @@ void mm_outputs_add_json(MmOutputs *s, const char *option, const char *path, con
   g_return_if_fail(s && path && root);
   g_autofree char *text = cJSON_Print(root);
   if (!text) g_error("out of memory rendering JSON");
-  char *with_nl = g_strconcat(text, "\n", NULL);
+  /* loaded names are checked to be UTF-8; a file name given on the command line may not be, and
+   * the document must stay JSON: such bytes become U+FFFD */
+  g_autofree char *valid = g_utf8_make_valid(text, -1);
+  char *with_nl = g_strconcat(valid, "\n", NULL);
   mm_outputs_add(s, option, path, with_nl, strlen(with_nl));
 }
 
