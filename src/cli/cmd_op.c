@@ -209,7 +209,8 @@ static int op_collective(int argc, char **argv)
     if (!points) {
       if (text) {
         mm_table_print(t, stdout, "  ");
-        printf("\n  latency %s; bytes per link:\n", mm_fmt_seconds(o.latency_s));
+        g_autofree char *latency = mm_fmt_seconds(o.latency_s);
+        printf("\n  latency %s; bytes per link:\n", latency);
         for (uint32_t i = 0; i < o.n_use; i++) {
           g_autofree char *name = mm_comm_link_name(hw, &links, o.link[i]);
           g_autofree char *by = mm_fmt_bytes(o.bytes[i]);
