@@ -763,6 +763,29 @@ START_TEST(test_text_modes_clean)
 }
 END_TEST
 
+/* The README's sample of `madmax run` is what the command prints. */
+START_TEST(test_readme_run_sample_is_current)
+{
+  g_autofree char *path = mm_test_src("README.md");
+  g_autofree char *readme = NULL;
+  ck_assert(g_file_get_contents(path, &readme, NULL, NULL));
+  const char *start = "```\n$ build/madmax run ";
+  const char *a = strstr(readme, start);
+  ck_assert_msg(a != NULL, "README has no `madmax run` sample");
+  a += strlen("```\n$ ");
+  const char *nl = strchr(a, '\n'), *b = strstr(nl, "```\n");
+  ck_assert_ptr_nonnull(b);
+  g_autofree char *cmd = g_strndup(a, (gsize)(nl - a));
+  g_autofree char *want = g_strndup(nl + 1, (gsize)(b - nl - 1));
+  g_auto(GStrv) argv = NULL;
+  ck_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+  ck_assert_str_eq(argv[0], "build/madmax");
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_int_eq(mm_test_cli((const char *const *)argv + 1, &out, &err), 0);
+  ck_assert_msg(strcmp(out, want) == 0, "README's `%s` sample is stale; it prints:\n%s", cmd, out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
   Suite *s = suite_create("cli");
@@ -786,6 +809,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_plot_breakdown);
   tcase_add_test(tc, test_plot_bad_input);
   tcase_add_test(tc, test_text_modes_clean);
+  tcase_add_test(tc, test_readme_run_sample_is_current);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("hostile");
   tcase_set_timeout(bad, 60);
