@@ -307,6 +307,13 @@ START_TEST(test_outputs_in_place_and_together)
   g_autofree char *want = g_strdup_printf("madmax: --trace %s: cannot write: ", trace);
   ck_assert_msg(g_str_has_prefix(err, want), "%s", err);
   ck_assert_str_eq(out, "");
+  /* the trace on stdout: only the trace there */
+  const char *trace_out[] = {"--trace", "-", NULL};
+  g_autofree char *tout = NULL;
+  ck_assert_int_eq(run_small(trace_out, &tout, NULL), 0);
+  cJSON *t = parse_json(tout);
+  ck_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(t, "traceEvents")));
+  cJSON_Delete(t);
 }
 END_TEST
 

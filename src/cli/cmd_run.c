@@ -15,7 +15,7 @@ int mm_cmd_run(int argc, char **argv)
   MmInputPaths paths = {0};
   GOptionEntry entries[] = {
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write the result document to OUT ('-' = stdout, replaces the text)", "OUT"},
-    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace (open in ui.perfetto.dev; serving: the prefill, then one decode step)", "T.json"},
+    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace ('-' = stdout; open in ui.perfetto.dev; serving: the prefill, then one decode step)", "T.json"},
     {"per-device", 0, 0, G_OPTION_ARG_NONE, &per_device, "Simulate every device, not one per device class", NULL},
     G_OPTION_ENTRY_NULL,
   };
@@ -84,7 +84,7 @@ int mm_cmd_run(int argc, char **argv)
     mm_outputs_add(outs, "--trace", trace_path, trace, len);
   }
   if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
-  if (!json_path || g_strcmp0(json_path, "-") != 0) {
+  if (g_strcmp0(json_path, "-") != 0 && g_strcmp0(trace_path, "-") != 0) { /* stdout holds a document */
     if (serving) printf("prefill (one forward pass over the prompts):\n");
     mm_report_run_text(stdout, sim->plan, &sim->metrics, mem);
     if (serving) mm_report_serving_text(stdout, &sim->serving);
