@@ -1,6 +1,13 @@
 /* check_cli: end-to-end tests of the madmax command line. */
+#define _XOPEN_SOURCE 700 /* mknod, symlink, mkfifo */
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "testutil.h"
 
@@ -212,6 +219,101 @@ START_TEST(test_unwritable_output_leaves_nothing)
   g_autofree char *err = NULL;
   ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
   ck_assert(!g_file_test(p, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
+
+/* A small run (one DGX A100 node), with @extra options appended (NULL-terminated). */
+static int run_small(const char *const *extra, char **out, char **err)
+{
+  const char *args[24] = {"run", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
+                          "configs/llm-pretrain-tp-fsdp.json", "-n", "1"};
+  guint n = 9;
+  for (guint i = 0; extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  return mm_test_cli(args, out, err);
+}
+
+/* A FIFO's read end, opened without waiting for a writer (what is written fits its buffer). */
+static int open_fifo_reader(const char *path)
+{
+  int fd = g_open(path, O_RDONLY | O_NONBLOCK, 0);
+  ck_assert_int_ge(fd, 0);
+  return fd;
+}
+
+/* What the writers wrote into the FIFO @fd, once they are gone; closes @fd. (transfer full) */
+static char *drain_fifo(int fd)
+{
+  GString *g = g_string_new(NULL);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) g_string_append_len(g, buf, n);
+  close(fd);
+  return g_string_free(g, FALSE);
+}
+
+/* Outputs are written in place to what is not a regular file (a device, a FIFO) and through
+ * symlinks; --json and --trace are written together or not at all, and a failure names the
+ * option and the path given. (Before: a temporary renamed over the target turned a device or
+ * FIFO into a file, replaced a symlink, and a failing --trace left the --json written.) */
+START_TEST(test_outputs_in_place_and_together)
+{
+  /* a private /dev/null: a character device 1,3 (root only; the real one is not risked) */
+  g_autofree char *dev = g_build_filename(mm_test_tmpdir(), "null-device", NULL);
+  int fd = mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0 ? g_open(dev, O_WRONLY, 0) : -1;
+  if (fd >= 0) {
+    close(fd);
+    const char *extra[] = {"--json", dev, "--trace", dev, NULL};
+    ck_assert_int_eq(run_small(extra + 2, NULL, NULL), 0);
+    ck_assert_int_eq(run_small(extra, NULL, NULL), 1); /* one destination twice */
+    const char *json_only[] = {"--json", dev, NULL};
+    ck_assert_int_eq(run_small(json_only, NULL, NULL), 0);
+    GStatBuf st;
+    ck_assert_int_eq(g_lstat(dev, &st), 0);
+    ck_assert_msg(S_ISCHR(st.st_mode), "the device became a file");
+  }
+  /* a FIFO: the document arrives through it */
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "result.fifo", NULL);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  int reader = open_fifo_reader(fifo);
+  const char *to_fifo[] = {"--json", fifo, NULL};
+  ck_assert_int_eq(run_small(to_fifo, NULL, NULL), 0);
+  g_autofree char *doc = drain_fifo(reader);
+  cJSON *r = parse_json(doc);
+  ck_assert_double_gt(num(r, "iteration_time_s"), 0);
+  cJSON_Delete(r);
+  GStatBuf st;
+  ck_assert_int_eq(g_lstat(fifo, &st), 0);
+  ck_assert(S_ISFIFO(st.st_mode));
+  /* a symlink stays one; the file it names gets the result */
+  g_autofree char *real = mm_test_write("linked-result.json", "old");
+  g_autofree char *link = g_build_filename(mm_test_tmpdir(), "result-link.json", NULL);
+  ck_assert_int_eq(symlink("linked-result.json", link), 0);
+  const char *to_link[] = {"--json", link, NULL};
+  ck_assert_int_eq(run_small(to_link, NULL, NULL), 0);
+  ck_assert_int_eq(g_lstat(link, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode));
+  g_autofree char *linked = NULL;
+  ck_assert(g_file_get_contents(real, &linked, NULL, NULL));
+  ck_assert(g_str_has_prefix(linked, "{"));
+  /* a --trace that cannot be written: no --json either, and the message names the option */
+  g_autofree char *json = g_build_filename(mm_test_tmpdir(), "together.json", NULL);
+  g_autofree char *trace = g_build_filename(mm_test_tmpdir(), "no-such-dir", "t.json", NULL);
+  const char *both[] = {"--json", json, "--trace", trace, NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_int_eq(run_small(both, &out, &err), 1);
+  ck_assert_msg(!g_file_test(json, G_FILE_TEST_EXISTS), "--json was written by a failed run");
+  g_autofree char *want = g_strdup_printf("madmax: --trace %s: cannot write: ", trace);
+  ck_assert_msg(g_str_has_prefix(err, want), "%s", err);
+  ck_assert_str_eq(out, "");
+  /* the trace on stdout: only the trace there */
+  const char *trace_out[] = {"--trace", "-", NULL};
+  g_autofree char *tout = NULL;
+  ck_assert_int_eq(run_small(trace_out, &tout, NULL), 0);
+  cJSON *t = parse_json(tout);
+  ck_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(t, "traceEvents")));
+  cJSON_Delete(t);
 }
 END_TEST
 
@@ -522,6 +624,175 @@ START_TEST(test_plot_bad_input)
 }
 END_TEST
 
+
+/* ---- hostile input: exit 1 and a message that says where ------------------ */
+
+#define LLAMA "models/llama2-70b.json"
+#define DGX "hardware/dgx-a100-2048.json"
+#define TPFSDP "configs/llm-pretrain-tp-fsdp.json"
+#define OPEN10(x) x x x x x x x x x x
+#define DEEP OPEN10(OPEN10(OPEN10("["))) "["
+#define BLOCK "{\"kind\":\"transformer\",\"count\":2,\"hidden\":64,\"heads\":4,\"ffn\":256}"
+
+/* In args and names: "@" is a file holding .text, "%FIFO%" a FIFO, "%DIR%" the test directory. */
+static const struct {
+  const char *category;
+  const char *text;     /* the file "@", or NULL */
+  const char *args[16];
+  const char *names[3]; /* what the message must name: the file and a JSON path, or the option */
+} hostile[] = {
+  {"syntax", "{\"name\":\"t\",}", {"describe", "-m", "@", NULL}, {"@:1:12:", "comma before '}'"}},
+  {"syntax", "{\"name\":\"t\",\"blocks\":[", {"describe", "-m", "@", NULL}, {"@:1:", "truncated"}},
+  {"syntax", "{\"name\":" DEEP "}", {"describe", "-m", "@", NULL}, {"@:1:", "nested deeper than 1000"}},
+  {"syntax", "{\"name\" \"t\"}", {"describe", "-m", "@", NULL}, {"@:1:9:", "unexpected character"}},
+  {"syntax", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "two", NULL}, {"--nodes two"}},
+  {"syntax", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "12 parsecs", "-H", DGX, NULL}, {"--bytes 12 parsecs"}},
+  {"types", "{\"name\":5,\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL}, {"@: $.name:", "expected a string"}},
+  {"types", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":\"8\"}", {"describe", "-m", LLAMA, "-H", DGX, "-c", "@", NULL},
+   {"@: $.global_batch:", "expected"}},
+  {"types", NULL, {"op", "sparse", "--rows", "many", "--dim", "4", "-H", DGX, NULL}, {"--rows many"}},
+  {"ranges", "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":-4,\"heads\":4,\"ffn\":256}]}",
+   {"describe", "-m", "@", NULL}, {"@: $.blocks[0].hidden:", "-4 is not a positive integer"}},
+  {"ranges", "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":4,\"dim\":4,\"pooling\":1e-7}]}",
+   {"describe", "-m", "@", NULL}, {"@: $.blocks[0].pooling:", "1e-07 is not a number between 1e-06 and 1000000000"}},
+  {"ranges", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,\"parallelism\":{\"default\":[{\"strategy\":\"pp\",\"degree\":4}]}}",
+   {"describe", "-m", LLAMA, "-H", DGX, "-c", "@", NULL}, {"@: $.parallelism.default[0].strategy:", "\"pipeline\""}},
+  {"ranges", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "0", NULL}, {"--nodes 0", "positive"}},
+  {"ranges", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "-n", "-1", NULL}, {"-n -1", "positive"}},
+  {"ranges", NULL, {"describe", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "1048577", NULL}, {"--nodes 1048577", "1 to 1048576 nodes"}},
+  {"ranges", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "--touched", "nan", "-H", DGX, NULL}, {"--touched"}},
+  {"ranges", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "--overlap", "-0.5", "-H", DGX, NULL}, {"--overlap"}},
+  {"ranges", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "--stride", "0", "-H", DGX, NULL}, {"--stride 0"}},
+  {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "0", "-H", DGX, NULL}, {"--ranks 0"}},
+  {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "0.5", "-H", DGX, NULL}, {"--bytes 0.5", "whole number"}},
+  {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "4096", "-H", DGX, NULL}, {"--ranks 4096", DGX}},
+  {"overflow", "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":1e30,\"dim\":4,\"pooling\":1}]}",
+   {"describe", "-m", "@", NULL}, {"@: $.blocks[0].rows:", "overflow"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1e30", "-H", DGX, NULL}, {"--bytes 1e30"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1180591620717411303424", "-H", DGX, NULL}, {"--bytes 1180591620717411303424"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--sweep", "1:1e30", "-H", DGX, NULL}, {"--sweep 1:1e30"}},
+  {"overflow", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--nodes", "99999999999999999999", NULL}, {"--nodes 99999999999999999999"}},
+  {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "8", "--ranks", "4611686018427387904", "--stride", "4", "-H", DGX, NULL},
+   {"--ranks 4611686018427387904"}},
+  {"overflow", NULL, {"op", "sparse", "--rows", "9007199254740992", "--dim", "9007199254740992", "-H", DGX, NULL}, {"--rows", "--dim"}},
+  {"paths", NULL, {"describe", "-m", "", NULL}, {"-m ''", "file name"}},
+  {"paths", NULL, {"run", "-m", LLAMA, "-H", DGX, "--config", "", NULL}, {"--config ''"}},
+  {"paths", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "-H", "", NULL}, {"''", "file name"}},
+  {"paths", NULL, {"describe", "-m", "models/no-such.json", NULL}, {"models/no-such.json: cannot read", "No such file"}},
+  {"paths", NULL, {"describe", "-m", LLAMA, "--json", "%DIR%", NULL}, {"--json %DIR%:", "is a directory"}},
+  {"paths", NULL, {"describe", "-m", LLAMA, "--json", "no/such/dir/x.json", NULL}, {"--json no/such/dir/x.json:", "No such file"}},
+  {"paths", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "-n", "1", "--json", "-", "--trace", "-", NULL}, {"--json -", "--trace -"}},
+  {"paths", NULL, {"validate", "configs/validation/no-such.json", NULL}, {"configs/validation/no-such.json"}},
+  {"non-regular files", NULL, {"describe", "-m", "/dev/zero", NULL}, {"/dev/zero:", "a character device"}},
+  {"non-regular files", NULL, {"describe", "-m", "%FIFO%", NULL}, {"%FIFO%:", "a FIFO"}},
+  {"non-regular files", NULL, {"describe", "-m", "%DIR%", NULL}, {"%DIR%:", "a directory"}},
+  {"non-regular files", NULL, {"run", "-m", LLAMA, "-H", "/dev/null", "-c", TPFSDP, NULL}, {"/dev/null:", "a character device"}},
+  {"non-regular files", NULL, {"validate", "%FIFO%", NULL}, {"%FIFO%:", "a FIFO"}},
+  {"non-regular files", NULL, {"plot", "/dev/zero", "--kind", "timeline", "--script", "%DIR%/never.gp", NULL}, {"/dev/zero:", "a character device"}},
+  {"encodings", "{\"name\":\"t\xff\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", "--json", "-", NULL},
+   {"@: $.name:", "not valid UTF-8"}},
+  {"encodings", "{\"name\":\"t\\u0000hidden\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL}, {"@: $.name:", "NUL"}},
+  {"encodings", "{\"name\":\"t\",\"seq_len\\u0000x\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL}, {"@: $:", "a key contains a NUL"}},
+  {"encodings", "{\"name\":\"\\u001b[2J\\u001b[31mt\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", NULL},
+   {"@: $.name:", "U+001B"}},
+  {"encodings", "{\"name\":\"c\",\"task\":\"pretrain\\u001b[0m\",\"global_batch\":8}", {"describe", "-m", LLAMA, "-H", DGX, "-c", "@", NULL},
+   {"@: $.task:", "control character"}},
+  {"encodings", NULL, {"describe", "-m", "models/\x1b[31mred.json", NULL}, {"models/\\u001b[31mred.json"}},
+  {"encodings", NULL, {"describe", "--\x1b]0;title\x07", NULL}, {"\\u001b]0;title\\u0007"}},
+};
+
+/* @s with "@", "%FIFO%" and "%DIR%" replaced. (transfer full) */
+static char *fill(const char *s, const char *file)
+{
+  g_autoptr(GString) g = g_string_new(s);
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "hostile.fifo", NULL);
+  if (file) g_string_replace(g, "@", file, 0);
+  g_string_replace(g, "%FIFO%", fifo, 0);
+  g_string_replace(g, "%DIR%", mm_test_tmpdir(), 0);
+  return g_strdup(g->str);
+}
+
+START_TEST(test_hostile_inputs)
+{
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "hostile.fifo", NULL);
+  if (!g_file_test(fifo, G_FILE_TEST_EXISTS)) ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  g_autofree char *name = g_strdup_printf("hostile%02d.json", _i);
+  g_autofree char *file = hostile[_i].text ? mm_test_write(name, hostile[_i].text) : NULL;
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+  for (guint k = 0; hostile[_i].args[k]; k++) g_ptr_array_add(args, fill(hostile[_i].args[k], file));
+  g_ptr_array_add(args, NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  int rc = mm_test_cli((const char *const *)args->pdata, &out, &err);
+  ck_assert_msg(rc == 1, "%s row %d: exit %d: %s", hostile[_i].category, _i, rc, err);
+  ck_assert_msg(g_str_has_prefix(err, "madmax: "), "%s row %d: %s", hostile[_i].category, _i, err);
+  for (guint k = 0; k < G_N_ELEMENTS(hostile[_i].names) && hostile[_i].names[k]; k++) {
+    g_autofree char *want = fill(hostile[_i].names[k], file);
+    ck_assert_msg(strstr(err, want), "%s row %d: the message lacks '%s': %s", hostile[_i].category, _i, want, err);
+  }
+  /* nothing reaches the terminal as a control sequence, nothing half-written on stdout */
+  ck_assert_msg(!strchr(err, '\x1b') && !strchr(err, '\x07'), "%s row %d: a control character on stderr",
+                hostile[_i].category, _i);
+  ck_assert_msg(g_utf8_validate(err, -1, NULL), "%s row %d: stderr is not UTF-8", hostile[_i].category, _i);
+  ck_assert_msg(strcmp(out, "") == 0, "%s row %d: stdout: %.200s", hostile[_i].category, _i, out);
+}
+END_TEST
+
+/* The text output of every subcommand (what the sanitizer build's leak checker sees: any leak
+ * report is on stderr and makes the exit non-zero). */
+START_TEST(test_text_modes_clean)
+{
+  g_autofree char *trace = g_build_filename(mm_test_tmpdir(), "text-modes.trace.json", NULL);
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "text-modes.gp", NULL);
+  const char *runs[][16] = {
+    {"run", "-m", "models/llama3-8b.json", "-H", "hardware/dgx-h100-2048.json", "-c", "configs/llama3-8b-pretrain.json",
+     "-n", "1", "--trace", trace, NULL},
+    {"run", "-m", "models/llama3-70b.json", "-H", "hardware/dgx-h100-2048.json", "-c", "configs/llama3-70b-serving-tp8.json",
+     "-n", "1", NULL},
+    {"describe", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, NULL},
+    {"describe", "-m", "models/dlrm-a.json", NULL},
+    {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "-H", DGX, NULL},
+    {"op", "collective", "--kind", "all_gather", "--sweep", "1MiB:64MiB", "-H", DGX, "--ranks", "16", NULL},
+    {"op", "sparse", "--rows", "5000000", "--dim", "2048", "--touched", "0.01", "-H", DGX, NULL},
+    {"validate", "configs/validation/collectives.json", NULL},
+    {"validate", "configs/validation/inference.json", "--markdown", NULL},
+    {"plot", trace, "--kind", "timeline", "--script", gp, NULL},
+    {"schema", NULL},
+    {"op", "--help", NULL},
+    {"--help", NULL},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(runs); i++) {
+    g_autofree char *out = NULL, *err = NULL;
+    int rc = mm_test_cli(runs[i], &out, &err);
+    ck_assert_msg(rc == 0 && strcmp(err, "") == 0, "madmax %s %s: exit %d: %.2000s", runs[i][0], runs[i][1], rc,
+                  g_strstrip(err));
+    ck_assert_msg(strcmp(runs[i][0], "plot") == 0 || *out, "madmax %s printed nothing", runs[i][0]);
+  }
+}
+END_TEST
+
+/* The README's sample of `madmax run` is what the command prints. */
+START_TEST(test_readme_run_sample_is_current)
+{
+  g_autofree char *path = mm_test_src("README.md");
+  g_autofree char *readme = NULL;
+  ck_assert(g_file_get_contents(path, &readme, NULL, NULL));
+  const char *start = "```\n$ build/madmax run ";
+  const char *a = strstr(readme, start);
+  ck_assert_msg(a != NULL, "README has no `madmax run` sample");
+  a += strlen("```\n$ ");
+  const char *nl = strchr(a, '\n'), *b = strstr(nl, "```\n");
+  ck_assert_ptr_nonnull(b);
+  g_autofree char *cmd = g_strndup(a, (gsize)(nl - a));
+  g_autofree char *want = g_strndup(nl + 1, (gsize)(b - nl - 1));
+  g_auto(GStrv) argv = NULL;
+  ck_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+  ck_assert_str_eq(argv[0], "build/madmax");
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_int_eq(mm_test_cli((const char *const *)argv + 1, &out, &err), 0);
+  ck_assert_msg(strcmp(out, want) == 0, "README's `%s` sample is stale; it prints:\n%s", cmd, out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
   Suite *s = suite_create("cli");
@@ -536,6 +807,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_json_file_and_determinism);
   tcase_add_test(tc, test_bad_options);
   tcase_add_test(tc, test_unwritable_output_leaves_nothing);
+  tcase_add_test(tc, test_outputs_in_place_and_together);
   tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_schema_doc_is_current);
   tcase_add_test(tc, test_readme_tables_are_current);
@@ -543,7 +815,13 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_plot_timeline);
   tcase_add_test(tc, test_plot_breakdown);
   tcase_add_test(tc, test_plot_bad_input);
+  tcase_add_test(tc, test_text_modes_clean);
+  tcase_add_test(tc, test_readme_run_sample_is_current);
   suite_add_tcase(s, tc);
+  TCase *bad = tcase_create("hostile");
+  tcase_set_timeout(bad, 60);
+  tcase_add_loop_test(bad, test_hostile_inputs, 0, (int)G_N_ELEMENTS(hostile));
+  suite_add_tcase(s, bad);
   return s;
 }
 

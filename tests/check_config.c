@@ -1,7 +1,13 @@
 /* check_config: loading and validating model, hardware and parallelism files. */
+#define _XOPEN_SOURCE 700 /* mkfifo, ftruncate */
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "config/config.h"
+#include "config/json.h" /* the reader's limits */
 #include "testutil.h"
 
 /* ---- every shipped file loads ------------------------------------------ */
@@ -168,7 +174,26 @@ typedef struct {
 #define CFG_HEAD "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,"
 #define FSDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
 
+/* 1001 nested arrays: one over cJSON's nesting limit */
+#define OPEN10(x) x x x x x x x x x x
+#define OPEN1001 OPEN10(OPEN10(OPEN10("["))) "["
+
 static const BadCase bad_cases[] = {
+  /* syntax: what is wrong, not only where */
+  {"trailing comma in an object", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,}", MM_CONFIG_ERROR_PARSE, ":1:24: invalid JSON: a comma before '}'", NULL},
+  {"trailing comma in an array", K_MODEL, "{\"name\":\"t\",\"blocks\":[1,\n 2, ]}", MM_CONFIG_ERROR_PARSE, ":2:3: invalid JSON: a comma before ']'", NULL},
+  {"nesting over the limit", K_MODEL, "{\"name\":" OPEN1001 "}", MM_CONFIG_ERROR_PARSE, "nested deeper than 1000 levels", NULL},
+  {"missing colon", K_MODEL, "{\"name\" \"t\"}", MM_CONFIG_ERROR_PARSE, ":1:9: invalid JSON: unexpected character '\"'", NULL},
+  {"text after the document", K_MODEL, "{\"name\":\"t\"}\n}", MM_CONFIG_ERROR_PARSE, ":2:1: invalid JSON: unexpected character '}'", NULL},
+  /* encodings: every key and string valid UTF-8 without NUL or control characters */
+  {"name not UTF-8", K_MODEL, "{\"name\":\"a\xff\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "$.name: the string is not valid UTF-8", NULL},
+  {"block name not UTF-8", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"mlp\",\"name\":\"\xc3\",\"count\":1,\"width\":4}]}", MM_CONFIG_ERROR_ENCODING, "$.blocks[0].name", NULL},
+  {"escaped NUL truncates a name", K_MODEL, "{\"name\":\"a\\u0000b\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "$.name: the string contains a NUL", NULL},
+  {"escaped NUL truncates a key", K_MODEL, "{\"name\":\"t\",\"seq_len\\u0000x\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "$: a key contains a NUL", NULL},
+  {"ANSI escape in a name", K_MODEL, "{\"name\":\"\\u001b[2Jt\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "$.name: the string contains a control character (U+001B)", NULL},
+  {"raw ESC byte in a name", K_MODEL, "{\"name\":\"\x1b[31mt\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "$.name", NULL},
+  {"C1 control in a name", K_MODEL, "{\"name\":\"\\u009b2J\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "U+009B", NULL},
+  {"escaped backslash before u0000 is text", K_MODEL, "{\"name\":\"\\\\u0000\",\"seq_len\":8,\"blocks\":[]}", MM_CONFIG_ERROR_RANGE, "$.blocks", NULL},
   /* model files */
   {"truncated file", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,", MM_CONFIG_ERROR_PARSE, "truncated", NULL},
   {"empty file", K_MODEL, "", MM_CONFIG_ERROR_PARSE, "empty", NULL},
@@ -348,6 +373,83 @@ START_TEST(test_error_message_format)
   g_autoptr(MmModel) m = mm_model_parse("models/x.json", text, strlen(text), &error);
   ck_assert_ptr_null(m);
   ck_assert_str_eq(error->message, "models/x.json: $.blocks[1].hidden: -4 is not a positive integer up to 16777216");
+  /* numbers in their shortest form: 1e-07, not 9.9999999999999995e-08 */
+  g_clear_error(&error);
+  const char *small = "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":4,\"dim\":4,"
+                      "\"pooling\":1e-7}]}";
+  g_autoptr(MmModel) m2 = mm_model_parse("models/x.json", small, strlen(small), &error);
+  ck_assert_ptr_null(m2);
+  ck_assert_str_eq(error->message,
+                   "models/x.json: $.blocks[0].pooling: 1e-07 is not a number between 1e-06 and 1000000000");
+  g_autofree char *third = mm_json_fmt_number(0.1 + 0.2);
+  ck_assert_str_eq(third, "0.30000000000000004"); /* 17 digits when fewer do not read back */
+}
+END_TEST
+
+/* A level names the strategies a level takes; "pp" (the top-level "pipeline") is not listed. */
+START_TEST(test_level_strategies_listed)
+{
+  g_autofree char *p = mm_test_write("bad-strategy.json", CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"qq\",\"degree\":4}]}}");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(p, &error);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(error->message, "\"fsdp\", \"tp\"") && !strstr(error->message, "\"pp\""), "%s", error->message);
+  /* and "sp" still reads as tp with sequence parallelism */
+  g_autofree char *sp = mm_test_write("sp.json", CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8}]}}");
+  g_autoptr(MmParallelConfig) c2 = mm_parallel_load(sp, &error);
+  ck_assert_msg(c2 != NULL, "%s", error ? error->message : "");
+  ck_assert_int_eq(c2->strategies[0].levels[0].strategy, MM_STRAT_TP);
+  ck_assert(c2->strategies[0].levels[0].sequence_parallel);
+}
+END_TEST
+
+/* --nodes beyond the limit states the bound that applies (2^20 nodes, 2^24 devices). */
+START_TEST(test_nodes_bound_message)
+{
+  g_autofree char *path = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) h = mm_hardware_load(path, &error);
+  ck_assert_ptr_nonnull(h);
+  ck_assert(mm_hardware_check_nodes(h, 1 << 20, NULL));
+  ck_assert(!mm_hardware_check_nodes(h, (1 << 20) + 1, &error));
+  ck_assert_msg(strstr(error->message, "expected 1 to 1048576 nodes of 8 GPUs"), "%s", error->message);
+}
+END_TEST
+
+/* Input files: a regular file of at most 256 MiB; anything else is refused at once (a FIFO
+ * used to block forever, /dev/zero to be read until memory ran out). */
+START_TEST(test_input_files)
+{
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "in.fifo", NULL);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  g_autofree char *big = g_build_filename(mm_test_tmpdir(), "big.json", NULL);
+  FILE *f = fopen(big, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(ftruncate(fileno(f), (off_t)MM_JSON_MAX_FILE_BYTES + 1), 0); /* sparse: no disk used */
+  fclose(f);
+  g_autofree char *nul = g_build_filename(mm_test_tmpdir(), "nul.json", NULL);
+  ck_assert(g_file_set_contents(nul, "{\n  \0}", 6, NULL));
+  const struct {
+    const char *path, *msg;
+    MmConfigError code;
+  } cases[] = {
+    {"/dev/zero", "/dev/zero: cannot read: a character device; expected a JSON file", MM_CONFIG_ERROR_IO},
+    {fifo, "cannot read: a FIFO", MM_CONFIG_ERROR_IO},
+    {mm_test_tmpdir(), "cannot read: a directory", MM_CONFIG_ERROR_IO},
+    {big, "larger than 256 MiB", MM_CONFIG_ERROR_IO},
+    {"", "'': cannot read: expected a file name", MM_CONFIG_ERROR_IO},
+    {nul, ":2:3: invalid JSON: a NUL byte", MM_CONFIG_ERROR_PARSE},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(MmModel) m = mm_model_load(cases[i].path, &error);
+    ck_assert_msg(m == NULL, "%s was read", cases[i].path);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(g_error_matches(error, MM_CONFIG_ERROR, (gint)cases[i].code), "%s", error->message);
+    ck_assert_msg(g_str_has_prefix(error->message, cases[i].path) && strstr(error->message, cases[i].msg), "%s",
+                  error->message);
+  }
+  g_unlink(big);
 }
 END_TEST
 
@@ -381,6 +483,9 @@ static Suite *config_suite(void)
   tcase_add_test(tc, test_scenario_resolution);
   tcase_add_test(tc, test_error_message_format);
   tcase_add_test(tc, test_strategy_lookup_order);
+  tcase_add_test(tc, test_level_strategies_listed);
+  tcase_add_test(tc, test_nodes_bound_message);
+  tcase_add_test(tc, test_input_files);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("bad_input");
   tcase_add_loop_test(bad, test_bad_input, 0, (int)G_N_ELEMENTS(bad_cases));

@@ -1,5 +1,14 @@
-/* check_report: what plot makes of traces and results it is given: errors (domain and code). */
+/* check_report: what plot makes of traces and results it is given (errors: domain and code);
+ * outputs: written together, never over what is not a regular file. */
+#define _XOPEN_SOURCE 700 /* mknod, symlink, mkfifo */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "report/report.h"
 #include "testutil.h"
@@ -76,6 +85,198 @@ START_TEST(test_bad_plot_directory)
 }
 END_TEST
 
+
+/* ---- outputs --------------------------------------------------------------- */
+
+/* The names in the test directory that start with @prefix (temporaries left behind). */
+static guint leftovers(const char *prefix)
+{
+  g_autoptr(GDir) d = g_dir_open(mm_test_tmpdir(), 0, NULL);
+  guint n = 0;
+  for (const char *nm; (nm = g_dir_read_name(d));) n += g_str_has_prefix(nm, prefix);
+  return n;
+}
+
+static char *slurp(const char *path)
+{
+  char *text = NULL;
+  ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "cannot read %s", path);
+  return text;
+}
+
+/* A regular file is replaced whole and keeps its permissions; a new one appears; a symlink
+ * stays a link and the file it leads to gets the content. */
+START_TEST(test_outputs_files_and_links)
+{
+  g_autofree char *old = mm_test_write("out-old.txt", "old");
+  ck_assert_int_eq(g_chmod(old, 0640), 0);
+  g_autofree char *fresh = g_build_filename(mm_test_tmpdir(), "out-new.txt", NULL);
+  g_autofree char *real = mm_test_write("out-real.txt", "old");
+  g_autofree char *link = g_build_filename(mm_test_tmpdir(), "out-link.txt", NULL);
+  ck_assert_int_eq(symlink("out-real.txt", link), 0);
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  mm_outputs_add(outs, "--a", old, g_strdup("A"), 1);
+  mm_outputs_add(outs, "--b", fresh, g_strdup("B"), 1);
+  mm_outputs_add(outs, "--c", link, g_strdup("C"), 1);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_outputs_commit(outs, &error), "%s", error ? error->message : "");
+  g_autofree char *a = slurp(old), *b = slurp(fresh), *c = slurp(real);
+  ck_assert_str_eq(a, "A");
+  ck_assert_str_eq(b, "B");
+  ck_assert_str_eq(c, "C");
+  GStatBuf st;
+  ck_assert_int_eq(g_stat(old, &st), 0);
+  ck_assert_int_eq(st.st_mode & 0777, 0640);
+  ck_assert_int_eq(g_lstat(link, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode));
+  ck_assert_uint_eq(leftovers(".out-"), 0);
+}
+END_TEST
+
+/* A character device (a private /dev/null) is written in place, not replaced by a file. */
+START_TEST(test_outputs_device)
+{
+  g_autofree char *dev = g_build_filename(mm_test_tmpdir(), "out-null", NULL);
+  if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) != 0) return; /* not root: nothing to check */
+  int fd = g_open(dev, O_WRONLY, 0);
+  if (fd < 0) return; /* a nodev mount */
+  close(fd);
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  mm_outputs_add(outs, "--json", dev, g_strdup("{}\n"), 3);
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_outputs_commit(outs, &error), "%s", error ? error->message : "");
+  GStatBuf st;
+  ck_assert_int_eq(g_lstat(dev, &st), 0);
+  ck_assert_msg(S_ISCHR(st.st_mode), "the device was replaced");
+  ck_assert_uint_eq(leftovers(".out-null"), 0);
+}
+END_TEST
+
+/* A FIFO's read end, opened without waiting for a writer (what is written fits its buffer). */
+static int open_fifo_reader(const char *path)
+{
+  int fd = g_open(path, O_RDONLY | O_NONBLOCK, 0);
+  ck_assert_int_ge(fd, 0);
+  return fd;
+}
+
+/* What the writers wrote into the FIFO @fd, once they are gone; closes @fd. (transfer full) */
+static char *drain_fifo(int fd)
+{
+  GString *g = g_string_new(NULL);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) g_string_append_len(g, buf, n);
+  close(fd);
+  return g_string_free(g, FALSE);
+}
+
+/* A FIFO gets the content through itself and stays a FIFO; so does a staged file (what
+ * gnuplot writes) sent to one. */
+START_TEST(test_outputs_fifo)
+{
+  g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "out-fifo", NULL);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  for (int staged = 0; staged < 2; staged++) {
+    int reader = open_fifo_reader(fifo);
+    g_autoptr(MmOutputs) outs = mm_outputs_new();
+    g_autoptr(GError) error = NULL;
+    if (staged) {
+      const char *tmp = mm_outputs_stage_file(outs, "--out", fifo, &error);
+      ck_assert_msg(tmp != NULL, "%s", error ? error->message : "");
+      ck_assert(g_file_set_contents(tmp, "through a FIFO", -1, NULL));
+    } else {
+      mm_outputs_add(outs, "--json", fifo, g_strdup("through a FIFO"), 14);
+    }
+    ck_assert_msg(mm_outputs_commit(outs, &error), "%s", error ? error->message : "");
+    g_autofree char *got = drain_fifo(reader);
+    ck_assert_str_eq(got, "through a FIFO");
+    GStatBuf st;
+    ck_assert_int_eq(g_lstat(fifo, &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode));
+  }
+}
+END_TEST
+
+/* A file an external program writes: a temporary beside the target until the commit. */
+START_TEST(test_outputs_staged)
+{
+  g_autofree char *fig = g_build_filename(mm_test_tmpdir(), "out-fig.png", NULL);
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  g_autoptr(GError) error = NULL;
+  const char *tmp = mm_outputs_stage_file(outs, "--out", fig, &error);
+  ck_assert_ptr_nonnull(tmp);
+  g_autofree char *dir = g_path_get_dirname(tmp);
+  ck_assert_str_eq(dir, mm_test_tmpdir());
+  ck_assert(g_file_set_contents(tmp, "PNG", -1, NULL));
+  ck_assert(!g_file_test(fig, G_FILE_TEST_EXISTS));
+  ck_assert(mm_outputs_commit(outs, &error));
+  g_autofree char *got = slurp(fig);
+  ck_assert_str_eq(got, "PNG");
+  ck_assert_uint_eq(leftovers(".out-fig"), 0);
+  /* not committed: nothing appears, the temporary goes */
+  g_autofree char *gone = g_build_filename(mm_test_tmpdir(), "out-gone.png", NULL);
+  MmOutputs *dropped = mm_outputs_new();
+  ck_assert_ptr_nonnull(mm_outputs_stage_file(dropped, "--out", gone, &error));
+  mm_outputs_free(dropped);
+  ck_assert(!g_file_test(gone, G_FILE_TEST_EXISTS));
+  ck_assert_uint_eq(leftovers(".out-gone"), 0);
+}
+END_TEST
+
+/* One output that cannot be written: none is, nothing is left, and the message names the
+ * option and the path as given (not a temporary's name). */
+static const struct {
+  const char *name;  /* under the test directory; "-" as is */
+  const char *setup; /* "dir", "dangling", "" */
+  const char *msg;
+} bad_outputs[] = {
+  {"no-such-dir/x.json", "", "No such file or directory"},
+  {"out-dir", "dir", "is a directory"},
+  {"out-dangling", "dangling", "symbolic link to a missing file"},
+  {"", "", "expected a file name"},
+};
+
+START_TEST(test_outputs_failure_writes_nothing)
+{
+  const char *name = bad_outputs[_i].name;
+  g_autofree char *bad = *name ? g_build_filename(mm_test_tmpdir(), name, NULL) : g_strdup("");
+  if (strcmp(bad_outputs[_i].setup, "dir") == 0) g_mkdir(bad, 0755);
+  if (strcmp(bad_outputs[_i].setup, "dangling") == 0) ck_assert_int_eq(symlink("missing", bad), 0);
+  g_autofree char *good = g_build_filename(mm_test_tmpdir(), "out-good.json", NULL);
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  mm_outputs_add(outs, "--json", good, g_strdup("{}"), 2);
+  mm_outputs_add(outs, "--trace", bad, g_strdup("{}"), 2);
+  g_autoptr(GError) error = NULL;
+  ck_assert(!mm_outputs_commit(outs, &error));
+  ck_assert(g_error_matches(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO));
+  g_autofree char *want = g_strdup_printf("--trace %s: ", *name ? bad : "''");
+  ck_assert_msg(g_str_has_prefix(error->message, want), "%s", error->message);
+  ck_assert_msg(strstr(error->message, bad_outputs[_i].msg), "%s", error->message);
+  ck_assert_msg(!strstr(error->message, "XXXXXX") && !strstr(error->message, "/."), "%s", error->message);
+  ck_assert(!g_file_test(good, G_FILE_TEST_EXISTS));
+  ck_assert_uint_eq(leftovers(".out-good"), 0);
+  if (strcmp(bad_outputs[_i].setup, "dir") == 0) g_rmdir(bad);
+}
+END_TEST
+
+/* Two outputs on one destination would overwrite each other. */
+START_TEST(test_outputs_same_destination)
+{
+  g_autofree char *p = g_build_filename(mm_test_tmpdir(), "out-same.json", NULL);
+  static const char *const pairs[][2] = {{"-", "-"}, {NULL, NULL}};
+  for (guint i = 0; i < G_N_ELEMENTS(pairs); i++) {
+    g_autoptr(MmOutputs) outs = mm_outputs_new();
+    mm_outputs_add(outs, "--json", pairs[i][0] ? pairs[i][0] : p, g_strdup("a"), 1);
+    mm_outputs_add(outs, "--trace", pairs[i][1] ? pairs[i][1] : p, g_strdup("b"), 1);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!mm_outputs_commit(outs, &error));
+    ck_assert_msg(strstr(error->message, "same place"), "%s", error->message);
+  }
+  ck_assert(!g_file_test(p, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
   Suite *s = suite_create("report");
@@ -83,6 +284,14 @@ static Suite *report_suite(void)
   tcase_add_loop_test(tc, test_bad_plot_input, 0, (int)G_N_ELEMENTS(bad_inputs));
   tcase_add_test(tc, test_bad_plot_directory);
   suite_add_tcase(s, tc);
+  TCase *out = tcase_create("outputs");
+  tcase_add_test(out, test_outputs_files_and_links);
+  tcase_add_test(out, test_outputs_device);
+  tcase_add_test(out, test_outputs_fifo);
+  tcase_add_test(out, test_outputs_staged);
+  tcase_add_loop_test(out, test_outputs_failure_writes_nothing, 0, (int)G_N_ELEMENTS(bad_outputs));
+  tcase_add_test(out, test_outputs_same_destination);
+  suite_add_tcase(s, out);
   return s;
 }
 

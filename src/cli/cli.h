@@ -24,7 +24,8 @@ typedef struct {
   gint64 nodes;
 } MmInputPaths;
 
-/* Adds --model/-m, --hardware/-H, --config/-c and --nodes/-n to @ctx's main group. */
+/* Adds --model/-m, --hardware/-H, --config/-c and --nodes/-n to @ctx's main group (call it
+ * before adding the command's own entries). Empty file names and --nodes < 1 are option errors. */
 void mm_cli_add_input_options(GOptionContext *ctx, MmInputPaths *paths);
 
 /* The loaded inputs of a command (each may be NULL when not asked for). */
@@ -40,6 +41,10 @@ typedef struct {
 gboolean mm_cli_inputs_load(MmCliInputs *in, const char *model, const char *hardware, const char *config, int64_t nodes,
                         GError **error);
 void mm_cli_inputs_clear(MmCliInputs *in);
+
+/* Parses @text, the value of @option, as an integer in [@min, @max] (strictly: no sign
+ * where none is allowed, no trailing text); a G_OPTION_ERROR naming the option otherwise. */
+gboolean mm_cli_parse_int(const char *option, const char *text, gint64 min, gint64 max, gint64 *out, GError **error);
 
 /* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
 gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

@@ -63,7 +63,9 @@ int mm_cmd_describe(int argc, char **argv)
 
   if (json_path) {
     g_autoptr(cJSON) doc = mm_report_describe_json(graph, decode, scenario, mem);
-    if (!mm_report_write_json(doc, json_path, &error)) {
+    g_autoptr(MmOutputs) outs = mm_outputs_new();
+    mm_outputs_add_json(outs, "--json", json_path, doc);
+    if (!mm_outputs_commit(outs, &error)) {
       mm_cli_inputs_clear(&in);
       return mm_cli_fail(error);
     }

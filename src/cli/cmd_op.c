@@ -7,7 +7,11 @@
 #include "comm/comm.h"
 #include "report/report.h"
 
-/* "16MiB", "1GiB", "8B", "1e9", "512KB" -> bytes; FALSE on anything else. */
+/* The largest size --bytes and --sweep take: 2^53 bytes (8 PiB), the largest integer a double holds. */
+#define MAX_BYTES 9007199254740992.0
+
+/* "16MiB", "1GiB", "8B", "1e9", "512KB" -> a whole number of bytes up to MAX_BYTES; FALSE on
+ * anything else (NaN, 0.5, 1e30). */
 static gboolean parse_size(const char *text, double *out)
 {
   char *end = NULL;
@@ -17,15 +21,38 @@ static gboolean parse_size(const char *text, double *out)
     const char *suffix;
     double mul;
   } units[] = {{"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-               {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+               {"TiB", 1099511627776.0}, {"PiB", 1125899906842624.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+               {"TB", 1e12}, {"PB", 1e15},
                {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}};
   for (guint i = 0; i < G_N_ELEMENTS(units); i++) {
     if (g_ascii_strcasecmp(end, units[i].suffix) == 0 && (units[i].suffix[0] || *end == '\0')) {
-      *out = v * units[i].mul;
+      const double b = v * units[i].mul;
+      if (b > MAX_BYTES || b != floor(b)) return FALSE;
+      *out = b;
       return TRUE;
     }
   }
   return FALSE;
+}
+
+/* An optional integer option given as text (NULL: @def); prints the error. */
+static gboolean int_option(const char *option, const char *text, gint64 def, gint64 min, gint64 max, gint64 *out)
+{
+  if (!text) {
+    *out = def;
+    return TRUE;
+  }
+  g_autoptr(GError) error = NULL;
+  if (mm_cli_parse_int(option, text, min, max, out, &error)) return TRUE;
+  fprintf(stderr, "madmax: %s\n", error->message);
+  return FALSE;
+}
+
+static gboolean write_json(const cJSON *doc, const char *path, GError **error)
+{
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  mm_outputs_add_json(outs, "--json", path, doc);
+  return mm_outputs_commit(outs, error);
 }
 
 static int enum_index(const char *const *names, const char *s)
@@ -70,14 +97,14 @@ static cJSON *cost_json(const MmHardware *hw, const MmLinks *links, const MmColl
 static int op_collective(int argc, char **argv)
 {
   g_autofree char *kind_s = NULL, *bytes_s = NULL, *hw_path = NULL, *algo_s = NULL, *json_path = NULL,
-                  *sweep_s = NULL;
+                  *sweep_s = NULL, *ranks_s = NULL, *stride_s = NULL;
   gint64 ranks = 0, stride = 1;
   GOptionEntry entries[] = {
     {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s, "all_reduce, all_gather, reduce_scatter, all_to_all, p2p, broadcast, permute", "KIND"},
     {"bytes", 'b', 0, G_OPTION_ARG_STRING, &bytes_s, "Buffer size (8B, 64KiB, 16MiB, 1GiB, 1e9): nccl-tests' size", "SIZE"},
     {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file (hardware/*.json)", "H"},
-    {"ranks", 'r', 0, G_OPTION_ARG_INT64, &ranks, "Devices in the group (default: one node)", "N"},
-    {"stride", 's', 0, G_OPTION_ARG_INT64, &stride, "Device-index distance between members (default 1; gpus_per_node: one per node)", "D"},
+    {"ranks", 'r', 0, G_OPTION_ARG_STRING, &ranks_s, "Devices in the group (default: one node)", "N"},
+    {"stride", 's', 0, G_OPTION_ARG_STRING, &stride_s, "Device-index distance between members (default 1; gpus_per_node: one per node)", "D"},
     {"algorithm", 'a', 0, G_OPTION_ARG_STRING, &algo_s, "Force an algorithm (default: auto, the fastest)", "ALGO"},
     {"sweep", 0, 0, G_OPTION_ARG_STRING, &sweep_s, "Sizes from A to B, doubling (e.g. 8B:16GiB), instead of --bytes", "A:B"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write JSON to OUT ('-' = stdout)", "OUT"},
@@ -120,13 +147,17 @@ static int op_collective(int argc, char **argv)
   }
   double lo = 0, hi = 0;
   if (bytes_s && !parse_size(bytes_s, &lo)) {
-    fprintf(stderr, "madmax: --bytes %s: expected a size such as 8B, 64KiB, 1GiB or 1e9\n", bytes_s);
+    g_autofree char *shown = mm_config_printable(bytes_s);
+    fprintf(stderr, "madmax: --bytes %s: expected a whole number of bytes up to 8PiB, such as 8B, 64KiB, 1GiB or 1e9\n",
+            shown);
     return MM_EXIT_INPUT;
   }
   if (sweep_s) {
     g_auto(GStrv) parts = g_strsplit(sweep_s, ":", 2);
     if (g_strv_length(parts) != 2 || !parse_size(parts[0], &lo) || !parse_size(parts[1], &hi) || lo <= 0 || hi < lo) {
-      fprintf(stderr, "madmax: --sweep %s: expected A:B with 0 < A <= B (e.g. 8B:16GiB)\n", sweep_s);
+      g_autofree char *shown = mm_config_printable(sweep_s);
+      fprintf(stderr, "madmax: --sweep %s: expected A:B, whole numbers of bytes with 0 < A <= B <= 8PiB (e.g. 8B:16GiB)\n",
+              shown);
       return MM_EXIT_INPUT;
     }
   } else {
@@ -136,8 +167,9 @@ static int op_collective(int argc, char **argv)
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   int64_t n = mm_hardware_devices(hw), g = hw->gpus_per_node;
-  if (ranks == 0) ranks = g;
-  if (ranks < 1 || stride < 1 || (ranks - 1) * stride >= n) {
+  if (!int_option("--ranks", ranks_s, g, 1, G_MAXINT64, &ranks) || !int_option("--stride", stride_s, 1, 1, G_MAXINT64, &stride))
+    return MM_EXIT_INPUT;
+  if (ranks > n || (ranks > 1 && (stride >= n || (ranks - 1) * stride >= n))) { /* no overflow */
     fprintf(stderr, "madmax: --ranks %" G_GINT64_FORMAT " --stride %" G_GINT64_FORMAT ": the group must fit the %" G_GINT64_FORMAT
                     " devices of %s\n", ranks, stride, n, hw_path);
     return MM_EXIT_INPUT;
@@ -177,7 +209,8 @@ static int op_collective(int argc, char **argv)
     if (!points) {
       if (text) {
         mm_table_print(t, stdout, "  ");
-        printf("\n  latency %s; bytes per link:\n", mm_fmt_seconds(o.latency_s));
+        g_autofree char *latency = mm_fmt_seconds(o.latency_s);
+        printf("\n  latency %s; bytes per link:\n", latency);
         for (uint32_t i = 0; i < o.n_use; i++) {
           g_autofree char *name = mm_comm_link_name(hw, &links, o.link[i]);
           g_autofree char *by = mm_fmt_bytes(o.bytes[i]);
@@ -196,24 +229,25 @@ static int op_collective(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
       cJSON_AddItemToObject(doc, keys[i], cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, keys[i]), TRUE));
   }
-  if (json_path && !mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+  if (json_path && !write_json(doc, json_path, &error)) return mm_cli_fail(error);
   return MM_EXIT_OK;
 }
 
 static int op_sparse(int argc, char **argv)
 {
-  g_autofree char *hw_path = NULL, *json_path = NULL, *dtype_s = NULL;
+  g_autofree char *hw_path = NULL, *json_path = NULL, *dtype_s = NULL, *rows_s = NULL, *dim_s = NULL, *ranks_s = NULL,
+                  *stride_s = NULL;
   gint64 rows = 0, dim = 0, ranks = 0, stride = 1;
   double touched = 0.01, overlap = 0.0;
   GOptionEntry entries[] = {
-    {"rows", 0, 0, G_OPTION_ARG_INT64, &rows, "Rows of the embedding table", "R"},
-    {"dim", 0, 0, G_OPTION_ARG_INT64, &dim, "Embedding dimension", "D"},
+    {"rows", 0, 0, G_OPTION_ARG_STRING, &rows_s, "Rows of the embedding table", "R"},
+    {"dim", 0, 0, G_OPTION_ARG_STRING, &dim_s, "Embedding dimension", "D"},
     {"touched", 0, 0, G_OPTION_ARG_DOUBLE, &touched, "Fraction of rows one rank touches (default 0.01)", "F"},
     {"overlap", 0, 0, G_OPTION_ARG_DOUBLE, &overlap, "Fraction of a rank's rows the others touch too (default 0)", "F"},
     {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_s, "Gradient dtype (default fp32)", "T"},
     {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file", "H"},
-    {"ranks", 'r', 0, G_OPTION_ARG_INT64, &ranks, "Data-parallel ranks (default: one node)", "N"},
-    {"stride", 's', 0, G_OPTION_ARG_INT64, &stride, "Device-index distance between ranks", "D"},
+    {"ranks", 'r', 0, G_OPTION_ARG_STRING, &ranks_s, "Data-parallel ranks (default: one node)", "N"},
+    {"stride", 's', 0, G_OPTION_ARG_STRING, &stride_s, "Device-index distance between ranks", "D"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write JSON to OUT ('-' = stdout)", "OUT"},
     G_OPTION_ENTRY_NULL,
   };
@@ -227,22 +261,35 @@ static int op_sparse(int argc, char **argv)
   g_option_context_set_description(ctx, "Example (the blog's case):\n"
     "  madmax op sparse --rows 5000000 --dim 2048 --touched 0.01 --hardware hardware/dgx-h100-2048.json\n");
   if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
-  if (!hw_path || rows <= 0 || dim <= 0 || touched <= 0 || touched > 1 || overlap < 0 || overlap > 1) {
+  /* written so that NaN fails every comparison */
+  if (!hw_path || !rows_s || !dim_s || !(touched > 0 && touched <= 1) || !(overlap >= 0 && overlap <= 1)) {
     fprintf(stderr, "madmax: op sparse needs --hardware, --rows > 0, --dim > 0, 0 < --touched <= 1, 0 <= --overlap <= 1\n"
                     "Try 'madmax op sparse --help'.\n");
     return MM_EXIT_INPUT;
   }
+  if (!int_option("--rows", rows_s, 0, 1, G_MAXINT64, &rows) || !int_option("--dim", dim_s, 0, 1, G_MAXINT64, &dim))
+    return MM_EXIT_INPUT;
   int dt = dtype_s ? enum_index(mm_dtype_names, dtype_s) : MM_DTYPE_FP32;
   if (dt < 0) {
-    fprintf(stderr, "madmax: --dtype %s: unknown\n", dtype_s);
+    g_autofree char *shown = mm_config_printable(dtype_s);
+    g_autofree char *names = names_list(mm_dtype_names);
+    fprintf(stderr, "madmax: --dtype %s: expected one of %s\n", shown, names);
+    return MM_EXIT_INPUT;
+  }
+  if ((double)rows * (double)dim * mm_dtype_bytes((MmDtype)dt) > MAX_BYTES) {
+    fprintf(stderr, "madmax: --rows %" G_GINT64_FORMAT " --dim %" G_GINT64_FORMAT ": a table over 8PiB\n", rows, dim);
     return MM_EXIT_INPUT;
   }
   g_autoptr(GError) error = NULL;
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
-  if (ranks == 0) ranks = hw->gpus_per_node;
-  if (ranks < 1 || (ranks - 1) * stride >= mm_hardware_devices(hw)) {
-    fprintf(stderr, "madmax: --ranks %" G_GINT64_FORMAT ": the group must fit the system\n", ranks);
+  const int64_t n = mm_hardware_devices(hw);
+  if (!int_option("--ranks", ranks_s, hw->gpus_per_node, 1, G_MAXINT64, &ranks) ||
+      !int_option("--stride", stride_s, 1, 1, G_MAXINT64, &stride))
+    return MM_EXIT_INPUT;
+  if (ranks > n || (ranks > 1 && (stride >= n || (ranks - 1) * stride >= n))) { /* no overflow */
+    fprintf(stderr, "madmax: --ranks %" G_GINT64_FORMAT " --stride %" G_GINT64_FORMAT ": the group must fit the %"
+                    G_GINT64_FORMAT " devices of %s\n", ranks, stride, n, hw_path);
     return MM_EXIT_INPUT;
   }
   MmLinks links;
@@ -275,7 +322,7 @@ static int op_sparse(int argc, char **argv)
     mm_table_print(t, stdout, "  ");
     printf("\n  best: %s\n", mm_sparse_method_names[best.method]);
   }
-  if (json_path && !mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+  if (json_path && !write_json(doc, json_path, &error)) return mm_cli_fail(error);
   return MM_EXIT_OK;
 }
 

@@ -15,7 +15,7 @@ int mm_cmd_run(int argc, char **argv)
   MmInputPaths paths = {0};
   GOptionEntry entries[] = {
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write the result document to OUT ('-' = stdout, replaces the text)", "OUT"},
-    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace (open in ui.perfetto.dev; serving: the prefill, then one decode step)", "T.json"},
+    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace ('-' = stdout; open in ui.perfetto.dev; serving: the prefill, then one decode step)", "T.json"},
     {"per-device", 0, 0, G_OPTION_ARG_NONE, &per_device, "Simulate every device, not one per device class", NULL},
     G_OPTION_ENTRY_NULL,
   };
@@ -64,6 +64,8 @@ int mm_cmd_run(int argc, char **argv)
   if (!sim) return mm_cli_fail(error);
   const MmMemory *mem = sim->memory;
   const gboolean serving = sim->decode_plan != NULL;
+  /* the result and the trace are written together, or neither */
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
   if (json_path) {
     g_autoptr(cJSON) doc = mm_report_run_json(sim->plan, sim->engine, &sim->metrics, mem);
     if (serving) {
@@ -74,10 +76,15 @@ int mm_cmd_run(int argc, char **argv)
       cJSON_DeleteItemFromObject(dec, "config");
       cJSON_AddItemToObject(doc, "decode_step", dec);
     }
-    if (!mm_report_write_json(doc, json_path, &error)) return mm_cli_fail(error);
+    mm_outputs_add_json(outs, "--json", json_path, doc);
   }
-  if (trace_path && !mm_report_write_trace(sim->plan, sim->engine, sim->decode_plan, sim->decode_engine, trace_path, &error)) return mm_cli_fail(error);
-  if (!json_path || g_strcmp0(json_path, "-") != 0) {
+  if (trace_path) {
+    gsize len = 0;
+    char *trace = mm_report_trace(sim->plan, sim->engine, sim->decode_plan, sim->decode_engine, &len);
+    mm_outputs_add(outs, "--trace", trace_path, trace, len);
+  }
+  if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
+  if (g_strcmp0(json_path, "-") != 0 && g_strcmp0(trace_path, "-") != 0) { /* stdout holds a document */
     if (serving) printf("prefill (one forward pass over the prompts):\n");
     mm_report_run_text(stdout, sim->plan, &sim->metrics, mem);
     if (serving) mm_report_serving_text(stdout, &sim->serving);

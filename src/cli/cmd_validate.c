@@ -64,7 +64,9 @@ int mm_cmd_validate(int argc, char **argv)
       cJSON_AddItemToObject(doc, "validations", cJSON_Duplicate(all, TRUE));
     }
     g_autoptr(cJSON) owned = doc;
-    if (!mm_report_write_json(owned, json_path, &error)) return mm_cli_fail(error);
+    g_autoptr(MmOutputs) outs = mm_outputs_new();
+    mm_outputs_add_json(outs, "--json", json_path, owned);
+    if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
   }
   return MM_EXIT_OK;
 }

@@ -44,7 +44,8 @@ gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
 {
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, argc, argv, &error)) {
-    fprintf(stderr, "madmax: %s\nTry '%s --help'.\n", error->message, (*argv)[0]);
+    g_autofree char *msg = mm_config_printable(error->message); /* it quotes the arguments */
+    fprintf(stderr, "madmax: %s\nTry '%s --help'.\n", msg, (*argv)[0]);
     return FALSE;
   }
   return TRUE;
@@ -68,7 +69,9 @@ static const struct {
 
 int mm_cli_fail(const GError *error)
 {
-  fprintf(stderr, "madmax: %s\n", error->message);
+  /* messages quote paths and values: control characters are shown, never sent to the terminal */
+  g_autofree char *msg = mm_config_printable(error->message);
+  fprintf(stderr, "madmax: %s\n", msg);
   for (guint i = 0; i < G_N_ELEMENTS(exit_codes); i++)
     if (error->domain == exit_codes[i].domain() && (exit_codes[i].code < 0 || error->code == exit_codes[i].code))
       return exit_codes[i].exit;

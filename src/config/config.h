@@ -22,7 +22,12 @@ typedef enum {
   MM_CONFIG_ERROR_UNKNOWN_KEY,  /* a key the schema does not know (typo) */
   MM_CONFIG_ERROR_UNKNOWN_VALUE,/* a string not among the allowed values */
   MM_CONFIG_ERROR_INCONSISTENT, /* fields that contradict each other or the system */
+  MM_CONFIG_ERROR_ENCODING,     /* a key or string not UTF-8, or holding NUL or control characters */
 } MmConfigError;
+
+/* A copy of @s safe to print on a terminal: control characters (ESC, ...) as \u001b, bytes
+ * that are not UTF-8 as \xff; the rest as is. (transfer full) */
+char *mm_config_printable(const char *s);
 
 /* ---- data types -------------------------------------------------------- */
 

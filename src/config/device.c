@@ -147,9 +147,9 @@ static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *
       }
     }
     if (!compute && c->n_points > 0 && p->bytes <= c->points[c->n_points - 1].bytes) {
+      g_autofree char *now = mm_json_fmt_number(p->bytes), *prev = mm_json_fmt_number(c->points[c->n_points - 1].bytes);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
-                    "bytes %.17g after %.17g; expected points sorted by strictly increasing bytes", p->bytes,
-                    c->points[c->n_points - 1].bytes);
+                    "bytes %s after %s; expected points sorted by strictly increasing bytes", now, prev);
       return FALSE;
     }
     c->n_points++;

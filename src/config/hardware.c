@@ -128,10 +128,12 @@ static MmHardware *hardware_from_json(const char *path, const cJSON *root, GErro
 
 gboolean mm_hardware_check_nodes(const MmHardware *h, int64_t nodes, GError **error)
 {
-  if (nodes < 1 || nodes > (1 << 20) || nodes * h->gpus_per_node > (1 << 24)) {
+  /* at most 2^20 nodes and 2^24 devices: the smaller bound is the one stated */
+  const int64_t most = MIN((int64_t)1 << 20, ((int64_t)1 << 24) / h->gpus_per_node);
+  if (nodes < 1 || nodes > most) {
     g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_RANGE,
-                "--nodes %" G_GINT64_FORMAT ": expected 1 to %d nodes of %" G_GINT64_FORMAT " GPUs", nodes,
-                (1 << 24) / (int)h->gpus_per_node, h->gpus_per_node);
+                "--nodes %" G_GINT64_FORMAT ": expected 1 to %" G_GINT64_FORMAT " nodes of %" G_GINT64_FORMAT " GPUs",
+                nodes, most, h->gpus_per_node);
     return FALSE;
   }
   if (nodes > 1 && !h->inter.present) {

@@ -1,9 +1,16 @@
 /* json: schema-table driven JSON validation shared by the model, hardware and config loaders. */
+#define _XOPEN_SOURCE 700 /* O_CLOEXEC, S_ISSOCK */
 #include "json.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 G_DEFINE_QUARK(mm-config-error-quark, mm_config_error)
 
@@ -15,6 +22,36 @@ void mm_json_error(GError **error, MmConfigError code, const MmJsonCtx *ctx, con
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
   g_set_error(error, MM_CONFIG_ERROR, code, "%s: %s: %s", ctx->file, jpath, msg);
+}
+
+char *mm_config_printable(const char *s)
+{
+  GString *g = g_string_sized_new(strlen(s));
+  for (const char *p = s; *p;) {
+    gunichar c = g_utf8_get_char_validated(p, -1);
+    if (c == (gunichar)-1 || c == (gunichar)-2) { /* not UTF-8: the byte in hex */
+      g_string_append_printf(g, "\\x%02x", (guchar)*p++);
+      continue;
+    }
+    const char *next = g_utf8_next_char(p);
+    if (c < 0x20 || (c >= 0x7f && c < 0xa0)) /* ESC and friends: shown, never obeyed */
+      g_string_append_printf(g, "\\u%04x", c);
+    else
+      g_string_append_len(g, p, next - p);
+    p = next;
+  }
+  return g_string_free(g, FALSE);
+}
+
+char *mm_json_fmt_number(double v)
+{
+  /* the shortest of %.15g, %.16g, %.17g that reads back as @v: 1e-06, not 9.9999999999999995e-07 */
+  for (int prec = 15; prec < 17; prec++) {
+    char *s = g_strdup_printf("%.*g", prec, v);
+    if (g_ascii_strtod(s, NULL) == v) return s;
+    g_free(s);
+  }
+  return g_strdup_printf("%.17g", v);
 }
 
 /* Line and column (1-based) of byte @off in @text. */
@@ -32,22 +69,129 @@ static void line_col(const char *text, gsize off, guint *line, guint *col)
   }
 }
 
+/* Why cJSON stopped at byte @stop of @text (it says where, not why): a scan up to there, outside
+ * strings, for nesting over cJSON's limit and a comma before a closing bracket; else the end of
+ * the input inside a value (truncated), or the character found. Sets *@at to the fault's offset. */
+static char *parse_fault(const char *text, gsize len, gsize stop, gsize *at)
+{
+  guint depth = 0;
+  gboolean in_string = FALSE;
+  gsize last_comma = G_MAXSIZE; /* a ',' with only whitespace after it so far */
+  for (gsize i = 0; i < len && i <= stop; i++) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = FALSE;
+      continue;
+    }
+    if (g_ascii_isspace(c)) continue;
+    if ((c == '}' || c == ']') && last_comma != G_MAXSIZE) {
+      *at = last_comma;
+      return g_strdup_printf("a comma before '%c' (JSON allows no trailing comma)", c);
+    }
+    last_comma = c == ',' ? i : G_MAXSIZE;
+    if (c == '"') in_string = TRUE;
+    if (c == '{' || c == '[') {
+      if (++depth > CJSON_NESTING_LIMIT) {
+        *at = i;
+        return g_strdup_printf("nested deeper than %d levels of objects and arrays", CJSON_NESTING_LIMIT);
+      }
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      depth--;
+    }
+  }
+  *at = stop;
+  if (stop >= len) return g_strdup(in_string || depth > 0 ? "unexpected end of input (truncated file?)"
+                                                          : "unexpected end of input");
+  const guchar c = (guchar)text[stop];
+  if (g_ascii_isprint(c)) return g_strdup_printf("unexpected character '%c'", c);
+  return g_strdup_printf("unexpected byte 0x%02x", c);
+}
+
+/* ---- strings: valid UTF-8, no NUL, no control characters ----------------- */
+
+/* Raw string tokens of a text cJSON accepted, in document order (the order of its tree). */
+typedef struct {
+  const char *text;
+  gsize len, pos;
+} Tokens;
+
+/* The next string token's raw content (between the quotes). */
+static void next_string(Tokens *t, const char **start, gsize *n)
+{
+  while (t->pos < t->len && t->text[t->pos] != '"') t->pos++;
+  g_assert(t->pos < t->len);
+  gsize a = ++t->pos;
+  while (t->pos < t->len && t->text[t->pos] != '"') t->pos += t->text[t->pos] == '\\' ? 2 : 1;
+  *start = t->text + a;
+  *n = t->pos - a;
+  t->pos++;
+}
+
+/* What is wrong with a string (@raw its JSON spelling, @decoded cJSON's), or NULL. */
+static char *string_fault(const char *raw, gsize n, const char *decoded)
+{
+  for (gsize i = 0; i + 1 < n; i++) {
+    if (raw[i] != '\\') continue;
+    if (raw[i + 1] == 'u' && i + 5 < n && strncmp(raw + i + 2, "0000", 4) == 0)
+      return g_strdup("contains a NUL character (\\u0000)");
+    i++; /* the escaped character */
+  }
+  const char *bad = NULL;
+  if (!g_utf8_validate(decoded, -1, &bad))
+    return g_strdup_printf("is not valid UTF-8 (byte 0x%02x at byte %" G_GSIZE_FORMAT ")", (guchar)*bad,
+                           (gsize)(bad - decoded));
+  for (const char *p = decoded; *p; p = g_utf8_next_char(p)) {
+    gunichar c = g_utf8_get_char(p);
+    if (c < 0x20 || (c >= 0x7f && c < 0xa0))
+      return g_strdup_printf("contains a control character (U+%04X); names and text may not", c);
+  }
+  return NULL;
+}
+
+static gboolean check_strings(const char *path, const cJSON *node, const char *jpath, Tokens *t, GError **error)
+{
+  gint i = 0;
+  for (const cJSON *it = node->child; it; it = it->next, i++) {
+    g_autofree char *sub = NULL;
+    const char *raw;
+    gsize n;
+    if (cJSON_IsObject(node)) {
+      next_string(t, &raw, &n);
+      g_autofree char *fault = string_fault(raw, n, it->string);
+      if (fault) {
+        g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_ENCODING, "%s: %s: a key %s", path, jpath, fault);
+        return FALSE;
+      }
+      sub = g_strdup_printf("%s.%s", jpath, it->string);
+    } else {
+      sub = g_strdup_printf("%s[%d]", jpath, i);
+    }
+    if (cJSON_IsString(it)) {
+      next_string(t, &raw, &n);
+      g_autofree char *fault = string_fault(raw, n, it->valuestring);
+      if (fault) {
+        g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_ENCODING, "%s: %s: the string %s", path, sub, fault);
+        return FALSE;
+      }
+    } else if (cJSON_IsObject(it) || cJSON_IsArray(it)) {
+      if (!check_strings(path, it, sub, t, error)) return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 cJSON *mm_json_parse_text(const char *path, const char *text, gsize len, GError **error)
 {
   const char *end = NULL;
   /* The length counts the NUL so cJSON sees the whole buffer (see STYLE.md 7). */
   cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, TRUE);
   if (!root) {
-    gsize off = end ? (gsize)(end - text) : len;
+    gsize stop = end ? (gsize)(end - text) : len, at = stop;
+    g_autofree char *why = len == 0 ? g_strdup("the file is empty") : parse_fault(text, len, stop, &at);
     guint line, col;
-    line_col(text, off, &line, &col);
-    gboolean at_end = off >= len;
-    while (at_end && off > 0 && g_ascii_isspace(text[off - 1])) off--;
-    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_PARSE,
-                "%s:%u:%u: invalid JSON: %s", path, line, col,
-                len == 0 ? "the file is empty"
-                : at_end ? "unexpected end of input (truncated file?)"
-                         : "unexpected character");
+    line_col(text, at, &line, &col);
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_PARSE, "%s:%u:%u: invalid JSON: %s", path, line, col, why);
     return NULL;
   }
   if (!cJSON_IsObject(root)) {
@@ -56,22 +200,87 @@ cJSON *mm_json_parse_text(const char *path, const char *text, gsize len, GError 
     cJSON_Delete(root);
     return NULL;
   }
+  Tokens t = {text, len, 0};
+  if (!check_strings(path, root, "$", &t, error)) {
+    cJSON_Delete(root);
+    return NULL;
+  }
   return root;
+}
+
+/* What a path that is not a regular file is, for messages. */
+static const char *file_kind(mode_t m)
+{
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
 }
 
 cJSON *mm_json_load_file(const char *path, GError **error)
 {
-  g_autofree char *text = NULL;
-  gsize len = 0;
-  g_autoptr(GError) io = NULL;
-  if (!g_file_get_contents(path, &text, &len, &io)) {
-    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "%s: cannot read: %s", path,
-                io->message);
+  if (!path[0]) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "'': cannot read: expected a file name");
     return NULL;
   }
-  if (strlen(text) != len) {
-    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_PARSE,
-                "%s: invalid JSON: the file contains a NUL byte", path);
+  /* non-blocking: a FIFO must not wait for a writer; it is refused below */
+  int fd = g_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+  if (fd < 0) {
+    int err = errno;
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "%s: cannot read: %s", path, g_strerror(err));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "%s: cannot read: %s", path, g_strerror(err));
+    close(fd);
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "%s: cannot read: %s; expected a JSON file", path,
+                file_kind(st.st_mode));
+    close(fd);
+    return NULL;
+  }
+  /* read up to one byte past the limit: the file may grow while it is read */
+  GString *buf = g_string_sized_new((gsize)MIN(st.st_size, (off_t)MM_JSON_MAX_FILE_BYTES) + 1);
+  gboolean ok = TRUE;
+  int err = 0;
+  while (buf->len <= MM_JSON_MAX_FILE_BYTES) {
+    char chunk[65536];
+    gsize want = MIN(sizeof chunk, MM_JSON_MAX_FILE_BYTES + 1 - buf->len);
+    ssize_t n = read(fd, chunk, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ok = FALSE;
+      err = errno;
+      break;
+    }
+    if (n == 0) break;
+    g_string_append_len(buf, chunk, n);
+  }
+  close(fd);
+  g_autofree char *text = NULL;
+  gsize len = buf->len;
+  text = g_string_free(buf, FALSE);
+  if (!ok) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO, "%s: cannot read: %s", path, g_strerror(err));
+    return NULL;
+  }
+  if (len > MM_JSON_MAX_FILE_BYTES) {
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_IO,
+                "%s: cannot read: larger than %u MiB, the most an input file may hold", path,
+                (guint)(MM_JSON_MAX_FILE_BYTES >> 20));
+    return NULL;
+  }
+  const char *nul = memchr(text, '\0', len);
+  if (nul) {
+    guint line, col;
+    line_col(text, (gsize)(nul - text), &line, &col);
+    g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_PARSE, "%s:%u:%u: invalid JSON: a NUL byte", path, line, col);
     return NULL;
   }
   return mm_json_parse_text(path, text, len, error);
@@ -83,11 +292,14 @@ char *mm_json_describe_value(const cJSON *item)
   if (cJSON_IsArray(item)) return g_strdup("an array");
   if (cJSON_IsNull(item)) return g_strdup("null");
   if (cJSON_IsBool(item)) return g_strdup(cJSON_IsTrue(item) ? "true" : "false");
-  if (cJSON_IsString(item)) {
-    g_autofree char *s = g_strndup(item->valuestring, 40);
-    return g_strdup_printf("\"%s\"", s);
+  if (cJSON_IsString(item)) { /* at most 40 characters, printable */
+    const char *s = item->valuestring;
+    g_autofree char *head = g_utf8_validate(s, -1, NULL) ? g_utf8_substring(s, 0, MIN(40, g_utf8_strlen(s, -1)))
+                                                         : g_strndup(s, 40);
+    g_autofree char *esc = mm_config_printable(head);
+    return g_strdup_printf("\"%s\"", esc);
   }
-  if (cJSON_IsNumber(item)) return g_strdup_printf("%.17g", item->valuedouble);
+  if (cJSON_IsNumber(item)) return mm_json_fmt_number(item->valuedouble);
   return g_strdup("a value");
 }
 
@@ -133,11 +345,12 @@ static const char *type_word(MmFieldType t)
 static char *range_text(const MmField *f)
 {
   const char *what = f->type == MM_F_INT ? "integer" : "number";
-  g_autofree char *upper = f->max < MM_INT_MAX ? g_strdup_printf(" up to %.17g", f->max) : g_strdup("");
+  g_autofree char *lo = mm_json_fmt_number(f->min), *hi = mm_json_fmt_number(f->max);
+  g_autofree char *upper = f->max < MM_INT_MAX ? g_strdup_printf(" up to %s", hi) : g_strdup("");
   if (f->min == 1 && f->type == MM_F_INT) return g_strdup_printf("a positive integer%s", upper);
   if (f->min == 0) return g_strdup_printf("a non-negative %s%s", what, upper);
-  if (f->max >= MM_INT_MAX) return g_strdup_printf("a %s >= %.17g", what, f->min);
-  return g_strdup_printf("a %s between %.17g and %.17g", what, f->min, f->max);
+  if (f->max >= MM_INT_MAX) return g_strdup_printf("a %s >= %s", what, lo);
+  return g_strdup_printf("a %s between %s and %s", what, lo, hi);
 }
 
 gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON *item,
@@ -155,18 +368,18 @@ gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON
     }
     double v = item->valuedouble;
     g_autofree char *want = range_text(f);
+    g_autofree char *got = mm_json_fmt_number(v);
     if (!isfinite(v) || fabs(v) > MM_INT_MAX) {
       mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath,
                     "%.6g is too large (overflow); expected %s", v, want);
       return FALSE;
     }
     if (f->type == MM_F_INT && v != floor(v)) {
-      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%.17g is not an integer; expected %s",
-                    v, want);
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%s is not an integer; expected %s", got, want);
       return FALSE;
     }
     if (v < f->min || v > f->max) {
-      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%.17g is not %s", v, want);
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%s is not %s", got, want);
       return FALSE;
     }
     if (f->offset >= 0) {
@@ -361,17 +574,18 @@ void mm_json_write_schema(FILE *out, const char *title, const char *intro, const
       else if (isnan(f->def))
         def = g_strdup("derived");
       else if (f->type == MM_F_INT || f->type == MM_F_NUM || f->type == MM_F_PARAM)
-        def = g_strdup_printf("%g", f->def);
+        def = mm_json_fmt_number(f->def);
       else if (f->type == MM_F_BOOL)
         def = g_strdup(f->def != 0 ? "true" : "false");
       else
         def = g_strdup("");
     }
     if (f->type == MM_F_INT || f->type == MM_F_NUM || f->type == MM_F_PARAM) {
+      g_autofree char *lo = mm_json_fmt_number(f->min), *hi = mm_json_fmt_number(f->max);
       if (f->max >= MM_INT_MAX)
-        range = g_strdup_printf(">= %g", f->min);
+        range = g_strdup_printf(">= %s", lo);
       else
-        range = g_strdup_printf("%g .. %g", f->min, f->max);
+        range = g_strdup_printf("%s .. %s", lo, hi);
     } else {
       range = g_strdup("");
     }

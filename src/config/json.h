@@ -48,9 +48,18 @@ typedef struct {
   const char *file;
 } MmJsonCtx;
 
-/* Reads and parses a JSON file; the root must be an object. (transfer full) */
+/* The largest input file madmax reads (200 MB parse in well under a second). */
+#define MM_JSON_MAX_FILE_BYTES ((gsize)256 << 20)
+
+/* Reads and parses a JSON file: a regular file (not a directory, device or FIFO) of at most
+ * MM_JSON_MAX_FILE_BYTES; the root must be an object; every key and string valid UTF-8 without
+ * NUL or control characters. Errors name the file and line:column or JSON path. (transfer full) */
 cJSON *mm_json_load_file(const char *path, GError **error);
+/* The same for @len bytes of @text (NUL-terminated) read from @path. (transfer full) */
 cJSON *mm_json_parse_text(const char *path, const char *text, gsize len, GError **error);
+
+/* @v in the fewest digits that read back as @v (1e-06, 0.1, 16777216). (transfer full) */
+char *mm_json_fmt_number(double v);
 
 /* Applies a schema table to @obj at JSON path @jpath: rejects unknown keys,
  * missing required keys, wrong types and out-of-range values; writes defaults

@@ -135,8 +135,19 @@ typedef struct {
 
 static const char *const expert_tp_names[] = {"spread", "sharded", NULL};
 
+/* The strategies a level may name: mm_strategy_names without "pp" (pipeline stages are the
+ * top-level "pipeline" object), so that the allowed values listed are the accepted ones. */
+static const char *const level_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "sp", "ep", "cp", "ulysses", NULL};
+
+static MmStrategy level_strategy(int i)
+{
+  for (int k = 0; k < MM_STRAT_COUNT; k++)
+    if (strcmp(mm_strategy_names[k], level_strategy_names[i]) == 0) return (MmStrategy)k;
+  g_assert_not_reached();
+}
+
 static const MmField level_fields[] = {
-  {"strategy", MM_F_ENUM, TRUE, 0, 0, 0, mm_strategy_names, (gssize)offsetof(LevelRaw, strategy), NULL,
+  {"strategy", MM_F_ENUM, TRUE, 0, 0, 0, level_strategy_names, (gssize)offsetof(LevelRaw, strategy), NULL,
    "fsdp (ZeRO-3: shard weights, grads, optimizer; AllGather + ReduceScatter), tp (Megatron tensor "
    "parallel; activation AllReduce), sp (tp with sequence parallelism), ddp (replicate; gradient "
    "AllReduce; ZeRO-1/2 with \"zero\"), mp (embedding tables sharded; All2All), ep (experts sharded "
@@ -187,20 +198,22 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
   guint64 present = 0;
   if (!mm_json_expect(ctx, obj, jp, cJSON_Object, "a level object {strategy, degree}", error))
     return FALSE;
+  g_autofree char *sp = g_strdup_printf("%s.strategy", jp);
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "strategy");
+  if (cJSON_IsString(st) && strcmp(st->valuestring, "pp") == 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, sp,
+                  "pipeline stages are not a level: give the top-level \"pipeline\": {\"degree\": N} (stages "
+                  "are the outermost device digit) and list the levels of one stage here");
+    return FALSE;
+  }
   if (!mm_json_apply(ctx, obj, jp, level_fields, &raw, &present, error)) return FALSE;
-  out->strategy = (MmStrategy)raw.strategy;
+  const MmStrategy given = level_strategy(raw.strategy);
+  out->strategy = given;
   out->sharding = (MmShardKind)raw.sharding;
   out->grad_sync = (MmGradSync)raw.grad_sync;
   if (((present >> mm_json_field_index(level_fields, "grad_sync")) & 1) && out->strategy != MM_STRAT_DDP) {
     g_autofree char *gp = g_strdup_printf("%s.grad_sync", jp);
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp, "\"grad_sync\" applies to ddp levels only");
-    return FALSE;
-  }
-  g_autofree char *sp = g_strdup_printf("%s.strategy", jp);
-  if (out->strategy == MM_STRAT_PP) {
-    mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, sp,
-                  "pipeline stages are not a level: give the top-level \"pipeline\": {\"degree\": N} (stages "
-                  "are the outermost device digit) and list the levels of one stage here");
     return FALSE;
   }
   if (out->strategy == MM_STRAT_SP) { /* Megatron's name for tp + sequence parallelism */
@@ -218,7 +231,7 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
                 {"kv_exchange", MM_STRAT_CP}};
   for (guint k = 0; k < G_N_ELEMENTS(scoped); k++) {
     if (((present >> mm_json_field_index(level_fields, scoped[k].key)) & 1) && out->strategy != scoped[k].only &&
-        !(scoped[k].only == MM_STRAT_TP && raw.strategy == MM_STRAT_SP)) {
+        !(scoped[k].only == MM_STRAT_TP && given == MM_STRAT_SP)) {
       g_autofree char *kp = g_strdup_printf("%s.%s", jp, scoped[k].key);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, kp, "\"%s\" applies to %s levels only", scoped[k].key,
                     mm_strategy_names[scoped[k].only]);

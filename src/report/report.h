@@ -126,14 +126,44 @@ cJSON *mm_report_serving_json(const MmServingMetrics *sv);
 void mm_report_serving_text(FILE *out, const MmServingMetrics *sv);
 
 /* Chrome trace-event JSON (Perfetto, chrome://tracing): a process per device class,
- * a thread per stream, an event per op. Written atomically. */
+ * a thread per stream, an event per op; @len gets its length. (transfer full) */
+char *mm_report_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de, gsize *len);
+/* The same written to @path as one output (see MmOutputs). */
 gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de,
                                const char *path, GError **error);
 
 /* ---- output ------------------------------------------------------------ */
 
-/* Writes @root to @path ("-" = stdout). Files are replaced atomically, so a
- * failure never leaves a half-written result. */
+/* The files one command writes (--json, --trace, --out, ...), committed together so that a
+ * failed command leaves none of them behind. Destinations:
+ *  - "-": standard output;
+ *  - a regular file, or a name that does not exist yet: the content goes to a temporary file
+ *    beside it, renamed over it once every output is ready (a reader never sees half a file;
+ *    the replaced file's permissions are kept);
+ *  - a symbolic link: followed; the file it leads to is replaced as above and the link stays
+ *    (a link to a missing file is refused);
+ *  - anything else (/dev/null, a FIFO, a terminal): opened and written in place, never replaced;
+ *  - a directory: refused.
+ * Errors (MM_REPORT_ERROR_IO) name the option and the path as the user typed them. */
+typedef struct MmOutputs MmOutputs;
+MmOutputs *mm_outputs_new(void);
+/* Removes the temporaries of what was not committed. NULL-safe. */
+void mm_outputs_free(MmOutputs *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmOutputs, mm_outputs_free)
+/* Adds @len bytes of @data (transfer full, g_free) for @path, which the option @option ("--json";
+ * may be NULL) named. */
+void mm_outputs_add(MmOutputs *s, const char *option, const char *path, char *data, gsize len);
+/* Adds @root, printed, with a final newline. */
+void mm_outputs_add_json(MmOutputs *s, const char *option, const char *path, const cJSON *root);
+/* For an external program (gnuplot) that writes a file itself: the path of an empty temporary
+ * it should write, committed to @path with the rest; NULL and @error when @path cannot be
+ * written (checked now). (transfer none: valid until commit or free) */
+const char *mm_outputs_stage_file(MmOutputs *s, const char *option, const char *path, GError **error);
+/* Writes every output: first all temporaries (any failure: nothing written, @s keeps nothing),
+ * then stdout and devices, then the renames. The outputs are gone from @s afterwards. */
+gboolean mm_outputs_commit(MmOutputs *s, GError **error);
+
+/* Writes @root to @path ("-" = stdout) as a single MmOutputs. */
 gboolean mm_report_write_json(const cJSON *root, const char *path, GError **error);
 
 /* ---- text tables and numbers ------------------------------------------- */

@@ -477,8 +477,7 @@ static gsize trace_ops(const MmPlan *p)
   return ops;
 }
 
-gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de,
-                               const char *path, GError **error)
+char *mm_report_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de, gsize *len)
 {
   GString *g = g_string_sized_new(256 * (trace_ops(p) + trace_ops(decode)) + 64);
   g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
@@ -487,12 +486,16 @@ gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const MmPlan 
   /* serving: one decode step after the prefill, as the first generated token follows it */
   if (decode) trace_run(g, &first, decode, de, p->n_classes, mm_engine_makespan(e), "decode step");
   g_string_append(g, "\n]}\n");
-  g_autoptr(GError) io = NULL;
-  gboolean ok = g_file_set_contents(path, g->str, (gssize)g->len, &io);
-  g_string_free(g, TRUE);
-  if (!ok) {
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s", io->message);
-    return FALSE;
-  }
-  return TRUE;
+  *len = g->len;
+  return g_string_free(g, FALSE);
+}
+
+gboolean mm_report_write_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de,
+                               const char *path, GError **error)
+{
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  gsize len = 0;
+  char *text = mm_report_trace(p, e, decode, de, &len);
+  mm_outputs_add(outs, NULL, path, text, len);
+  return mm_outputs_commit(outs, error);
 }

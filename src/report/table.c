@@ -1,5 +1,4 @@
-/* table: aligned text tables, number formatting, and atomic JSON output. */
-#include <errno.h>
+/* table: aligned text tables and number formatting. */
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -116,24 +115,7 @@ char *mm_fmt_seconds(double v)
 
 gboolean mm_report_write_json(const cJSON *root, const char *path, GError **error)
 {
-  g_autofree char *text = cJSON_Print(root);
-  if (!text) {
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "out of memory rendering JSON");
-    return FALSE;
-  }
-  if (strcmp(path, "-") == 0) {
-    if (fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
-      g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "stdout: %s", g_strerror(errno));
-      return FALSE;
-    }
-    return TRUE;
-  }
-  g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
-  g_autoptr(GError) io = NULL;
-  /* g_file_set_contents writes a temporary file and renames it into place. */
-  if (!g_file_set_contents(path, with_nl, -1, &io)) {
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s", io->message);
-    return FALSE;
-  }
-  return TRUE;
+  g_autoptr(MmOutputs) outs = mm_outputs_new();
+  mm_outputs_add_json(outs, NULL, path, root);
+  return mm_outputs_commit(outs, error);
 }
