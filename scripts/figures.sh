@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/figures/ from shipped examples with `madmax plot` (needs build/madmax
-# and gnuplot). The figures are illustrations; the numbers behind them are the runs'.
+# and gnuplot). The figures are illustrations; the numbers behind them are the runs'. They use
+# plot's defaults (page width, titles and labels from the runs' names) as a user gets them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mm=build/madmax
@@ -13,14 +14,12 @@ out=docs/figures
 # a pipeline: Llama-3-70B, 4 stages x 2 interleaved chunks, TP8 + SP, ZeRO-1, 64 DGX H100 nodes
 $mm run -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-pretrain.json \
   --nodes 64 --trace "$tmp/pp.trace.json" --json "$tmp/runs/c-llama3-70b-tp8-pp4x2-zero1-512xH100.json" >/dev/null
-$mm plot "$tmp/pp.trace.json" --kind timeline --window 0:4000 --out "$out/llama3-70b-pipeline-timeline.png" \
-  --title "Llama-3-70B on 512 H100: 4 stages x 2 chunks (interleaved 1F1B), TP8+SP; the first 4 s" >/dev/null
+$mm plot "$tmp/pp.trace.json" --kind timeline --window 0:4000 --out "$out/llama3-70b-pipeline-timeline.png" >/dev/null
 
 # where the time goes: LLaMA-2-70B on 2048 A100 under FSDP and under TP + FSDP, next to the pipeline
 $mm run -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json \
   --json "$tmp/runs/a-llama2-70b-fsdp-2048xA100.json" >/dev/null
 $mm run -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-tp-fsdp.json \
   --json "$tmp/runs/b-llama2-70b-tp8-fsdp-2048xA100.json" >/dev/null
-$mm plot "$tmp/runs" --kind breakdown --out "$out/training-breakdown.png" \
-  --title "One training iteration, slowest device class" >/dev/null
+$mm plot "$tmp/runs" --kind breakdown --out "$out/training-breakdown.png" >/dev/null
 ls -l "$out"

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700 /* mknod, symlink, mkfifo */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -419,18 +420,52 @@ static void pipeline_run(char **trace, char **result)
   ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
 }
 
-/* The lines of a here-document "$NAME << EOD ... EOD" in a gnuplot script. */
-static gchar **data_block(const char *script, const char *name)
+/* The data lines of the block of a plot data file whose header ("# [K] WHAT") starts with
+ * @what; empty when there is none. */
+static gchar **data_block(const char *data, const char *what)
 {
-  g_autofree char *head = g_strdup_printf("$%s << EOD\n", name);
-  const char *a = strstr(script, head);
-  if (!a) return g_new0(gchar *, 1);
-  a += strlen(head);
-  const char *b = strstr(a, "EOD\n");
-  ck_assert_ptr_nonnull(b);
-  g_autofree char *body = g_strndup(a, (gsize)(b - a));
-  g_strchomp(body);
-  return *body ? g_strsplit(body, "\n", -1) : g_new0(gchar *, 1);
+  g_auto(GStrv) blocks = g_strsplit(data, "\n\n\n", -1);
+  for (guint i = 0; blocks[i]; i++) {
+    g_auto(GStrv) lines = g_strsplit(blocks[i], "\n", -1);
+    gboolean match = FALSE;
+    GPtrArray *rows = g_ptr_array_new();
+    for (guint k = 0; lines[k]; k++) {
+      if (g_str_has_prefix(lines[k], "# [")) {
+        const char *sp = strchr(lines[k], ']');
+        match |= sp && g_str_has_prefix(sp + 2, what);
+      } else if (lines[k][0] && lines[k][0] != '#') {
+        g_ptr_array_add(rows, g_strdup(lines[k]));
+      }
+    }
+    g_ptr_array_add(rows, NULL);
+    if (match) return (gchar **)g_ptr_array_free(rows, FALSE);
+    g_strfreev((gchar **)g_ptr_array_free(rows, FALSE));
+  }
+  return g_new0(gchar *, 1);
+}
+
+/* The quoted fields of a data line, in order. */
+static gchar **fields(const char *line)
+{
+  GPtrArray *f = g_ptr_array_new();
+  for (const char *c = strchr(line, '"'); c; c = strchr(c + 1, '"')) {
+    const char *end = strchr(c + 1, '"');
+    ck_assert_ptr_nonnull(end);
+    g_ptr_array_add(f, g_strndup(c + 1, (gsize)(end - c - 1)));
+    c = end;
+  }
+  g_ptr_array_add(f, NULL);
+  return (gchar **)g_ptr_array_free(f, FALSE);
+}
+
+/* Runs plot with --script @gp (and @extra options); returns the script and its data. */
+static void plot_script(const char *const *args, const char *gp, char **script, char **data)
+{
+  g_autofree char *err = NULL;
+  ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s", err);
+  g_autofree char *dat = g_strdup_printf("%.*s.dat", (int)strlen(gp) - 3, gp);
+  ck_assert(g_file_get_contents(gp, script, NULL, NULL));
+  ck_assert(g_file_get_contents(dat, data, NULL, NULL));
 }
 
 static gboolean file_starts_with(const char *path, const char *magic)
@@ -441,79 +476,134 @@ static gboolean file_starts_with(const char *path, const char *magic)
          memcmp(data, magic, strlen(magic)) == 0;
 }
 
+typedef struct {
+  double t0, t1;
+} Span;
+
+static int span_cmp(const void *a, const void *b)
+{
+  const Span *x = a, *y = b;
+  return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
 START_TEST(test_plot_timeline)
 {
   g_autofree char *trace = NULL, *result = NULL;
   pipeline_run(&trace, &result);
   g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "t.gp", NULL);
   const char *args[] = {"plot", trace, "--kind", "timeline", "--script", gp, NULL};
-  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
-  g_autofree char *script = NULL;
-  ck_assert(g_file_get_contents(gp, &script, NULL, NULL));
+  g_autofree char *script = NULL, *data = NULL;
+  plot_script(args, gp, &script, &data);
 
-  /* every op that takes time is drawn in its category's block (back-to-back ops of one
-   * kind on one stream as one box: the boxes cover exactly the ops' time); a row per busy stream */
+  /* the trace's busy streams, per class: a row each, the pipeline's four streams as one */
   g_autofree char *text = NULL;
   ck_assert(g_file_get_contents(trace, &text, NULL, NULL));
   cJSON *root = parse_json(text);
-  g_autoptr(GHashTable) per_cat = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) streams = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  enum { ROWS_PER_CLASS = 4, CLASSES = 4 }; /* compute, intra, inter, pipeline; 4 stages */
+  GArray *ops[CLASSES * ROWS_PER_CLASS]; /* freed at the end (a failed check ends the forked test) */
+  for (guint r = 0; r < G_N_ELEMENTS(ops); r++) ops[r] = g_array_new(FALSE, FALSE, sizeof(Span));
+  g_autoptr(GHashTable) cats = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))
   {
     if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "ph")->valuestring, "X") != 0 || num(e, "dur") <= 0) continue;
-    const char *cat = cJSON_GetObjectItemCaseSensitive(e, "cat")->valuestring;
-    double *us = g_hash_table_lookup(per_cat, cat);
-    if (!us) g_hash_table_insert(per_cat, g_strdup(cat), us = g_new0(double, 2));
-    us[0] += num(e, "dur");
-    us[1] += 1;
-    g_hash_table_add(streams, g_strdup_printf("%g/%g", num(e, "pid"), num(e, "tid")));
+    const int pid = (int)num(e, "pid"), tid = (int)num(e, "tid");
+    ck_assert(pid < CLASSES && tid < 7);
+    Span sp = {num(e, "ts") * 1e-6, (num(e, "ts") + num(e, "dur")) * 1e-6};
+    g_array_append_val(ops[pid * ROWS_PER_CLASS + MIN(tid, 3)], sp);
+    g_hash_table_add(cats, g_strdup(cJSON_GetObjectItemCaseSensitive(e, "cat")->valuestring));
   }
+  /* the title comes from the run's names */
+  const cJSON *other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+  const char *model = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(other, "model"), "name")->valuestring;
+  ck_assert_str_eq(model, "LLaMA-2-70B");
   cJSON_Delete(root);
-  ck_assert_uint_ge(g_hash_table_size(per_cat), 4); /* fwd, bwd, optimizer, all_reduce, p2p */
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, per_cat);
-  while (g_hash_table_iter_next(&it, &k, &v)) {
-    g_auto(GStrv) rows = data_block(script, k);
-    const double *us = v;
-    ck_assert_msg(g_strv_length(rows) >= 1 && g_strv_length(rows) <= us[1], "%s: %u boxes for %g ops", (char *)k,
-                  g_strv_length(rows), us[1]);
-    double covered = 0; /* seconds: the full iteration is drawn in s */
-    for (guint i = 0; rows[i]; i++) {
-      double x, y, lo, hi;
-      ck_assert_int_eq(sscanf(rows[i], "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
-      covered += hi - lo;
-    }
-    ck_assert_double_eq_tol(covered, us[0] * 1e-6, 1e-6 * us[0] * 1e-6 + 1e-7);
+  guint busy_rows = 0, row_of[G_N_ELEMENTS(ops)];
+  for (guint r = 0; r < G_N_ELEMENTS(ops); r++) row_of[r] = ops[r]->len ? busy_rows++ : G_MAXUINT;
+  g_auto(GStrv) rows = data_block(data, "rows");
+  ck_assert_uint_eq(g_strv_length(rows), busy_rows);
+  for (guint r = 0; r < G_N_ELEMENTS(ops); r++) {
+    if (row_of[r] == G_MAXUINT) continue;
+    g_auto(GStrv) f = fields(rows[row_of[r]]);
+    static const char *const stream[] = {"compute", "comm intra", "comm inter", "p2p"};
+    g_autofree char *want = r % ROWS_PER_CLASS == 0 ? g_strdup_printf("stage %u \u00b7 compute", r / ROWS_PER_CLASS)
+                                                    : g_strdup(stream[r % ROWS_PER_CLASS]);
+    ck_assert_str_eq(f[0], want);
   }
-  const char *ytics = strstr(script, "set ytics");
-  ck_assert_ptr_nonnull(ytics);
-  guint labels = 0;
-  for (const char *c = ytics; *c && *c != '\n'; c++) labels += *c == ',';
-  ck_assert_uint_eq(labels + 1, g_hash_table_size(streams));
-  ck_assert_ptr_nonnull(strstr(script, "'stage 3  compute'"));
-  ck_assert_ptr_nonnull(strstr(script, "set xlabel 'time (s)'"));
+  g_auto(GStrv) meta = data_block(data, "figure");
+  g_auto(GStrv) title = fields(meta[0]);
+  ck_assert_msg(g_str_has_prefix(title[1], "LLaMA-2-70B on 32 x NVIDIA A100-SXM4-80GB: pp"), "%s", title[1]);
 
-  /* the same trace, the same script */
+  /* spans: every op lies inside its row's spans (thin ops widened to a bin, neighbours
+   * merged), spans of a row do not overlap, and only the trace's categories appear */
+  GArray *spans[G_N_ELEMENTS(ops)];
+  for (guint r = 0; r < G_N_ELEMENTS(ops); r++) spans[r] = g_array_new(FALSE, FALSE, sizeof(Span));
+  static const char *const cat_names[] = {"fwd", "bwd", "recompute", "optimizer", "all_reduce", "all_gather",
+                                          "reduce_scatter", "all_to_all", "p2p", "broadcast", "permute", "other"};
+  guint blocks = 0;
+  for (guint c = 0; c < G_N_ELEMENTS(cat_names); c++) {
+    g_autofree char *head = g_strdup_printf("%s spans", cat_names[c]);
+    g_auto(GStrv) lines = data_block(data, head);
+    if (!lines[0]) continue;
+    blocks++;
+    ck_assert_msg(g_hash_table_contains(cats, cat_names[c]), "%s drawn but not in the trace", cat_names[c]);
+    for (guint i = 0; lines[i]; i++) {
+      guint row = 0;
+      Span sp;
+      ck_assert_int_eq(sscanf(lines[i], "%u %lf %lf", &row, &sp.t0, &sp.t1), 3);
+      ck_assert(sp.t1 > sp.t0);
+      guint r = 0;
+      while (r < G_N_ELEMENTS(ops) && row_of[r] != row) r++;
+      ck_assert_uint_lt(r, G_N_ELEMENTS(ops));
+      g_array_append_val(spans[r], sp);
+    }
+  }
+  ck_assert_uint_ge(blocks, 4); /* forward, backward, a collective, pipeline send/recv */
+  for (guint r = 0; r < G_N_ELEMENTS(ops); r++) {
+    if (!ops[r]->len) continue;
+    g_array_sort(spans[r], span_cmp);
+    const Span *S = (const Span *)spans[r]->data;
+    for (guint i = 1; i < spans[r]->len; i++) ck_assert(S[i].t0 >= S[i - 1].t1 - 1e-9);
+    for (guint k = 0; k < ops[r]->len; k++) {
+      const Span *op = &g_array_index(ops[r], Span, k);
+      /* the span holding the op's start, then contiguous spans to its end */
+      guint i = 0;
+      while (i < spans[r]->len && S[i].t1 <= op->t0) i++;
+      ck_assert_msg(i < spans[r]->len && S[i].t0 <= op->t0 + 1e-9, "row %u: op %g..%g not drawn", r, op->t0, op->t1);
+      while (i + 1 < spans[r]->len && S[i].t1 < op->t1 - 1e-9) {
+        ck_assert_msg(S[i + 1].t0 <= S[i].t1 + 1e-9, "row %u: op %g..%g has a hole", r, op->t0, op->t1);
+        i++;
+      }
+      ck_assert_msg(S[i].t1 >= op->t1 - 1e-9, "row %u: op %g..%g cut", r, op->t0, op->t1);
+    }
+  }
+  for (guint r = 0; r < G_N_ELEMENTS(ops); r++) {
+    g_array_free(ops[r], TRUE);
+    g_array_free(spans[r], TRUE);
+  }
+  ck_assert_ptr_nonnull(strstr(script, "set xlabel 'time (s)'"));
+  ck_assert_ptr_nonnull(strstr(script, "size 1050,")); /* a page wide at 150 pixels an inch */
+
+  /* the same trace, the same script and data */
   g_autofree char *gp2 = g_build_filename(mm_test_tmpdir(), "t2.gp", NULL);
   const char *again[] = {"plot", trace, "--kind", "timeline", "--script", gp2, NULL};
-  ck_assert_int_eq(mm_test_cli(again, NULL, NULL), 0);
-  g_autofree char *script2 = NULL;
-  ck_assert(g_file_get_contents(gp2, &script2, NULL, NULL));
+  g_autofree char *script2 = NULL, *data2 = NULL;
+  plot_script(again, gp2, &script2, &data2);
   ck_assert_str_eq(script, script2);
+  ck_assert_str_eq(data + strlen("x"), data2 + strlen("x")); /* the figure's name differs: t.png vs t2.png */
 
-  /* a window keeps only what falls in it, clipped */
-  const char *win[] = {"plot", trace, "--kind", "timeline", "--window", "100:300", "--script", gp2, NULL};
-  ck_assert_int_eq(mm_test_cli(win, NULL, NULL), 0);
-  g_autofree char *script3 = NULL;
-  ck_assert(g_file_get_contents(gp2, &script3, NULL, NULL));
+  /* a window keeps only what falls in it, clipped; a size sets the terminal */
+  const char *win[] = {"plot", trace, "--kind", "timeline", "--window", "100:300", "--size", "column", "--title",
+                       "T", "--script", gp2, NULL};
+  g_autofree char *script3 = NULL, *data3 = NULL;
+  plot_script(win, gp2, &script3, &data3);
   ck_assert_ptr_nonnull(strstr(script3, "set xlabel 'time (ms)'"));
-  g_auto(GStrv) fwd = data_block(script3, "fwd");
+  ck_assert_ptr_nonnull(strstr(script3, "size 525,360"));
+  g_auto(GStrv) fwd = data_block(data3, "fwd spans");
   ck_assert_uint_gt(g_strv_length(fwd), 0);
   for (guint i = 0; fwd[i]; i++) {
-    double x, y, lo, hi;
-    ck_assert_int_eq(sscanf(fwd[i], "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+    double lo, hi;
+    ck_assert_int_eq(sscanf(fwd[i], "%*u %lf %lf", &lo, &hi), 2);
     ck_assert(lo >= 100 - 1e-9 && hi <= 300 + 1e-9 && lo < hi);
   }
 
@@ -530,6 +620,19 @@ START_TEST(test_plot_timeline)
     ck_assert_int_eq(mm_test_cli(draw, NULL, NULL), 0);
     ck_assert_msg(file_starts_with(fig, ext[i][1]), "%s is not a %s", fig, ext[i][0]);
   }
+  /* the script and its data draw the same figure by hand */
+  g_autofree char *by_hand = g_build_filename(dir, "t.png", NULL);
+  g_unlink(by_hand);
+  g_autofree char *gp3 = g_build_filename(mm_test_tmpdir(), "t3.gp", NULL);
+  const char *keep[] = {"plot", trace, "--kind", "timeline", "--out", by_hand, "--script", gp3, NULL};
+  ck_assert_int_eq(mm_test_cli(keep, NULL, NULL), 0);
+  g_unlink(by_hand);
+  const char *gp_argv[] = {gnuplot, gp3, NULL};
+  int status = 0;
+  ck_assert(g_spawn_sync(NULL, (char **)gp_argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                         NULL, NULL, NULL, &status, NULL));
+  ck_assert(g_spawn_check_wait_status(status, NULL));
+  ck_assert(file_starts_with(by_hand, "\x89PNG"));
   g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
   guint files = 0;
   for (const char *nm; (nm = g_dir_read_name(d));) {
@@ -537,6 +640,17 @@ START_TEST(test_plot_timeline)
     files++;
   }
   ck_assert_uint_eq(files, 3);
+  /* an output that is a symbolic link is written through, not replaced by a file */
+  g_autofree char *target = g_build_filename(mm_test_tmpdir(), "target.png", NULL);
+  g_autofree char *link = g_build_filename(mm_test_tmpdir(), "link.png", NULL);
+  ck_assert(g_file_set_contents(target, "", 0, NULL));
+  const char *ln[] = {"ln", "-s", target, link, NULL};
+  ck_assert(g_spawn_sync(NULL, (char **)ln, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status, NULL));
+  const char *through[] = {"plot", trace, "--kind", "timeline", "--out", link, NULL};
+  ck_assert_int_eq(mm_test_cli(through, NULL, NULL), 0);
+  ck_assert(g_file_test(link, G_FILE_TEST_IS_SYMLINK));
+  ck_assert(file_starts_with(target, "\x89PNG"));
+  g_unlink(link);
 }
 END_TEST
 
@@ -555,42 +669,74 @@ START_TEST(test_plot_breakdown)
   ck_assert_int_eq(mm_test_cli(run, NULL, NULL), 0);
   g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "b.gp", NULL);
   const char *args[] = {"plot", result, serving, "--kind", "breakdown", "--script", gp, NULL};
-  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
-  g_autofree char *script = NULL;
-  ck_assert(g_file_get_contents(gp, &script, NULL, NULL));
-  g_auto(GStrv) bars = data_block(script, "bars");
+  g_autofree char *script = NULL, *data = NULL;
+  plot_script(args, gp, &script, &data);
+  g_auto(GStrv) bars = data_block(data, "bars");
   ck_assert_uint_eq(g_strv_length(bars), 3);
-  ck_assert(g_str_has_prefix(bars[0], "\"pp\" "));
-  ck_assert(g_str_has_prefix(bars[1], "\"serving prefill\" "));
-  ck_assert(g_str_has_prefix(bars[2], "\"serving decode step\" "));
-  /* the parts (compute by phase, exposed communication, idle) fill the iteration */
+  /* the parts (compute by phase, exposed communication, idle) fill the iteration: column
+   * 3 is the iteration time, then where each of the six parts starts and the last ends */
   for (guint i = 0; bars[i]; i++) {
-    const char *p = strchr(bars[i] + 1, '"') + 1;
-    double v[7];
-    ck_assert_int_eq(sscanf(p, "%lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]), 7);
-    double sum = 0;
-    for (int k = 0; k < 6; k++) sum += v[k];
-    ck_assert_double_eq_tol(sum, v[6], 1e-6 * v[6]);
+    double v[8];
+    ck_assert_int_eq(sscanf(bars[i], "%*u %*f %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4],
+                            &v[5], &v[6], &v[7]), 8);
+    ck_assert_double_eq(v[1], 0);
+    for (int k = 2; k < 8; k++) ck_assert(v[k] >= v[k - 1]);
+    ck_assert_double_eq_tol(v[7], v[0], 1e-6 * v[0]);
   }
-  /* a directory: its run results in name order; other JSON files (the trace) are not results */
+  /* labels from the runs' names: what tells them apart (the system's size, the config);
+   * what they share (the model) titles the figure */
+  g_auto(GStrv) labels = data_block(data, "labels");
+  ck_assert_uint_eq(g_strv_length(labels), 3);
+  static const char *const want[] = {"32 x NVIDIA A100-SXM4-80GB \u00b7 pp", "8 x NVIDIA A100-SXM4-80GB \u00b7 s: prefill",
+                                     "8 x NVIDIA A100-SXM4-80GB \u00b7 s: decode step"};
+  for (guint i = 0; i < 3; i++) {
+    g_auto(GStrv) f = fields(labels[i]);
+    ck_assert_str_eq(f[0], want[i]);
+  }
+  g_auto(GStrv) meta = data_block(data, "figure");
+  g_auto(GStrv) title = fields(meta[0]);
+  ck_assert_str_eq(title[1], "LLaMA-2-70B");
+  /* the pipeline bubble shows as idle time */
+  double idle0 = 0, idle1 = 0;
+  ck_assert_int_eq(sscanf(bars[0], "%*u %*f %*f %*f %*f %*f %*f %*f %lf %lf", &idle0, &idle1), 2);
+  ck_assert_double_gt(idle1 - idle0, 0);
+
+  /* a directory: its run results in name order; other JSON files (the trace) are not
+   * results; the labels are still the runs' names, not the files' */
   g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "results", NULL);
   g_mkdir_with_parents(dir, 0755);
   const char *const files[][2] = {{result, "a-pp.json"}, {serving, "b-serving.json"}, {trace, "c-trace.json"}};
   for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
-    g_autofree char *data = NULL, *to = g_build_filename(dir, files[i][1], NULL);
-    ck_assert(g_file_get_contents(files[i][0], &data, NULL, NULL) && g_file_set_contents(to, data, -1, NULL));
+    g_autofree char *bytes = NULL, *to = g_build_filename(dir, files[i][1], NULL);
+    ck_assert(g_file_get_contents(files[i][0], &bytes, NULL, NULL) && g_file_set_contents(to, bytes, -1, NULL));
   }
   const char *by_dir[] = {"plot", dir, "--kind", "breakdown", "--script", gp, NULL};
-  ck_assert_int_eq(mm_test_cli(by_dir, NULL, NULL), 0);
-  g_autofree char *script2 = NULL;
-  ck_assert(g_file_get_contents(gp, &script2, NULL, NULL));
-  g_auto(GStrv) bars2 = data_block(script2, "bars");
-  ck_assert_uint_eq(g_strv_length(bars2), 3);
-  ck_assert(g_str_has_prefix(bars2[0], "\"a-pp\" ") && g_str_has_prefix(bars2[2], "\"b-serving decode step\" "));
-  /* the pipeline bubble shows as idle time */
-  double idle = 0;
-  ck_assert_int_eq(sscanf(strchr(bars[0] + 1, '"') + 1, "%*f %*f %*f %*f %*f %lf", &idle), 1);
-  ck_assert_double_gt(idle, 0);
+  g_autofree char *script2 = NULL, *data2 = NULL;
+  plot_script(by_dir, gp, &script2, &data2);
+  g_auto(GStrv) labels2 = data_block(data2, "labels");
+  ck_assert_uint_eq(g_strv_length(labels2), 3);
+  for (guint i = 0; i < 3; i++) {
+    g_auto(GStrv) f = fields(labels2[i]);
+    ck_assert_str_eq(f[0], want[i]);
+  }
+  /* two results of one setup: the config labels them, the file names tell them apart */
+  g_autofree char *twice = g_build_filename(mm_test_tmpdir(), "twice", NULL);
+  g_mkdir_with_parents(twice, 0755);
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *bytes = NULL, *to = g_build_filename(twice, i ? "run2.json" : "run1.json", NULL);
+    ck_assert(g_file_get_contents(result, &bytes, NULL, NULL) && g_file_set_contents(to, bytes, -1, NULL));
+  }
+  const char *by_twice[] = {"plot", twice, "--kind", "breakdown", "--script", gp, NULL};
+  g_autofree char *script3 = NULL, *data3 = NULL;
+  plot_script(by_twice, gp, &script3, &data3);
+  g_auto(GStrv) labels3 = data_block(data3, "labels");
+  ck_assert_uint_eq(g_strv_length(labels3), 2);
+  g_auto(GStrv) f0 = fields(labels3[0]), f1 = fields(labels3[1]);
+  ck_assert_str_eq(f0[0], "pp (run1)");
+  ck_assert_str_eq(f1[0], "pp (run2)");
+  g_auto(GStrv) meta3 = data_block(data3, "figure");
+  g_auto(GStrv) title3 = fields(meta3[0]);
+  ck_assert_str_eq(title3[1], "LLaMA-2-70B on 32 x NVIDIA A100-SXM4-80GB");
 }
 END_TEST
 
@@ -601,7 +747,7 @@ START_TEST(test_plot_bad_input)
   g_autofree char *trunc = mm_test_write("trunc.json", "{\"traceEvents\":[{\"ph\":\"X\",");
   g_autofree char *fig = g_build_filename(mm_test_tmpdir(), "bad.png", NULL);
   struct {
-    const char *args[10];
+    const char *args[12];
     const char *msg;
   } cases[] = {
     {{"plot", result, "--kind", "timeline", "--out", fig, NULL}, "$.traceEvents"},
@@ -614,6 +760,10 @@ START_TEST(test_plot_bad_input)
     {{"plot", "--kind", "timeline", NULL}, "INPUT"},
     {{"plot", "no/such.json", "--kind", "timeline", NULL}, "no/such.json"},
     {{"plot", trace, "--kind", "timeline", "--out", "no/such/dir/t.png", NULL}, "cannot write"},
+    {{"plot", trace, "--kind", "timeline", "--size", "huge", "--out", fig, NULL}, "--size"},
+    {{"plot", trace, "--kind", "timeline", "--size", "0x2", "--out", fig, NULL}, "--size"},
+    {{"plot", trace, "--kind", "timeline", "--script", "-", NULL}, "--script"},
+    {{"plot", trace, "--kind", "timeline", "--out", "a\"b.png", "--script", "x.gp", NULL}, "a\"b.png"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *err = NULL;
@@ -621,6 +771,106 @@ START_TEST(test_plot_bad_input)
     ck_assert_msg(strstr(err, cases[i].msg) != NULL, "case %u: '%s' lacks '%s'", i, err, cases[i].msg);
     ck_assert(!g_file_test(fig, G_FILE_TEST_EXISTS));
   }
+  g_autofree char *stray = mm_test_src("x.gp");
+  ck_assert(!g_file_test(stray, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
+/* Hostile traces and results (issue 10, defect 9) exit 1 with a message naming the file and
+ * the JSON path, instead of undefined conversions, gnuplot failing (exit 2) or a negative
+ * bar; nothing is written. */
+START_TEST(test_plot_hostile_input)
+{
+  static const struct {
+    const char *kind, *text, *where;
+  } cases[] = {
+    {"timeline", "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1e300,\"tid\":0,\"ts\":0,\"dur\":5}]}", "$.traceEvents[0].pid"},
+    {"timeline", "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":4e18,\"tid\":0,\"ts\":0,\"dur\":5}]}", "$.traceEvents[0].pid"},
+    {"timeline", "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":1e308,\"dur\":1e308}]}",
+     "$.traceEvents[0].ts"},
+    {"timeline", "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":0,\"dur\":1e308}]}", "$.traceEvents[0].dur"},
+    {"timeline",
+     "{\"traceEvents\":[{\"ph\":\"M\",\"pid\":0,\"tid\":1e300,\"name\":\"thread_name\",\"args\":{\"name\":\"a\"}},"
+     "{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":0,\"dur\":5}]}",
+     "$.traceEvents[0].tid"},
+    {"timeline",
+     "{\"traceEvents\":[{\"ph\":\"M\",\"pid\":-7,\"name\":\"process_name\",\"args\":{\"name\":\"a\"}},"
+     "{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":0,\"dur\":5}]}",
+     "$.traceEvents[0].pid"},
+    {"breakdown",
+     "{\"iteration_time_s\":-1,\"serialized\":{\"compute_by_phase\":{\"fwd\":0,\"bwd\":0,\"recompute\":0,"
+     "\"optimizer\":0}},\"exposed_comm_s\":0,\"idle_s\":0}",
+     "$.iteration_time_s"},
+    {"breakdown",
+     "{\"iteration_time_s\":1,\"serialized\":{\"compute_by_phase\":{\"fwd\":2,\"bwd\":0,\"recompute\":0,"
+     "\"optimizer\":0}},\"exposed_comm_s\":0,\"idle_s\":-1}",
+     "$.serialized.compute_by_phase.fwd"},
+  };
+  g_autofree char *fig = g_build_filename(mm_test_tmpdir(), "hostile.png", NULL);
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "hostile.gp", NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = g_strdup_printf("hostile-%u.json", i);
+    g_autofree char *path = mm_test_write(name, cases[i].text);
+    const char *args[] = {"plot", path, "--kind", cases[i].kind, "--out", fig, "--script", gp, NULL};
+    g_autofree char *err = NULL;
+    ck_assert_msg(mm_test_cli(args, NULL, &err) == 1, "case %u: %s", i, err);
+    ck_assert_msg(strstr(err, path) && strstr(err, cases[i].where), "case %u: '%s' lacks '%s'", i, err,
+                  cases[i].where);
+    ck_assert(!g_file_test(fig, G_FILE_TEST_EXISTS) && !g_file_test(gp, G_FILE_TEST_EXISTS));
+  }
+}
+END_TEST
+
+/* A results folder holding a file whose name ended the old script's inline data block and
+ * ran `system` (issue 10, defect 1), and a title trying the same: gnuplot runs nothing. */
+START_TEST(test_plot_names_are_inert)
+{
+  g_autofree char *trace = NULL, *result = NULL;
+  pipeline_run(&trace, &result);
+  g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "hostile-names", NULL);
+  g_mkdir_with_parents(dir, 0755);
+  g_autofree char *evil = g_build_filename(dir, "x\nEOD\nsystem \"touch PWNED\"\n$j << EOD\n.json", NULL);
+  g_autofree char *bytes = NULL;
+  ck_assert(g_file_get_contents(result, &bytes, NULL, NULL) && g_file_set_contents(evil, bytes, -1, NULL));
+  /* gnuplot ran in madmax's working directory, the source tree */
+  g_autofree char *pwned = mm_test_src("PWNED");
+  g_unlink(pwned);
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "inert.gp", NULL);
+  g_autofree char *fig = g_build_filename(mm_test_tmpdir(), "inert.png", NULL);
+  const char *title = "t'\nsystem 'touch PWNED'\n#";
+  const char *cases[][10] = {
+    {"plot", dir, "--kind", "breakdown", NULL},
+    {"plot", dir, "--kind", "breakdown", "--title", title, NULL},
+    {"plot", trace, "--kind", "timeline", "--title", title, NULL},
+  };
+  /* drawn (when gnuplot is installed): nothing runs */
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  int status[G_N_ELEMENTS(cases)] = {0};
+  for (guint i = 0; gnuplot && i < G_N_ELEMENTS(cases); i++) {
+    const guint n = g_strv_length((char **)cases[i]);
+    cases[i][n] = "--out";
+    cases[i][n + 1] = fig;
+    status[i] = mm_test_cli(cases[i], NULL, NULL);
+    cases[i][n] = NULL;
+  }
+  const gboolean ran = g_file_test(pwned, G_FILE_TEST_EXISTS);
+  g_unlink(pwned);
+  ck_assert_msg(!ran, "gnuplot ran a command from a file name or title");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) ck_assert_msg(status[i] == 0, "case %u: exit %d", i, status[i]);
+  /* and the script holds no text of theirs */
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const guint n = g_strv_length((char **)cases[i]);
+    cases[i][n] = "--script";
+    cases[i][n + 1] = gp;
+    ck_assert_int_eq(mm_test_cli(cases[i], NULL, NULL), 0);
+    g_autofree char *script = NULL;
+    ck_assert(g_file_get_contents(gp, &script, NULL, NULL));
+    ck_assert_msg(!strstr(script, "PWNED") && !strstr(script, "system"), "case %u: input text in the script:\n%s", i,
+                  script);
+    cases[i][n] = NULL;
+  }
+  g_unlink(evil);
+  g_rmdir(dir);
 }
 END_TEST
 
@@ -817,6 +1067,8 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_plot_bad_input);
   tcase_add_test(tc, test_text_modes_clean);
   tcase_add_test(tc, test_readme_run_sample_is_current);
+  tcase_add_test(tc, test_plot_hostile_input);
+  tcase_add_test(tc, test_plot_names_are_inert);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("hostile");
   tcase_set_timeout(bad, 60);

@@ -33,35 +33,41 @@ static char *default_out(const char *input, const char *kind)
 
 int mm_cmd_plot(int argc, char **argv)
 {
-  g_autofree char *kind_s = NULL, *out = NULL, *script_path = NULL, *window = NULL, *title = NULL;
+  g_autofree char *kind_s = NULL, *out = NULL, *script_path = NULL, *window = NULL, *title = NULL, *size = NULL;
   GOptionEntry entries[] = {
     {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s, "timeline (from a trace) or breakdown (from results)", "KIND"},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Figure to write: .png, .svg or .pdf (default: INPUT-KIND.png)", "F"},
     {"script", 's', 0, G_OPTION_ARG_FILENAME, &script_path,
-     "Also write the gnuplot script (data inline) to F.gp ('-' = stdout); alone, writes only the script", "F.gp"},
+     "Also write the gnuplot script to F.gp and the data it reads to F.dat; alone, writes only those", "F.gp"},
     {"window", 'w', 0, G_OPTION_ARG_STRING, &window, "timeline: only this span, in ms (e.g. 1200:1500)", "A:B"},
-    {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Figure title", "T"},
+    {"size", 0, 0, G_OPTION_ARG_STRING, &size,
+     "column (3.5x2.4 in, 7 pt text), page (7x3.5 in, 8 pt), slide (10x5.6 in, 16 pt) or WxH in inches "
+     "(default: page width, the height the rows need)", "SIZE"},
+    {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Figure title (default: the run's model, system and config)", "T"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("INPUT... - draw a figure of madmax's outputs with gnuplot");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_summary(ctx,
     "timeline: one trace written by `madmax run --trace T.json`. A row per device class and\n"
-    "stream (compute, intra- and inter-node communication, pipeline send/receive), a box per op\n"
-    "coloured by what it is (forward, backward, optimizer, each collective kind): pipeline\n"
-    "bubbles, exposed communication and overlap show as they happen.\n"
+    "stream (compute, intra- and inter-node communication, the pipeline's send/receive as one),\n"
+    "spans coloured by what fills them (forward, backward, optimizer, each collective kind):\n"
+    "pipeline bubbles, exposed communication and overlap show as they happen. Ops thinner than\n"
+    "a point merge into solid spans of what fills most of them.\n"
     "breakdown: results written by `madmax run --json R.json` (files, or directories of them):\n"
     "a stacked bar per result splitting the iteration (serving: the prefill and the decode step)\n"
     "into forward, backward, recompute and optimizer compute (embedding lookups inside them),\n"
-    "exposed communication and idle time; the parts sum to the iteration time above the bar.\n"
-    "The figure's extension picks the format: .png (slides), .svg, .pdf (papers). --script\n"
-    "keeps the gnuplot script, data inline, to restyle by hand. (Pareto and scaling figures\n"
-    "need sweep results; they come with madmax sweep.)");
+    "exposed communication and idle time; the parts sum to the iteration time at the bar's end.\n"
+    "Titles and labels come from the runs' names (model, system, config). The figure's\n"
+    "extension picks the format: .png (slides, 150 pixels per inch), .svg, .pdf (papers);\n"
+    "--size its size and text size. --script keeps the gnuplot script and its data file, to\n"
+    "restyle by hand. (Pareto and scaling figures need sweep results; they come with\n"
+    "madmax sweep.)");
   g_option_context_set_description(ctx,
     "Examples:\n"
     "  madmax run -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-pretrain.json \\\n"
     "      --nodes 64 --trace results/pp.trace.json --json results/pp.json\n"
-    "  madmax plot results/pp.trace.json --kind timeline --out results/pp-timeline.pdf\n"
+    "  madmax plot results/pp.trace.json --kind timeline --size column --out results/pp-timeline.pdf\n"
     "  madmax plot results/pp.trace.json --kind timeline --window 0:800 --out results/warmup.png\n"
     "  madmax plot results/ --kind breakdown --out results/breakdown.svg   # every result in the directory\n");
   if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
@@ -79,6 +85,16 @@ int mm_cmd_plot(int argc, char **argv)
     return MM_EXIT_INPUT;
   }
   MmPlotOptions opt = {.title = title};
+  if (size && !mm_plot_parse_size(size, &opt)) {
+    fprintf(stderr, "madmax: --size: expected column, page, slide or WxH in inches from 1 to 40 (got '%s')\n"
+                    "Try 'madmax plot --help'.\n", size);
+    return MM_EXIT_INPUT;
+  }
+  if (script_path && (!*script_path || strcmp(script_path, "-") == 0)) {
+    fprintf(stderr, "madmax: --script: expected a file name F.gp (the script reads its data from F.dat beside it)\n"
+                    "Try 'madmax plot --help'.\n");
+    return MM_EXIT_INPUT;
+  }
   if (window && (kind != MM_PLOT_TIMELINE || !parse_window(window, &opt))) {
     fprintf(stderr, "madmax: --window: expected A:B in milliseconds with 0 <= A < B, for --kind timeline (got '%s')\n",
             window);
@@ -90,10 +106,13 @@ int mm_cmd_plot(int argc, char **argv)
   const gboolean draw = out || !script_path;
   if (!out) out = default_out(inputs[0], mm_plot_kind_names[kind]);
   if (script_path) {
-    g_autofree char *script = mm_plot_script((MmPlotKind)kind, inputs, n, out, &opt, &error);
+    g_autofree char *data = NULL;
+    g_autofree char *script = mm_plot_script((MmPlotKind)kind, inputs, n, out, &opt, &data, &error);
     if (!script) return mm_cli_fail(error);
-    if (g_strcmp0(script_path, "-") == 0) fputs(script, stdout);
-    else if (!g_file_set_contents(script_path, script, -1, &error)) return mm_cli_fail(error);
+    g_autofree char *data_path = mm_plot_data_path(script_path);
+    if (!mm_plot_write_file(data_path, data, strlen(data), &error) ||
+        !mm_plot_write_file(script_path, script, strlen(script), &error))
+      return mm_cli_fail(error);
   }
   if (draw) {
     if (!mm_plot_render((MmPlotKind)kind, inputs, n, out, &opt, &error)) return mm_cli_fail(error);

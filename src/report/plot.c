@@ -1,5 +1,10 @@
-/* plot: gnuplot figures of madmax's outputs: a run's timeline (its Chrome trace) and
- * the iteration-time breakdown of one or more run results. */
+/* plot: gnuplot figures of madmax's outputs: the script and data file a figure kind writes,
+ * figure sizes, and drawing with gnuplot. The kinds are plot_timeline.c and plot_breakdown.c.
+ *
+ * Inputs are never script text. A trace or result (and its file name) is data an adversary
+ * may have written: gnuplot reads every string from them, from the title option and the
+ * output's name out of a separate data file, as quoted fields, so no name can end a block,
+ * start a command or run `system`. The script holds madmax's own text only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -9,19 +14,13 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 
-#include "config/json.h" /* the loaders' JSON reader */
-#include "report.h"
+#include "plot_internal.h"
 
 const char *const mm_plot_kind_names[] = {"timeline", "breakdown", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_plot_kind_names) == MM_PLOT_COUNT + 1);
 
-/* What a box or a bar segment is, its legend and colour (Okabe-Ito, then greys):
- * the trace's categories (compute phases, collective kinds) and the breakdown's parts. */
-typedef struct {
-  const char *key, *title, *rgb;
-} Series;
-
-static const Series series[] = {
+/* The trace's categories (compute phases, collective kinds) and the breakdown's parts. */
+const MmPlotSeries mm__plot_series[] = {
   {"fwd", "forward", "#0072B2"},
   {"bwd", "backward", "#56B4E9"},
   {"recompute", "recompute", "#009E73"},
@@ -34,125 +33,255 @@ static const Series series[] = {
   {"broadcast", "broadcast", "#44AA99"},
   {"permute", "permute", "#117733"},
   {"exposed", "exposed communication", "#D55E00"},
-  {"idle", "idle (bubble, waiting)", "#DDDDDD"},
+  {"idle", "idle (bubble, waiting)", "#BBBBBB"},
   {"other", "other", "#777777"},
 };
-#define N_SERIES G_N_ELEMENTS(series)
+const guint mm__plot_n_series = G_N_ELEMENTS(mm__plot_series);
 
-static guint series_of(const char *key)
+guint mm__plot_series_of(const char *key)
 {
-  for (guint i = 0; i + 1 < N_SERIES; i++)
-    if (g_strcmp0(series[i].key, key) == 0) return i;
-  return N_SERIES - 1;
+  for (guint i = 0; i + 1 < mm__plot_n_series; i++)
+    if (g_strcmp0(mm__plot_series[i].key, key) == 0) return i;
+  return mm__plot_n_series - 1;
 }
 
-/* A gnuplot single-quoted string ('' stands for a quote). */
-static void quoted(GString *g, const char *s)
-{
-  g_string_append_c(g, '\'');
-  for (; *s; s++) {
-    if (*s == '\'') g_string_append_c(g, '\'');
-    if (*s == '\n' || *s == '\r') g_string_append_c(g, ' ');
-    else g_string_append_c(g, *s);
-  }
-  g_string_append_c(g, '\'');
-}
+/* ---- sizes ------------------------------------------------------------------------- */
 
-/* The terminal @out's extension asks for, sized @w x @h pixels (PDF at 100 px an inch). */
-static gboolean terminal(GString *g, const char *out, int w, int h, GError **error)
+/* --size presets: where the figure goes, and a text size that reads there (papers set
+ * figure text at about the caption's 7-8 pt; slides need about twice that). */
+static const struct {
+  const char *name;
+  double w_in, h_in, font_pt;
+} sizes[] = {
+  {"column", 3.5, 2.4, 7},  /* one column of a two-column paper */
+  {"page", 7.0, 3.5, 8},    /* the full text width */
+  {"slide", 10.0, 5.6, 16}, /* most of a 16:9 slide */
+};
+#define DEFAULT_SIZE 1 /* page */
+#define MIN_IN 1.0
+#define MAX_IN 40.0
+#define PNG_PX_PER_IN 150.0 /* PNG resolution: sharp on screens and in READMEs */
+#define SVG_PX_PER_IN 96.0  /* CSS pixels */
+/* Merged spans are multiples of a point (two PNG pixels): the thinnest is a solid line in
+ * print and on screen, and every format draws the same data. */
+#define SPAN_PER_IN 72.0
+/* Average advance of a character of gnuplot's Sans (DejaVu Sans) in ems, some capitals
+ * included (measured: 0.59 for digits and lower case). */
+#define CHAR_EM 0.62
+#define LINE_EM 1.3 /* a line of text */
+#define PAD_IN 0.08 /* between the figure's edge and its text */
+#define KEY_SAMPLE_CH 2.0 /* a legend entry's colour sample, in characters */
+
+gboolean mm_plot_parse_size(const char *s, MmPlotOptions *o)
 {
-  const char *dot = strrchr(out, '.');
-  const char *slash = strrchr(out, '/');
-  if (dot && slash && dot < slash) dot = NULL;
-  if (dot && g_ascii_strcasecmp(dot, ".png") == 0) {
-    g_string_append_printf(g, "set terminal pngcairo noenhanced font 'Sans,10' size %d,%d\n", w, h);
-  } else if (dot && g_ascii_strcasecmp(dot, ".svg") == 0) {
-    g_string_append_printf(g, "set terminal svg noenhanced font 'Sans,11' size %d,%d\n", w, h);
-  } else if (dot && g_ascii_strcasecmp(dot, ".pdf") == 0) {
-    g_string_append_printf(g, "set terminal pdfcairo noenhanced font 'Sans,7' size %.2fin,%.2fin\n", w / 100.0,
-                           h / 100.0);
-  } else {
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "%s: the figure's name must end in .png, .svg or .pdf",
-                out);
-    return FALSE;
+  g_return_val_if_fail(s && o, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    if (strcmp(s, sizes[i].name) == 0) {
+      o->width_in = sizes[i].w_in;
+      o->height_in = sizes[i].h_in;
+      o->font_pt = sizes[i].font_pt;
+      return TRUE;
+    }
   }
+  char *end = NULL;
+  double w = g_ascii_strtod(s, &end);
+  if (end == s || (*end != 'x' && *end != 'X')) return FALSE;
+  const char *hs = end + 1;
+  double h = g_ascii_strtod(hs, &end);
+  if (end == hs || (*end != '\0' && strcmp(end, "in") != 0)) return FALSE;
+  if (!(w >= MIN_IN && w <= MAX_IN && h >= MIN_IN && h <= MAX_IN)) return FALSE;
+  o->width_in = w;
+  o->height_in = h;
+  o->font_pt = w < 5.0 ? sizes[0].font_pt : sizes[1].font_pt; /* a print size: column or page text */
   return TRUE;
 }
 
-/* Seconds in a readable unit for a span of @span_s: the factor and its name. */
-static double time_unit(double span_s, const char **name)
+double mm__plot_chars(const MmPlotDoc *d, double in)
 {
-  if (span_s < 2e-3) return *name = "us", 1e6;
-  if (span_s < 2.0) return *name = "ms", 1e3;
-  return *name = "s", 1.0;
+  return MAX(0.0, in * 72.0 / (CHAR_EM * d->font_pt));
 }
 
-/* ---- timeline (a Chrome trace of madmax run --trace) ------------------------------- */
-
-typedef struct {
-  gint64 key; /* pid << 20 | tid */
-  double sort;
-  char *label;
-} Row;
-
-typedef struct {
-  gint64 key;
-  double t0, t1; /* us */
-  guint series;
-} Box;
-
-static int box_cmp(const void *a, const void *b)
+double mm__plot_text_in(const MmPlotDoc *d, double chars)
 {
-  const Box *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+  return chars * CHAR_EM * d->font_pt / 72.0;
 }
 
-/* Back-to-back ops of one kind on one stream become one box (the figure shows them as one
- * anyway; thousands of hairline seams and megabytes of SVG less). */
-static void merge_boxes(GArray *boxes, double span)
+/* ---- the data file ------------------------------------------------------------------ */
+
+char *mm__plot_clean(const char *s)
 {
-  if (boxes->len == 0) return;
-  g_array_sort(boxes, box_cmp);
-  Box *B = (Box *)boxes->data;
-  guint w = 0;
-  for (guint r = 1; r < boxes->len; r++) {
-    if (B[r].key == B[w].key && B[r].series == B[w].series && B[r].t0 <= B[w].t1 + 1e-9 * span) {
-      B[w].t1 = MAX(B[w].t1, B[r].t1);
-    } else {
-      B[++w] = B[r];
+  g_autofree char *valid = g_utf8_make_valid(s ? s : "", -1);
+  GString *g = g_string_new(NULL);
+  gboolean space = TRUE; /* drops leading blanks and runs */
+  for (const char *c = valid; *c; c = g_utf8_next_char(c)) {
+    gunichar u = g_utf8_get_char(c);
+    if (g_unichar_isspace(u) || g_unichar_iscntrl(u) || g_unichar_type(u) == G_UNICODE_FORMAT ||
+        g_unichar_type(u) == G_UNICODE_LINE_SEPARATOR || g_unichar_type(u) == G_UNICODE_PARAGRAPH_SEPARATOR) {
+      if (!space) g_string_append_c(g, ' ');
+      space = TRUE;
+      continue;
     }
+    space = FALSE;
+    if (u == '"') g_string_append_c(g, '\'');
+    else g_string_append_unichar(g, u);
   }
-  g_array_set_size(boxes, w + 1);
+  if (g->len > 0 && g->str[g->len - 1] == ' ') g_string_truncate(g, g->len - 1);
+  return g_string_free(g, FALSE);
 }
 
-static int row_cmp(const void *a, const void *b)
+/* @s cut to @max characters, the last an ellipsis when cut, at a space when one is near. (transfer full) */
+static char *cut(const char *s, guint max)
 {
-  const Row *x = a, *y = b;
-  gint64 px = x->key >> 20, py = y->key >> 20;
-  if (px != py) return px < py ? -1 : 1;
-  if (x->sort != y->sort) return x->sort < y->sort ? -1 : 1;
-  return x->key < y->key ? -1 : x->key > y->key;
+  if ((guint)g_utf8_strlen(s, -1) <= max) return g_strdup(s);
+  if (max == 0) return g_strdup("");
+  const char *end = g_utf8_offset_to_pointer(s, max - 1);
+  g_autofree char *head = g_strndup(s, (gsize)(end - s));
+  char *space = strrchr(head, ' ');
+  if (space && g_utf8_strlen(head, space - head) * 4 >= (glong)max * 3) *space = '\0'; /* in the last quarter */
+  g_strchomp(head);
+  while (*head && strchr(",;:", head[strlen(head) - 1])) head[strlen(head) - 1] = '\0';
+  return g_strconcat(head, "\u2026", NULL);
 }
 
-/* "device class 2: stage 1 (16 devices)" -> "stage 1"; "decode step, device class 0: stage 0
- * (8 devices)" -> "decode step, stage 0"; other names as they are. */
-static char *process_label(const char *name)
+void mm__plot_field(GString *data, const char *s, guint max_chars)
 {
-  const char *dc = strstr(name, "device class ");
-  const char *colon = dc ? strstr(dc, ": ") : NULL;
-  if (!colon) return g_strdup(name);
-  g_autofree char *rest = g_strdup(colon + 2);
-  char *paren = strstr(rest, " (");
-  if (paren && g_str_has_suffix(rest, ")")) *paren = '\0';
-  return g_strdup_printf("%.*s%s", (int)(dc - name), name, rest);
+  g_autofree char *clean = mm__plot_clean(s);
+  g_autofree char *text = cut(clean, max_chars);
+  g_string_append_c(data, '"');
+  for (const char *c = text; *c; c++) {
+    if (*c == '\\') g_string_append_c(data, '\\'); /* gnuplot unescapes quoted data fields */
+    g_string_append_c(data, *c);
+  }
+  g_string_append(data, "\" ");
 }
 
-/* A fault of a trace or result at JSON path @jpath: MM_REPORT_ERROR_INPUT, in the config
- * loaders' "FILE: PATH: message" layout. */
-static void input_error(GError **error, const MmJsonCtx *ctx, const char *jpath, const char *fmt, ...)
-  G_GNUC_PRINTF(4, 5);
-static void input_error(GError **error, const MmJsonCtx *ctx, const char *jpath, const char *fmt, ...)
+GStrv mm__plot_wrap(const char *s, guint width, guint lines)
+{
+  g_return_val_if_fail(width > 1 && lines > 0, NULL);
+  g_autofree char *clean = mm__plot_clean(s);
+  GPtrArray *out = g_ptr_array_new();
+  const char *rest = clean;
+  while (*rest && out->len + 1 < lines && (guint)g_utf8_strlen(rest, -1) > width) {
+    /* the last space within the width, else a hard break */
+    const char *lim = g_utf8_offset_to_pointer(rest, width);
+    const char *brk = NULL;
+    for (const char *c = rest; c <= lim && *c; c = g_utf8_next_char(c))
+      if (*c == ' ') brk = c;
+    if (!brk || brk == rest) brk = lim;
+    g_ptr_array_add(out, g_strndup(rest, (gsize)(brk - rest)));
+    rest = *brk == ' ' ? brk + 1 : brk;
+  }
+  if (*rest || out->len == 0) g_ptr_array_add(out, cut(rest, width));
+  g_ptr_array_add(out, NULL);
+  return (GStrv)g_ptr_array_free(out, FALSE);
+}
+
+guint mm__plot_block(MmPlotDoc *d, const char *what)
+{
+  /* blocks are separated by two blank lines (gnuplot's `index`); the file's header
+   * comment belongs to block 0 */
+  if (d->blocks > 0) g_string_append(d->data, "\n\n");
+  g_string_append_printf(d->data, "# [%u] %s\n", d->blocks, what);
+  return d->blocks++;
+}
+
+/* The terminal for the figure's format and size. */
+static void terminal(MmPlotDoc *d)
+{
+  if (strcmp(d->ext, "png") == 0) {
+    /* pngcairo sets a point as 96 pixels an inch would (measured); lines of half a point */
+    g_string_append_printf(d->script,
+                           "set terminal pngcairo noenhanced font 'Sans,%.1f' size %d,%d linewidth %.2f\n",
+                           d->font_pt * d->px_per_in / 96.0, (int)lround(d->w_in * d->px_per_in),
+                           (int)lround(d->h_in * d->px_per_in), d->px_per_in / 144.0);
+  } else if (strcmp(d->ext, "svg") == 0) {
+    /* SVG user units are CSS pixels, 96 an inch */
+    g_string_append_printf(d->script, "set terminal svg noenhanced font 'Sans,%.1f' size %d,%d linewidth %.2f\n",
+                           d->font_pt * SVG_PX_PER_IN / 72.0, (int)lround(d->w_in * SVG_PX_PER_IN),
+                           (int)lround(d->h_in * SVG_PX_PER_IN), SVG_PX_PER_IN / 144.0);
+  } else {
+    /* pdfcairo sets text at font x fontscale x 4/3 points (measured): fontscale 0.75 makes
+     * them true points; its lines are half a point */
+    g_string_append_printf(d->script,
+                           "set terminal pdfcairo noenhanced font 'Sans,%g' fontscale 0.75 size %.2fin,%.2fin\n",
+                           d->font_pt, d->w_in, d->h_in);
+  }
+}
+
+void mm__plot_layout(MmPlotDoc *d, double left_in, const gboolean *legend, guint rows, double row_in)
+{
+  const double line_in = LINE_EM * d->font_pt / 72.0;
+  guint chars = 0;
+  d->legend_n = 0;
+  for (guint s = 0; s < mm__plot_n_series; s++) {
+    if (!legend[s]) continue;
+    g_assert(d->legend_n < G_N_ELEMENTS(d->legend));
+    d->legend[d->legend_n++] = s;
+    chars = MAX(chars, (guint)strlen(mm__plot_series[s].title));
+  }
+  /* the legend: entries (a sample, a gap, the text) in columns across the figure */
+  d->key_col_in = mm__plot_text_in(d, chars + KEY_SAMPLE_CH + 1.0) + 0.15;
+  d->key_cols = (guint)CLAMP(floor((d->w_in - 2 * PAD_IN) / d->key_col_in), 1, MAX(d->legend_n, 1));
+  d->key_rows = (d->legend_n + d->key_cols - 1) / d->key_cols;
+  const double top_in = PAD_IN + line_in * (1 + d->key_rows) + PAD_IN;
+  const double bottom_in = 3.0 * line_in + PAD_IN; /* tic marks, numbers, the axis label */
+  if (d->auto_height) d->h_in = CLAMP(top_in + bottom_in + rows * row_in, 1.2, MAX_IN);
+  d->lm = MIN(0.6, left_in / d->w_in);
+  d->rm = 1.0 - 0.2 / d->w_in;
+  d->tm = 1.0 - top_in / d->h_in;
+  d->bm = bottom_in / d->h_in;
+}
+
+void mm__plot_begin(MmPlotDoc *d, const char *out_name, const char *title)
+{
+  g_assert(d->blocks == 0);
+  g_string_append(d->data, "# madmax plot data: every number and name the figure draws, read by its script\n");
+  const guint b = mm__plot_block(d, "figure: output, title");
+  mm__plot_field(d->data, out_name, G_MAXUINT);
+  mm__plot_field(d->data, title ? title : "", (guint)mm__plot_chars(d, d->w_in - 2 * PAD_IN));
+  g_string_append_c(d->data, '\n');
+
+  GString *g = d->script;
+  g_string_append(g, "# gnuplot script written by madmax plot. It holds the style; the data, every number and\n"
+                     "# name, is in the file beside it: `gnuplot F.gp` reads F.dat. Edit and rerun.\n"
+                     "data = ARG0[strlen(ARG0)-2:] eq '.gp' ? ARG0[1:strlen(ARG0)-3].'.dat' : ARG0.'.dat'\n");
+  g_string_append_printf(g, "stats data index %u using (fig_out = strcol(1), fig_title = strcol(2), 0) nooutput\n", b);
+  terminal(d);
+  const double line = LINE_EM * d->font_pt / 72.0 / d->h_in; /* a line, in fractions of the height */
+  g_string_append_printf(g, "set output fig_out\nset label 1 fig_title at screen 0.5, screen %.4f center noenhanced\n",
+                         1.0 - PAD_IN / d->h_in - 0.55 * line);
+  /* the legend, row by row, centred: a sample box and the series' name (madmax's own text) */
+  g_string_append(g, "unset key\n");
+  const double x0 = 0.5 - 0.5 * (d->key_cols * d->key_col_in - 0.15) / d->w_in;
+  const double sample = mm__plot_text_in(d, KEY_SAMPLE_CH) / d->w_in, gap = mm__plot_text_in(d, 0.6) / d->w_in;
+  for (guint i = 0; i < d->legend_n; i++) {
+    const MmPlotSeries *se = &mm__plot_series[d->legend[i]];
+    const double x = x0 + (i % d->key_cols) * d->key_col_in / d->w_in;
+    const double y = 1.0 - PAD_IN / d->h_in - (1.55 + i / d->key_cols) * line;
+    g_string_append_printf(g, "set object %u rect from screen %.4f, screen %.4f to screen %.4f, screen %.4f "
+                              "fc rgb '%s' fs solid 1.0 noborder\n",
+                           i + 1, x, y - 0.3 * line, x + sample, y + 0.3 * line, se->rgb);
+    g_string_append_printf(g, "set label %u '%s' at screen %.4f, screen %.4f left\n", i + 2, se->title,
+                           x + sample + gap, y);
+  }
+  g_string_append_printf(g, "set lmargin at screen %.4f\nset rmargin at screen %.4f\n"
+                            "set tmargin at screen %.4f\nset bmargin at screen %.4f\n",
+                         d->lm, d->rm, d->tm, d->bm);
+  g_string_append(g, "set border 3 lc rgb '#444444'\nset grid xtics lc rgb '#DDDDDD'\nset xtics out nomirror\n");
+}
+
+void mm__plot_read_labels(MmPlotDoc *d, const char *array, guint block, guint n, guint col, guint lines)
+{
+  g_string_append_printf(d->script, "array %s[%u]\nstats data index %u using (%s[int($0)+1] = strcol(%u)", array, n,
+                         block, array, col);
+  for (guint l = 1; l < lines; l++)
+    g_string_append_printf(d->script, " . (strcol(%u) eq '' ? '' : \"\\n\" . strcol(%u))", col + l, col + l);
+  g_string_append(d->script, ", 0) nooutput\n");
+}
+
+/* ---- reading traces and results ------------------------------------------------------ */
+
+void mm__plot_input_error(GError **error, const MmJsonCtx *ctx, const char *jpath, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -161,11 +290,9 @@ static void input_error(GError **error, const MmJsonCtx *ctx, const char *jpath,
   g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "%s: %s: %s", ctx->file, jpath, msg);
 }
 
-/* A trace or result file, parsed. The reader is src/config's and raises MM_CONFIG_ERROR;
- * here the same message is MM_REPORT_ERROR: READ (missing, unreadable, not JSON) or INPUT
- * (not a JSON object). (transfer full) */
-static cJSON *load_input(const char *path, GError **error)
+cJSON *mm__plot_load(const char *path, GError **error)
 {
+  /* the reader is src/config's and raises MM_CONFIG_ERROR; here it is MM_REPORT_ERROR */
   GError *cfg = NULL;
   cJSON *root = mm_json_load_file(path, &cfg);
   if (root) return root;
@@ -176,396 +303,307 @@ static cJSON *load_input(const char *path, GError **error)
   return NULL;
 }
 
-static gboolean number_at(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double *out,
-                          GError **error)
+gboolean mm__plot_number(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double min,
+                         double max, double *out, GError **error)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
   if (!v) {
-    input_error(error, ctx, path, "missing; expected a number");
+    mm__plot_input_error(error, ctx, path, "missing; expected a number from %g to %g", min, max);
     return FALSE;
   }
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
-    g_autofree char *d = mm_json_describe_value(v);
-    input_error(error, ctx, path, "expected a number, got %s", d);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min || v->valuedouble > max) {
+    g_autofree char *got = mm_json_describe_value(v);
+    mm__plot_input_error(error, ctx, path, "%s is not a number from %g to %g", got, min, max);
     return FALSE;
   }
   *out = v->valuedouble;
   return TRUE;
 }
 
-static gboolean timeline(GString *g, const char *path, const char *term_out, const char *out, const MmPlotOptions *o,
-                         GError **error)
+gboolean mm__plot_index(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double max,
+                        gint64 *out, GError **error)
 {
-  g_autoptr(cJSON) root = load_input(path, error);
-  if (!root) return FALSE;
-  MmJsonCtx ctx = {path};
-  const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
-  if (!cJSON_IsArray(ev)) {
-    input_error(error, &ctx, "$.traceEvents", "expected an array of trace events (a trace written by madmax run --trace)");
+  double v = 0;
+  if (!mm__plot_number(ctx, obj, key, jp, 0, max, &v, error)) return FALSE;
+  if (v != floor(v)) {
+    g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
+    mm__plot_input_error(error, ctx, path, "%g is not an integer from 0 to %g", v, max);
     return FALSE;
   }
-  g_autoptr(GHashTable) pname = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-  g_autoptr(GArray) boxes = g_array_new(FALSE, FALSE, sizeof(Box));
-  g_autoptr(GHashTable) tname = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-  g_autoptr(GHashTable) tsort = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-  const double from_us = o->from_s * 1e6, to_us = o->to_s > o->from_s ? o->to_s * 1e6 : INFINITY;
-  double lo = INFINITY, hi = -INFINITY;
-  int i = 0;
-  for (const cJSON *e = ev->child; e; e = e->next, i++) {
-    g_autofree char *jp = g_strdup_printf("$.traceEvents[%d]", i);
-    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
-    if (!cJSON_IsObject(e) || !cJSON_IsString(ph)) {
-      input_error(error, &ctx, jp, "expected an event object with a string \"ph\"");
-      return FALSE;
-    }
-    double pid = 0, tid = 0;
-    g_autoptr(GError) bad = NULL; /* a metadata event's tid */
-    if (!number_at(&ctx, e, "pid", jp, &pid, error)) return FALSE;
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
-    if (strcmp(ph->valuestring, "M") == 0) {
-      /* metadata: process and thread names, thread order */
-      const char *what = cJSON_IsString(nm) ? nm->valuestring : "";
-      const cJSON *an = cJSON_GetObjectItemCaseSensitive(args, "name");
-      const cJSON *si = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
-      if (strcmp(what, "process_name") == 0 && cJSON_IsString(an)) {
-        g_hash_table_replace(pname, g_memdup2(&(gint64){(gint64)pid}, sizeof(gint64)), process_label(an->valuestring));
-      } else if (strcmp(what, "thread_name") == 0 && cJSON_IsString(an) && number_at(&ctx, e, "tid", jp, &tid, &bad)) {
-        gint64 k = (gint64)pid << 20 | (gint64)tid;
-        g_hash_table_replace(tname, g_memdup2(&k, sizeof k), g_strdup(an->valuestring));
-      } else if (strcmp(what, "thread_sort_index") == 0 && cJSON_IsNumber(si) &&
-                 number_at(&ctx, e, "tid", jp, &tid, &bad)) {
-        gint64 k = (gint64)pid << 20 | (gint64)tid;
-        g_hash_table_replace(tsort, g_memdup2(&k, sizeof k), g_memdup2(&si->valuedouble, sizeof(double)));
-      }
-      if (bad) {
-        g_propagate_error(error, g_steal_pointer(&bad));
-        return FALSE;
-      }
-      continue;
-    }
-    if (strcmp(ph->valuestring, "X") != 0) continue; /* other phases are not drawn */
-    double ts = 0, dur = 0;
-    if (!number_at(&ctx, e, "tid", jp, &tid, error) || !number_at(&ctx, e, "ts", jp, &ts, error) ||
-        !number_at(&ctx, e, "dur", jp, &dur, error))
-      return FALSE;
-    if (pid < 0 || tid < 0 || tid >= (1 << 20) || dur < 0) {
-      input_error(error, &ctx, jp, "expected pid, tid >= 0 and dur >= 0");
-      return FALSE;
-    }
-    double t0 = MAX(ts, from_us), t1 = MIN(ts + dur, to_us);
-    if (dur <= 0 || t1 <= t0) continue;
-    const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
-    Box b = {(gint64)pid << 20 | (gint64)tid, t0, t1, series_of(cJSON_IsString(cat) ? cat->valuestring : "")};
-    g_array_append_val(boxes, b);
-    lo = MIN(lo, t0);
-    hi = MAX(hi, t1);
-  }
-  if (boxes->len == 0) {
-    input_error(error, &ctx, "$.traceEvents", "%s",
-                o->to_s > o->from_s ? "no op falls in the window" : "no complete (\"ph\": \"X\") events to draw");
-    return FALSE;
-  }
-  merge_boxes(boxes, hi - lo); /* sorted by stream key: one row per distinct key */
-  g_autoptr(GArray) row_arr = g_array_new(FALSE, TRUE, sizeof(Row));
-  for (guint k = 0; k < boxes->len; k++) {
-    const gint64 key = g_array_index(boxes, Box, k).key;
-    if (k > 0 && key == g_array_index(boxes, Box, k - 1).key) continue;
-    const double *s = g_hash_table_lookup(tsort, &key);
-    Row r = {key, s ? *s : (double)(key & ((1 << 20) - 1)), NULL};
-    g_array_append_val(row_arr, r);
-  }
-  /* rows: device classes in order, their streams in the trace's order */
-  Row *R = (Row *)row_arr->data;
-  qsort(R, row_arr->len, sizeof(Row), row_cmp);
-  /* one class: the stream names alone */
-  gboolean one_process = TRUE;
-  for (guint r = 1; r < row_arr->len; r++) one_process &= (R[r].key >> 20) == (R[0].key >> 20);
-  g_autoptr(GHashTable) row_index = g_hash_table_new(g_int64_hash, g_int64_equal);
-  for (guint r = 0; r < row_arr->len; r++) {
-    gint64 p = R[r].key >> 20;
-    const char *pn = g_hash_table_lookup(pname, &p);
-    const char *tn = g_hash_table_lookup(tname, &R[r].key);
-    g_autofree char *tdef = g_strdup_printf("thread %" G_GINT64_FORMAT, R[r].key & ((1 << 20) - 1));
-    g_autofree char *pdef = g_strdup_printf("process %" G_GINT64_FORMAT, p);
-    R[r].label = one_process ? g_strdup(tn ? tn : tdef) : g_strdup_printf("%s  %s", pn ? pn : pdef, tn ? tn : tdef);
-    g_hash_table_insert(row_index, &R[r].key, GUINT_TO_POINTER(r));
-  }
-
-  const char *unit;
-  const double f = time_unit((hi - lo) * 1e-6, &unit) * 1e-6; /* us -> unit */
-  const int nrows = (int)row_arr->len;
-  gboolean ok = terminal(g, term_out, 1400, MIN(4000, 160 + 26 * nrows), error);
-  if (ok) {
-    g_string_append(g, "set output ");
-    quoted(g, out);
-    g_string_append(g, "\nset title ");
-    g_autofree char *base = g_path_get_basename(path);
-    g_autofree char *title = o->title ? g_strdup(o->title) : g_strdup_printf("%s: per device class and stream", base);
-    quoted(g, title);
-    g_string_append_printf(g, "\nset xlabel 'time (%s)'\nset xrange [%.9g:%.9g]\n", unit, lo * f, hi * f);
-    g_string_append_printf(g, "set yrange [%d.5:-0.5]\nset ytics scale 0 (", nrows - 1);
-    for (int r = 0; r < nrows; r++) {
-      if (r) g_string_append(g, ", ");
-      quoted(g, R[r].label);
-      g_string_append_printf(g, " %d", r);
-    }
-    g_string_append(g, ")\nset grid xtics\nset key outside right top vertical\nset style fill solid 1.0 noborder\n");
-    /* one data block per series present, in legend order */
-    gboolean used[N_SERIES] = {FALSE};
-    for (guint k = 0; k < boxes->len; k++) used[g_array_index(boxes, Box, k).series] = TRUE;
-    for (guint s = 0; s < N_SERIES; s++) {
-      if (!used[s]) continue;
-      g_string_append_printf(g, "$%s << EOD\n", series[s].key);
-      for (guint k = 0; k < boxes->len; k++) {
-        const Box *b = &g_array_index(boxes, Box, k);
-        if (b->series != s) continue;
-        guint r = GPOINTER_TO_UINT(g_hash_table_lookup(row_index, &b->key));
-        g_string_append_printf(g, "%.9g %u %.9g %.9g %.2f %.2f\n", 0.5 * (b->t0 + b->t1) * f, r, b->t0 * f, b->t1 * f,
-                               r - 0.4, r + 0.4);
-      }
-      g_string_append(g, "EOD\n");
-    }
-    g_string_append(g, "plot ");
-    gboolean first = TRUE;
-    for (guint s = 0; s < N_SERIES; s++) {
-      if (!used[s]) continue;
-      g_string_append_printf(g, "%s$%s using 1:2:3:4:5:6 with boxxyerror lc rgb '%s' title '%s'", first ? "" : ", \\\n  ",
-                             series[s].key, series[s].rgb, series[s].title);
-      first = FALSE;
-    }
-    g_string_append(g, "\n");
-  }
-  for (guint r = 0; r < row_arr->len; r++) g_free(R[r].label);
-  return ok;
+  *out = (gint64)v;
+  return TRUE;
 }
 
-/* ---- breakdown (madmax run --json results) ---------------------------------------- */
-
-/* The compute stream's phases (embedding lookups are inside them), then what is not compute. */
-enum { B_FWD, B_BWD, B_RECOMPUTE, B_OPT, B_EXPOSED, B_IDLE, B_N };
-static const char *const bar_series[B_N] = {"fwd", "bwd", "recompute", "optimizer", "exposed", "idle"};
-
-typedef struct {
-  char *label;
-  double part[B_N];
-  double total;
-} Bar;
-
-static void bar_clear(gpointer p) { g_free(((Bar *)p)->label); }
-
-static const cJSON *object_at(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, GError **error)
+gboolean mm__plot_opt_string(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp,
+                             const char **out, GError **error)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
-  if (cJSON_IsObject(v)) return v;
-  g_autofree char *got = v ? mm_json_describe_value(v) : NULL;
-  if (!v) input_error(error, ctx, path, "missing; expected an object");
-  else input_error(error, ctx, path, "expected an object, got %s", got);
-  return NULL;
-}
-
-/* One bar from a run document (or its decode_step) at @jp. */
-static gboolean bar_from(const MmJsonCtx *ctx, const cJSON *doc, const char *jp, char *label, GArray *bars,
-                         GError **error)
-{
-  Bar b = {label, {0}, 0};
-  g_autofree char *sp = g_strdup_printf("%s.serialized", jp);
-  g_autofree char *pp = g_strdup_printf("%s.serialized.compute_by_phase", jp);
-  const cJSON *ser = NULL, *ph = NULL;
-  gboolean ok = number_at(ctx, doc, "iteration_time_s", jp, &b.total, error) &&
-                (ser = object_at(ctx, doc, "serialized", jp, error)) &&
-                (ph = object_at(ctx, ser, "compute_by_phase", sp, error)) &&
-                number_at(ctx, ph, "fwd", pp, &b.part[B_FWD], error) &&
-                number_at(ctx, ph, "bwd", pp, &b.part[B_BWD], error) &&
-                number_at(ctx, ph, "recompute", pp, &b.part[B_RECOMPUTE], error) &&
-                number_at(ctx, ph, "optimizer", pp, &b.part[B_OPT], error) &&
-                number_at(ctx, doc, "exposed_comm_s", jp, &b.part[B_EXPOSED], error) &&
-                number_at(ctx, doc, "idle_s", jp, &b.part[B_IDLE], error);
-  if (!ok) {
-    g_free(label);
+  *out = NULL;
+  if (!v) return TRUE;
+  if (!cJSON_IsString(v)) {
+    g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
+    g_autofree char *got = mm_json_describe_value(v);
+    mm__plot_input_error(error, ctx, path, "expected a string, got %s", got);
     return FALSE;
   }
-  g_array_append_val(bars, b);
+  *out = v->valuestring;
   return TRUE;
 }
 
-static gboolean bars_from_file(const char *path, gboolean from_dir, GArray *bars, GError **error)
+/* The optional object at @obj.@key: NULL when absent or @obj is NULL. */
+static gboolean opt_object(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp,
+                           const cJSON **out, GError **error)
 {
-  g_autoptr(cJSON) doc = load_input(path, error);
-  if (!doc) return FALSE;
-  if (from_dir && !cJSON_GetObjectItemCaseSensitive(doc, "iteration_time_s")) return TRUE; /* not a run result */
-  MmJsonCtx ctx = {path};
-  g_autofree char *base = g_path_get_basename(path);
-  if (g_str_has_suffix(base, ".json")) base[strlen(base) - 5] = '\0';
-  const cJSON *dec = cJSON_GetObjectItemCaseSensitive(doc, "decode_step");
-  if (!bar_from(&ctx, doc, "$", dec ? g_strdup_printf("%s prefill", base) : g_strdup(base), bars, error)) return FALSE;
-  return !dec || bar_from(&ctx, dec, "$.decode_step", g_strdup_printf("%s decode step", base), bars, error);
-}
-
-static gint path_cmp(gconstpointer a, gconstpointer b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static gboolean breakdown(GString *g, const char *const *inputs, guint n, const char *term_out, const char *out,
-                          const MmPlotOptions *o, GError **error)
-{
-  g_autoptr(GArray) bars = g_array_new(FALSE, TRUE, sizeof(Bar));
-  g_array_set_clear_func(bars, bar_clear);
-  for (guint i = 0; i < n; i++) {
-    if (g_file_test(inputs[i], G_FILE_TEST_IS_DIR)) {
-      g_autoptr(GError) derr = NULL;
-      g_autoptr(GDir) dir = g_dir_open(inputs[i], 0, &derr);
-      if (!dir) {
-        g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_READ, "%s: cannot read: %s", inputs[i], derr->message);
-        return FALSE;
-      }
-      g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-      for (const char *nm; (nm = g_dir_read_name(dir));)
-        if (g_str_has_suffix(nm, ".json")) g_ptr_array_add(names, g_build_filename(inputs[i], nm, NULL));
-      g_ptr_array_sort(names, path_cmp);
-      for (guint k = 0; k < names->len; k++)
-        if (!bars_from_file(names->pdata[k], TRUE, bars, error)) return FALSE;
-    } else if (!bars_from_file(inputs[i], FALSE, bars, error)) {
-      return FALSE;
-    }
-  }
-  if (bars->len == 0) {
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT,
-                "%s: no run results (JSON written by madmax run --json) to plot", inputs[0]);
+  const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+  *out = NULL;
+  if (!v) return TRUE;
+  if (!cJSON_IsObject(v)) {
+    g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
+    g_autofree char *got = mm_json_describe_value(v);
+    mm__plot_input_error(error, ctx, path, "expected an object, got %s", got);
     return FALSE;
   }
-  double top = 0;
-  for (guint i = 0; i < bars->len; i++) top = MAX(top, g_array_index(bars, Bar, i).total);
-  const char *unit;
-  const double f = time_unit(top, &unit);
-  if (!terminal(g, term_out, MAX(900, MIN(3000, 300 + 110 * (int)bars->len)), 700, error)) return FALSE;
-  g_string_append(g, "set output ");
-  quoted(g, out);
-  g_string_append(g, "\nset title ");
-  quoted(g, o->title ? o->title : "Where the iteration goes (slowest device class)");
-  g_string_append_printf(g, "\nset ylabel 'time per iteration (%s)'\nset yrange [0:*]\n", unit);
-  g_string_append(g, "set style data histograms\nset style histogram rowstacked\nset boxwidth 0.7\n"
-                     "set style fill solid 1.0 border rgb '#444444'\nset grid ytics\nset key outside right top\n"
-                     "set xtics rotate by 30 right nomirror scale 0\n");
-  /* room for the longest label, slanted; the first may reach left of the axis */
-  guint longest = 0;
-  for (guint i = 0; i < bars->len; i++) longest = MAX(longest, (guint)strlen(g_array_index(bars, Bar, i).label));
-  g_string_append_printf(g, "set bmargin %u\nset lmargin %u\n", 3 + longest * 3 / 10, MAX(10u, MIN(40u, longest * 9 / 20)));
-  gboolean used[B_N] = {FALSE};
-  for (guint i = 0; i < bars->len; i++)
-    for (int s = 0; s < B_N; s++) used[s] |= g_array_index(bars, Bar, i).part[s] > 0;
-  g_string_append(g, "$bars << EOD\n");
-  for (guint i = 0; i < bars->len; i++) {
-    const Bar *b = &g_array_index(bars, Bar, i);
-    g_autofree char *lab = g_strdup(b->label);
-    g_strdelimit(lab, "\"", '\'');
-    g_string_append_printf(g, "\"%s\"", lab);
-    for (int s = 0; s < B_N; s++) g_string_append_printf(g, " %.9g", b->part[s] * f);
-    g_string_append_printf(g, " %.9g\n", b->total * f);
-  }
-  g_string_append(g, "EOD\nplot ");
-  gboolean first = TRUE;
-  for (int s = 0; s < B_N; s++) {
-    if (!used[s]) continue;
-    const Series *se = &series[series_of(bar_series[s])];
-    g_string_append_printf(g, "%s$bars using %d%s lc rgb '%s' title '%s'", first ? "" : ", \\\n  ", s + 2,
-                           first ? ":xtic(1)" : "", se->rgb, se->title);
-    first = FALSE;
-  }
-  /* the iteration time above each bar */
-  g_string_append_printf(g, ", \\\n  $bars using 0:%d:(sprintf('%%.3g', $%d)) with labels offset 0,0.7 notitle\n", B_N + 2,
-                         B_N + 2);
+  *out = v;
   return TRUE;
 }
 
-/* ---- script and rendering ------------------------------------------------------- */
-
-static char *build(MmPlotKind kind, const char *const *inputs, guint n, const char *term_out, const char *out,
-                   const MmPlotOptions *o, GError **error)
+gboolean mm__plot_run_names(const MmJsonCtx *ctx, const cJSON *root, const char *jp, MmPlotRun *run, GError **error)
 {
-  g_return_val_if_fail(n > 0, NULL);
-  MmPlotOptions none = {0};
-  if (!o) o = &none;
-  GString *g = g_string_new("# gnuplot script written by madmax plot; data inline. Edit and rerun: gnuplot FILE\n");
-  gboolean ok;
-  if (kind == MM_PLOT_TIMELINE) {
-    if (n != 1) {
-      g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "a timeline draws one trace, got %u inputs", n);
-      ok = FALSE;
-    } else {
-      ok = timeline(g, inputs[0], term_out, out, o, error);
-    }
-  } else {
-    ok = breakdown(g, inputs, n, term_out, out, o, error);
+  *run = (MmPlotRun){0};
+  g_autofree char *mp = g_strdup_printf("%s.model", jp);
+  g_autofree char *hp = g_strdup_printf("%s.hardware", jp);
+  g_autofree char *cp = g_strdup_printf("%s.config", jp);
+  const cJSON *m = NULL, *h = NULL, *c = NULL;
+  if (!opt_object(ctx, root, "model", jp, &m, error) || !opt_object(ctx, root, "hardware", jp, &h, error) ||
+      !opt_object(ctx, root, "config", jp, &c, error))
+    return FALSE;
+  if ((m && !mm__plot_opt_string(ctx, m, "name", mp, &run->model, error)) ||
+      (h && !mm__plot_opt_string(ctx, h, "device", hp, &run->device, error)) ||
+      (c && !mm__plot_opt_string(ctx, c, "name", cp, &run->config, error)))
+    return FALSE;
+  if (h && cJSON_GetObjectItemCaseSensitive(h, "devices") &&
+      !mm__plot_index(ctx, h, "devices", hp, MM_INT_MAX, &run->devices, error))
+    return FALSE;
+  return TRUE;
+}
+
+char *mm__plot_run_system(const MmPlotRun *run, gboolean model, gboolean system)
+{
+  GString *g = g_string_new(NULL);
+  if (model && run->model) g_string_append(g, run->model);
+  if (system && run->device) {
+    if (g->len) g_string_append(g, " on ");
+    if (run->devices > 0) g_string_append_printf(g, "%" G_GINT64_FORMAT " x ", run->devices);
+    g_string_append(g, run->device);
   }
-  if (!ok) {
+  if (g->len == 0) {
     g_string_free(g, TRUE);
     return NULL;
   }
   return g_string_free(g, FALSE);
 }
 
-char *mm_plot_script(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
-                     GError **error)
+double mm__plot_time_unit(double span_s, const char **name)
 {
-  return build(kind, inputs, n, out, out, o, error);
+  if (span_s < 2e-3) return *name = "us", 1e6;
+  if (span_s < 2.0) return *name = "ms", 1e3;
+  return *name = "s", 1.0;
+}
+
+/* ---- scripts and rendering ----------------------------------------------------------- */
+
+/* The format @out's extension asks for ("png", "svg", "pdf"), NULL when none. */
+static const char *format_of(const char *out)
+{
+  static const char *const ext[] = {"png", "svg", "pdf"};
+  const char *dot = strrchr(out, '.');
+  const char *slash = strrchr(out, '/');
+  if (!dot || (slash && dot < slash)) return NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(ext); i++)
+    if (g_ascii_strcasecmp(dot + 1, ext[i]) == 0) return ext[i];
+  return NULL;
+}
+
+/* The script and data drawing @kind into a file named @out_name (written into the data)
+ * of @out's format. */
+static gboolean build(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const char *out_name,
+                      const MmPlotOptions *o, char **script, char **data, GError **error)
+{
+  g_return_val_if_fail(n > 0 && inputs && out, FALSE);
+  MmPlotOptions none = {0};
+  if (!o) o = &none;
+  const char *ext = format_of(out);
+  MmPlotDoc d = {.ext = ext ? ext : "png"};
+  const gboolean sized = o->width_in > 0 && o->height_in > 0;
+  d.w_in = sized ? o->width_in : sizes[DEFAULT_SIZE].w_in;
+  d.h_in = sized ? o->height_in : sizes[DEFAULT_SIZE].h_in;
+  d.font_pt = o->font_pt > 0 ? o->font_pt : sized && d.w_in < 5.0 ? sizes[0].font_pt : sizes[DEFAULT_SIZE].font_pt;
+  d.auto_height = !sized;
+  d.px_per_in = d.ext && strcmp(d.ext, "png") == 0 ? PNG_PX_PER_IN : SVG_PX_PER_IN;
+  d.span_per_in = SPAN_PER_IN;
+  if (kind == MM_PLOT_TIMELINE && n != 1) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "a timeline draws one trace, got %u inputs", n);
+    return FALSE;
+  }
+  d.script = g_string_new(NULL);
+  d.data = g_string_new(NULL);
+  gboolean ok = kind == MM_PLOT_TIMELINE ? mm__plot_timeline(&d, inputs[0], out_name, o, error)
+                                         : mm__plot_breakdown(&d, inputs, n, out_name, o, error);
+  /* inputs are checked first: a bad input is reported as such whatever the output */
+  if (ok && !ext) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "%s: the figure's name must end in .png, .svg or .pdf",
+                out);
+    ok = FALSE;
+  }
+  if (!ok) {
+    g_string_free(d.script, TRUE);
+    g_string_free(d.data, TRUE);
+    return FALSE;
+  }
+  *script = g_string_free(d.script, FALSE);
+  *data = g_string_free(d.data, FALSE);
+  return TRUE;
+}
+
+char *mm_plot_script(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
+                     char **data, GError **error)
+{
+  g_return_val_if_fail(data != NULL, NULL);
+  *data = NULL;
+  /* the script names the figure through its data: only a name that survives that unchanged */
+  g_autofree char *clean = mm__plot_clean(out);
+  char *script = NULL;
+  if (!build(kind, inputs, n, out, out, o, &script, data, error)) return NULL;
+  if (strcmp(clean, out) != 0) {
+    g_clear_pointer(&script, g_free);
+    g_clear_pointer(data, g_free);
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT,
+                "%s: a gnuplot script cannot name this figure (a control character, a double quote or "
+                "surrounding blanks); choose another --out",
+                out);
+  }
+  return script;
+}
+
+char *mm_plot_data_path(const char *script_path)
+{
+  g_return_val_if_fail(script_path != NULL, NULL);
+  const gsize len = strlen(script_path);
+  if (len > 3 && g_str_has_suffix(script_path, ".gp")) return g_strdup_printf("%.*s.dat", (int)(len - 3), script_path);
+  return g_strconcat(script_path, ".dat", NULL);
+}
+
+/* Writes @len bytes to @fd; FALSE with errno set on failure. */
+static gboolean write_all(int fd, const char *bytes, gsize len)
+{
+  while (len > 0) {
+    gssize w = write(fd, bytes, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return FALSE;
+    bytes += w;
+    len -= (gsize)w;
+  }
+  return TRUE;
+}
+
+/* Whether @path is a symbolic link or exists and is not a regular file (a device, a FIFO). */
+static gboolean special_file(const char *path)
+{
+  return g_file_test(path, G_FILE_TEST_IS_SYMLINK) ||
+         (g_file_test(path, G_FILE_TEST_EXISTS) && !g_file_test(path, G_FILE_TEST_IS_REGULAR));
+}
+
+gboolean mm_plot_write_file(const char *path, const char *bytes, gsize len, GError **error)
+{
+  g_return_val_if_fail(path && bytes, FALSE);
+  int err = 0;
+  if (special_file(path)) {
+    /* a device, FIFO or symbolic link: written through, never replaced by a file */
+    int fd = g_open(path, O_WRONLY | O_TRUNC, 0);
+    gboolean ok = fd >= 0 && write_all(fd, bytes, len);
+    err = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) ok = FALSE, err = errno;
+    if (ok) return TRUE;
+  } else {
+    /* a regular file or a new one: a temporary beside it, renamed once complete */
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+    int fd = g_mkstemp_full(tmp, O_WRONLY, 0644);
+    gboolean ok = fd >= 0 && write_all(fd, bytes, len);
+    err = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) ok = FALSE, err = errno;
+    if (ok && g_rename(tmp, path) != 0) ok = FALSE, err = errno;
+    if (fd >= 0 && !ok) g_unlink(tmp);
+    if (ok) return TRUE;
+  }
+  g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s: cannot write: %s", path, g_strerror(err));
+  return FALSE;
+}
+
+/* Removes the files gnuplot was given and made, then their directory. */
+static void remove_workdir(const char *dir)
+{
+  static const char *const names[] = {"plot.gp", "plot.dat", "figure.png", "figure.svg", "figure.pdf"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autofree char *p = g_build_filename(dir, names[i], NULL);
+    g_unlink(p);
+  }
+  g_rmdir(dir);
 }
 
 gboolean mm_plot_render(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
                         GError **error)
 {
-  /* gnuplot draws into a temporary file beside @out, renamed once it succeeded */
-  g_autofree char *dir = g_path_get_dirname(out);
-  g_autofree char *base = g_path_get_basename(out);
-  g_autofree char *tmpl = g_strdup_printf("%s/.%s.%d.tmp", dir, base, (int)getpid());
-  g_autofree char *script = build(kind, inputs, n, out, tmpl, o, error); /* inputs checked first */
-  if (!script) return FALSE;
-  int fd = g_open(tmpl, O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) {
+  /* gnuplot works in a private directory on names madmax chose: plot.gp reads plot.dat and
+   * draws figure.EXT, which then replaces @out */
+  g_autofree char *script = NULL, *data = NULL;
+  const char *ext = format_of(out);
+  g_autofree char *fig_name = g_strdup_printf("figure.%s", ext ? ext : "png");
+  if (!build(kind, inputs, n, out, fig_name, o, &script, &data, error)) return FALSE;
+  /* an output that cannot be written fails before gnuplot runs */
+  g_autofree char *out_dir = g_path_get_dirname(out);
+  const gboolean special = special_file(out);
+  if (g_access(special ? out : out_dir, W_OK) != 0) {
     int err = errno;
     g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s: cannot write: %s", out, g_strerror(err));
     return FALSE;
   }
-  close(fd);
-  g_autofree char *err_text = NULL;
-  int status = 0;
-  g_autoptr(GError) spawn = NULL;
-  g_autofree char *script_path = NULL;
-  int sfd = g_file_open_tmp("madmax-plot-XXXXXX.gp", &script_path, &spawn);
-  gboolean ok = sfd >= 0;
-  if (ok) {
-    close(sfd);
-    ok = g_file_set_contents(script_path, script, -1, &spawn);
-  }
-  if (ok) {
-    char *args[] = {(char *)"gnuplot", script_path, NULL};
-    ok = g_spawn_sync(NULL, args, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err_text,
-                      &status, &spawn);
-  }
-  if (script_path) g_unlink(script_path);
-  if (!ok) {
-    g_unlink(tmpl);
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_TOOL,
-                "cannot run gnuplot (%s); install it (Debian: gnuplot-nox) or write the script with --script",
-                spawn->message);
+  g_autoptr(GError) io = NULL;
+  g_autofree char *dir = g_dir_make_tmp("madmax-plot-XXXXXX", &io);
+  if (!dir) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "cannot make a temporary directory: %s", io->message);
     return FALSE;
   }
-  GStatBuf st;
-  if (!g_spawn_check_wait_status(status, NULL) || g_stat(tmpl, &st) != 0 || st.st_size == 0) {
-    g_unlink(tmpl);
+  g_autofree char *gp = g_build_filename(dir, "plot.gp", NULL);
+  g_autofree char *dat = g_build_filename(dir, "plot.dat", NULL);
+  g_autofree char *fig = g_build_filename(dir, fig_name, NULL);
+  if (!g_file_set_contents(gp, script, -1, &io) || !g_file_set_contents(dat, data, -1, &io)) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "cannot write gnuplot's files: %s", io->message);
+    remove_workdir(dir);
+    return FALSE;
+  }
+  g_autofree char *err_text = NULL;
+  int status = 0;
+  char *args[] = {(char *)"gnuplot", (char *)"plot.gp", NULL};
+  if (!g_spawn_sync(dir, args, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err_text,
+                    &status, &io)) {
+    remove_workdir(dir);
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_TOOL,
+                "cannot run gnuplot (%s); install it (Debian: gnuplot-nox) or write the script with --script",
+                io->message);
+    return FALSE;
+  }
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  if (!g_spawn_check_wait_status(status, NULL) || !g_file_get_contents(fig, &bytes, &len, NULL) || len == 0) {
+    remove_workdir(dir);
     g_strstrip(err_text);
     g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_TOOL, "gnuplot failed on %s: %s", out,
                 err_text && *err_text ? err_text : "no output");
     return FALSE;
   }
-  if (g_rename(tmpl, out) != 0) {
-    int err = errno;
-    g_unlink(tmpl);
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s: cannot write: %s", out, g_strerror(err));
-    return FALSE;
-  }
-  return TRUE;
+  remove_workdir(dir);
+  return mm_plot_write_file(out, bytes, len, error);
 }

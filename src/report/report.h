@@ -198,16 +198,31 @@ extern const char *const mm_plot_kind_names[];
 
 typedef struct {
   double from_s, to_s; /* timeline window (to_s <= from_s: the whole iteration) */
-  const char *title;   /* NULL: a default */
+  const char *title;   /* NULL: from the run's names (model, system, config) */
+  double width_in, height_in; /* figure size; 0: page width, the height the rows need */
+  double font_pt;             /* text size; 0: by the width (column or page text) */
 } MmPlotOptions;
 
-/* The gnuplot script (data inline) drawing @kind from @inputs (a trace; result files
- * or directories of them) into @out, whose extension (.png, .svg, .pdf) picks the
- * terminal. (transfer full) */
+/* --size: a preset (column 3.5 x 2.4 in, page 7 x 3.5 in, slide 10 x 5.6 in) or WxH in
+ * inches (1 to 40, an optional "in"), into @o's size and font. FALSE when @s is neither. */
+gboolean mm_plot_parse_size(const char *s, MmPlotOptions *o);
+
+/* The gnuplot script drawing @kind from @inputs (a trace; result files or directories of
+ * them) into @out, whose extension (.png, .svg, .pdf) picks the terminal, and in @data
+ * (transfer full) the data file it reads: every number and every name from the inputs.
+ * The script reads the data from beside itself (see mm_plot_data_path); no text from an
+ * input or a file name is ever script text. (transfer full) */
 char *mm_plot_script(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
-                     GError **error);
-/* Draws it with gnuplot; @out appears only when gnuplot succeeded. */
+                     char **data, GError **error);
+/* Where the script at @script_path reads its data: F.gp -> F.dat, else F + ".dat". (transfer full) */
+char *mm_plot_data_path(const char *script_path);
+/* Draws it with gnuplot (in a private directory, on names madmax chose); @out appears only
+ * when gnuplot succeeded. */
 gboolean mm_plot_render(MmPlotKind kind, const char *const *inputs, guint n, const char *out, const MmPlotOptions *o,
                         GError **error);
+/* Writes @bytes to @path: a regular or new file is replaced atomically (a temporary beside
+ * it, renamed); a device, FIFO or symbolic link is written through, never replaced.
+ * Errors name @path. */
+gboolean mm_plot_write_file(const char *path, const char *bytes, gsize len, GError **error);
 
 G_END_DECLS

@@ -480,7 +480,10 @@ static gsize trace_ops(const MmPlan *p)
 char *mm_report_trace(const MmPlan *p, const MmEngine *e, const MmPlan *decode, const MmEngine *de, gsize *len)
 {
   GString *g = g_string_sized_new(256 * (trace_ops(p) + trace_ops(decode)) + 64);
-  g_string_append(g, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  /* otherData: the run's inputs as in the result (model, hardware, config), for titles */
+  g_autoptr(cJSON) other = mm_report_inputs_json(p->scenario, cJSON_CreateObject());
+  g_autofree char *other_s = cJSON_PrintUnformatted(other);
+  g_string_append_printf(g, "{\"displayTimeUnit\":\"ms\",\"otherData\":%s,\"traceEvents\":[\n", other_s);
   gboolean first = TRUE;
   trace_run(g, &first, p, e, 0, 0, decode ? "prefill" : NULL);
   /* serving: one decode step after the prefill, as the first generated token follows it */
