@@ -1,6 +1,7 @@
 /* check_sweep: design-space sweeps: the space, the same CSV bytes for any --jobs, after an
  * interruption and --resume, and for shards merged; the summary; bad space files. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -208,6 +209,35 @@ START_TEST(test_summary)
 }
 END_TEST
 
+/* MAD-Max's DLRM-A scaling study, its shape: of the single 10x improvements inter-node
+ * bandwidth helps most, and all of them together do better than their product. */
+START_TEST(test_whatif_dlrm)
+{
+  const char *args[] = {"whatif", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--json", "-", NULL};
+  g_autofree char *out = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &out, NULL), 0);
+  cJSON *w = cJSON_Parse(out);
+  ck_assert_ptr_nonnull(w);
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(w, "systems");
+  ck_assert_int_eq(cJSON_GetArraySize(rows), 8); /* baseline, 6 single, all together */
+  const char *best = NULL;
+  double best_speedup = 0;
+  for (int i = 1; i < 7; i++) {
+    const cJSON *r = cJSON_GetArrayItem(rows, i);
+    double s = cJSON_GetObjectItemCaseSensitive(r, "speedup")->valuedouble;
+    ck_assert_double_ge(s, 0.999); /* better hardware never slows the best strategy */
+    if (s > best_speedup) best_speedup = s, best = cJSON_GetObjectItemCaseSensitive(r, "name")->valuestring;
+  }
+  ck_assert_str_eq(best, "inter_bw x10");
+  ck_assert_double_gt(cJSON_GetObjectItemCaseSensitive(w, "joint_over_product_of_singles")->valuedouble, 1.0);
+  cJSON_Delete(w);
+  const char *bad[] = {"whatif", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--scale", "flops=10", NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(bad, NULL, &err), 1);
+  ck_assert_ptr_nonnull(strstr(err, "flops=10"));
+}
+END_TEST
+
 /* Bad space files: exit 1, the file and the JSON path named. */
 START_TEST(test_bad_space)
 {
@@ -247,6 +277,7 @@ int main(void)
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);
+  tcase_add_test(tc, test_whatif_dlrm);
   tcase_add_test(tc, test_bad_space);
   suite_add_tcase(s, tc);
   return mm_test_main(s);

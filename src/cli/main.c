@@ -19,6 +19,7 @@ static const Command commands[] = {
   {"describe", mm_cmd_describe, "per-layer costs and, with hardware + config, per-device memory"},
   {"op", mm_cmd_op, "one operation alone: a collective on a system, sparse gradient synchronization"},
   {"sweep", mm_cmd_sweep, "rank every valid parallelization of a model on a system (points.csv, summary.json)"},
+  {"whatif", mm_cmd_whatif, "scale hardware components, re-optimize the strategy, report speedups"},
   {"validate", mm_cmd_validate, "predicted vs measured on published runs (configs/validation/)"},
   {"plot", mm_cmd_plot, "gnuplot figures: a run's timeline (trace), iteration breakdowns (results)"},
   {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},

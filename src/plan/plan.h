@@ -18,9 +18,10 @@ typedef enum {
   MM_SCALE_HBM_BYTES, /* HBM capacity */
   MM_SCALE_INTRA_BW,  /* scale-up links (per GPU and per link) */
   MM_SCALE_INTER_BW,  /* scale-out NICs */
+  MM_SCALE_LATENCY,   /* every network latency (per step and per collective, every protocol); < 1 is faster */
   MM_SCALE_COUNT
 } MmScale;
-extern const char *const mm_scale_names[]; /* "compute", "hbm_bw", "hbm_bytes", "intra_bw", "inter_bw" */
+extern const char *const mm_scale_names[]; /* "compute", "hbm_bw", "hbm_cap", "intra_bw", "inter_bw", "latency" */
 
 /* One point of a study: what differs from the loaded files. Zero fields keep the file's
  * value. The loaded model, system and config are never edited: a scenario derives its own

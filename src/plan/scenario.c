@@ -7,7 +7,7 @@
 
 /* ---- scenario ---------------------------------------------------------- */
 
-const char *const mm_scale_names[] = {"compute", "hbm_bw", "hbm_bytes", "intra_bw", "inter_bw", NULL};
+const char *const mm_scale_names[] = {"compute", "hbm_bw", "hbm_cap", "intra_bw", "inter_bw", "latency", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_scale_names) == MM_SCALE_COUNT + 1);
 
 void mm_scenario_free(MmScenario *s)
@@ -84,6 +84,15 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
   hv->intra.link_bw_Bps *= factor(pt, MM_SCALE_INTRA_BW);
   hv->inter.bw_per_gpu_Bps *= factor(pt, MM_SCALE_INTER_BW);
   hv->inter.link_bw_Bps *= factor(pt, MM_SCALE_INTER_BW);
+  const double lat = factor(pt, MM_SCALE_LATENCY);
+  MmNetwork *nets[] = {&hv->intra, &hv->inter};
+  for (guint n = 0; n < 2 && lat != 1.0; n++) {
+    nets[n]->one_shot_latency_s.value *= lat;
+    for (int p = 0; p < MM_PROTO_COUNT; p++) {
+      nets[n]->protocol[p].latency_s.value *= lat;
+      nets[n]->protocol[p].base_latency_s.value *= lat;
+    }
+  }
 
   s->model = &s->model_view;
   s->hw = hv;

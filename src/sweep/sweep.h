@@ -155,4 +155,32 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
 /* Merges the points.csv of shard folders into DIR/points.csv in point order. */
 gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error);
 
+/* ---- what-if: scaled hardware, re-optimized strategies ---------------------------------- */
+
+typedef struct {
+  char *name;                  /* "baseline", "compute x10", "all together" */
+  double scale[MM_SCALE_COUNT];/* 0: 1 */
+  gboolean found;              /* some point of the space fits */
+  uint64_t point;              /* the best (most samples/s) */
+  char *strategies;            /* its strategies, as text */
+  double samples_per_s, iteration_time_s, compute_s, comm_s, exposed_comm_s, memory_per_device_bytes;
+  double comm_by_kind_s[MM_COLL_COUNT];
+  double speedup;              /* over the baseline's best */
+} MmWhatifRow;
+
+typedef struct {
+  MmWhatifRow *rows;
+  guint n_rows;
+  double joint_over_product;     /* all together / the product of the single speedups (> 1: super-linear) */
+  double joint_over_best_single;
+} MmWhatif;
+
+/* For the system as loaded, each component of @factor (0 or 1: not asked) scaled alone, and
+ * all of them together: the best point of @sp that fits on that system. (transfer full) */
+MmWhatif *mm_whatif_run(const MmInputs *in, const MmSweepSpace *sp, const double factor[MM_SCALE_COUNT], guint jobs);
+void mm_whatif_free(MmWhatif *w);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmWhatif, mm_whatif_free)
+cJSON *mm_whatif_json(const MmWhatif *w);
+void mm_whatif_text(FILE *out, const MmWhatif *w);
+
 G_END_DECLS
