@@ -4,13 +4,17 @@
 # of the 2048 devices simulated). Builds what it needs (Release) in build-bench/.
 # Then one pipeline-parallel simulation: Llama-3.1-405B, 16 interleaved stages x 128
 # micro-batches on 2048 H100s (median of 7).
+# Then two sweeps with both cores (madmax sweep, points in the space / wall time, loading
+# included): LLaMA-2-70B on 2048 A100s over bench/spaces/llama2-70b.json, and Llama-3-70B on 512
+# H100s with pipeline degrees over bench/spaces/llama3-70b-pp.json.
 # The last line is: sims_per_s=<N> points_per_s=<P> per_device_2048_s=<T> peak_rss_mb=<M> pipeline_sim_s=<S>
+#   sweep_points_per_s=<W> sweep_pp_points_per_s=<X>
 # (sims: memory + plan + engine + metrics of a derived scenario; points: a whole point from the
 # loaded inputs, scenario and graphs included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-bench -j "$(nproc 2>/dev/null || echo 2)" --target madmax-bench >/dev/null
+cmake --build build-bench -j "$(nproc 2>/dev/null || echo 2)" --target madmax-bench madmax >/dev/null
 args=(models/llama2-70b.json hardware/dgx-a100-2048.json configs/llm-pretrain-fsdp.json)
 sym=$(build-bench/madmax-bench "${args[@]}")
 echo "symmetric:  $sym"
@@ -26,4 +30,20 @@ rss=$(printf '%s\n' "${pd_runs[@]}" | sed -E 's/.*peak_rss_mb=([0-9.]+).*/\1/' |
 pp=$(build-bench/madmax-bench models/llama3-405b.json hardware/dgx-h100-2048.json configs/llama3-405b-pretrain.json --single)
 echo "pipeline:   $pp"
 pp_s=$(sed -E 's/.*sim_s=([0-9.]+).*/\1/' <<<"$pp")
-echo "sims_per_s=$sims points_per_s=$points per_device_2048_s=$pd_s peak_rss_mb=$rss pipeline_sim_s=$pp_s"
+# sweeps: points per second of wall time (both cores)
+sweep_rate() { # OUT_NAME ARGS...: points/s of one sweep
+  local dir; dir=$(mktemp -d)
+  local t0 t1 n
+  t0=$(date +%s.%N)
+  build-bench/madmax sweep "${@:2}" --out "$dir/s" --quiet --yes >/dev/null 2>&1
+  t1=$(date +%s.%N)
+  n=$(python3 -c "import json; print(json.load(open('$dir/s/summary.json'))['points']['in_space'])")
+  rm -rf "$dir"
+  python3 -c "print(round($n / ($t1 - $t0)))"
+}
+sw=$(sweep_rate llama2 -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json \
+  --space bench/spaces/llama2-70b.json)
+swpp=$(sweep_rate llama3 -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-pretrain.json \
+  -n 64 --space bench/spaces/llama3-70b-pp.json)
+echo "sweeps:     llama2-70b $sw points/s, llama3-70b with pipeline degrees $swpp points/s"
+echo "sims_per_s=$sims points_per_s=$points per_device_2048_s=$pd_s peak_rss_mb=$rss pipeline_sim_s=$pp_s sweep_points_per_s=$sw sweep_pp_points_per_s=$swpp"
