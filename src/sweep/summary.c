@@ -105,8 +105,12 @@ static gboolean fsdp_elsewhere(const Csv *c, const MmSweepSpace *sp, guint r, in
     g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
     if (strcmp(str(c, r, col(c, name)), baseline_of(sp->kinds[k].kind)) != 0) return FALSE;
   }
-  for (guint i = 0; i < G_N_ELEMENTS(dims); i++)
+  /* the config's micro-batch (not varied) resolves per strategy: only explicit sizes compare */
+  const gboolean micro_given = !(sp->n_micro == 1 && sp->micro[0] == 0);
+  for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
+    if (!micro_given && strcmp(dims[i], "micro_batch") == 0) continue;
     if (strcmp(str(c, r, col(c, dims[i])), str(c, like, col(c, dims[i]))) != 0) return FALSE;
+  }
   return TRUE;
 }
 
