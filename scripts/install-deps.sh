@@ -3,7 +3,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libglib2.0-dev libcjson-dev check
-      gnuplot-nox clang libclang-rt-dev)
+      gnuplot-nox clang libclang-rt-dev libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -10,7 +10,9 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   cmake --build build-asan -j "$jobs"
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 else
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMM_WERROR=ON >/dev/null
+  mpi=OFF
+  command -v mpicc >/dev/null && command -v mpirun >/dev/null && mpi=ON # the MPI sweep path, tested when present
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMM_WERROR=ON -DMM_MPI=$mpi >/dev/null
   cmake --build build -j "$jobs"
   ctest --test-dir build --output-on-failure -j "$jobs"
 fi

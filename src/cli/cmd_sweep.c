@@ -9,6 +9,55 @@
 #include "report/report.h"
 #include "sweep/sweep.h"
 
+#ifdef MM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+/* Under mpirun (an MPI build): each rank runs the shard rank/size into DIR/rank-K, rank 0
+ * merges them into DIR in point order (the bytes of one process) and writes the summary. */
+typedef struct {
+  gboolean on;
+  int rank, size;
+} Mpi;
+
+static Mpi mpi_start(int *argc, char ***argv)
+{
+  Mpi m = {FALSE, 0, 1};
+#ifdef MM_HAVE_MPI
+  if (!g_getenv("OMPI_COMM_WORLD_SIZE") && !g_getenv("PMI_SIZE")) return m; /* not under mpirun */
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &m.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &m.size);
+  m.on = m.size > 1;
+  if (!m.on) MPI_Finalize();
+#else
+  (void)argc, (void)argv;
+#endif
+  return m;
+}
+
+/* Waits for every rank; TRUE when all of them succeeded. */
+static gboolean mpi_all_ok(const Mpi *m, gboolean ok)
+{
+#ifdef MM_HAVE_MPI
+  int mine = ok ? 1 : 0, all = 0;
+  if (m->on) MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return m->on ? all == 1 : ok;
+#else
+  (void)m;
+  return ok;
+#endif
+}
+
+static void mpi_end(const Mpi *m)
+{
+#ifdef MM_HAVE_MPI
+  if (m->on) MPI_Finalize();
+#else
+  (void)m;
+#endif
+}
+
 static volatile int stop_flag = 0;
 
 static void on_sigint(int sig)
@@ -75,9 +124,19 @@ static int sweep_merge(int argc, char **argv)
   return MM_EXIT_OK;
 }
 
+static int sweep_main(int argc, char **argv, const Mpi *mpi);
+
 int mm_cmd_sweep(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "merge") == 0) return sweep_merge(argc - 1, argv + 1);
+  Mpi mpi = mpi_start(&argc, &argv);
+  int rc = sweep_main(argc, argv, &mpi);
+  mpi_end(&mpi);
+  return rc;
+}
+
+static int sweep_main(int argc, char **argv, const Mpi *mpi)
+{
   g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL;
   gint jobs = 0;
   gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
@@ -113,7 +172,9 @@ int mm_cmd_sweep(int argc, char **argv)
     "Examples:\n"
     "  madmax sweep -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json --out results/dlrm-a\n"
     "  madmax sweep -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json --space full --yes\n"
-    "  madmax sweep ... --out results/s --shard 0/4   (then: madmax sweep merge --out results/s results/s-0 ...)\n");
+    "  madmax sweep ... --out results/s --shard 0/4   (then: madmax sweep merge --out results/s results/s-0 ...)\n"
+    "  mpirun -np 4 madmax sweep ... --out results/s   (an MPI build, cmake -DMM_MPI=ON: ranks split the points,\n"
+    "      rank 0 merges them into results/s: the bytes of one process)\n");
   gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
   g_autofree char *model_path = paths.model, *hw_path = paths.hardware, *cfg_path = paths.config;
   if (!parsed) return MM_EXIT_INPUT;
@@ -137,6 +198,11 @@ int mm_cmd_sweep(int argc, char **argv)
     fprintf(stderr, "madmax: --jobs %d: expected 1 to 4096 (0: all cores)\n", jobs);
     return MM_EXIT_INPUT;
   }
+  if (mpi->on && shard_text) {
+    fprintf(stderr, "madmax: --shard and mpirun both split the points; give one\n");
+    return MM_EXIT_INPUT;
+  }
+  if (mpi->on) shard = (guint)mpi->rank, shards = (guint)mpi->size;
   g_autoptr(GError) error = NULL;
   g_autoptr(MmInputs) in = mm_inputs_load(model_path, hw_path, cfg_path, &error);
   if (!in) return mm_cli_fail(error);
@@ -168,7 +234,8 @@ int mm_cmd_sweep(int argc, char **argv)
   const double per_point = probed ? prep_s / probed + (timed ? sim_s / timed * fit / probed : 0) : 0;
   const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
   const double est = per_point * (double)sp->n_points / shards / threads;
-  fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s), about %.0f s on %u thread%s\n",
+  if (mpi->rank == 0)
+    fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s), about %.0f s on %u thread%s\n",
           sp->n_points / shards, sp->n_kinds, sp->n_kinds == 1 ? "" : "s", shards > 1 ? ", this shard" : "", est,
           threads, threads == 1 ? "" : "s");
   if (est > 600 && !yes) {
@@ -178,15 +245,29 @@ int mm_cmd_sweep(int argc, char **argv)
 
   const char *files[4] = {model_path, hw_path, cfg_path, space_path && strcmp(space_path, "full") ? space_path : NULL};
   g_autofree char *sig = signature(files, include_oom, shard, shards);
-  MmSweepOptions o = {.inputs = in, .space = sp, .dir = out_dir, .jobs = (guint)jobs, .include_oom = include_oom,
-                      .resume = resume, .shard = shard, .shards = shards, .stop = &stop_flag,
-                      .progress = !quiet && isatty(2), .signature = sig};
+  g_autofree char *rank_dir = mpi->on ? g_strdup_printf("%s/rank-%d", out_dir, mpi->rank) : NULL;
+  MmSweepOptions o = {.inputs = in, .space = sp, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
+                      .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
+                      .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig};
   void (*old)(int) = signal(SIGINT, on_sigint); /* finish the points under way, write them, stop */
   MmSweepStats st;
   gboolean ok = mm_sweep_run(&o, &st, &error);
   signal(SIGINT, old);
   g_free(st.first_invalid);
   g_autofree char *failure = st.first_failure;
+  if (mpi->on) { /* every rank has its shard: rank 0 joins them */
+    const gboolean all = mpi_all_ok(mpi, ok && !st.interrupted);
+    if (!ok) return mm_cli_fail(error);
+    if (mpi->rank != 0) return st.interrupted ? 130 : MM_EXIT_OK;
+    if (!all) {
+      fprintf(stderr, "madmax: a rank failed or was interrupted; --resume continues every rank's shard\n");
+      return st.interrupted ? 130 : MM_EXIT_INPUT;
+    }
+    g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
+    for (int r = 0; r < mpi->size; r++) g_ptr_array_add(dirs, g_strdup_printf("%s/rank-%d", out_dir, r));
+    if (!mm_sweep_merge(out_dir, (char **)dirs->pdata, dirs->len, &error)) return mm_cli_fail(error);
+    shards = 1; /* the summary of the whole sweep follows */
+  }
   if (!ok) return mm_cli_fail(error);
   if (st.failed)
     fprintf(stderr, "madmax: internal error on %" G_GUINT64_FORMAT " point%s (left out of points.csv); the first: %s\n",
