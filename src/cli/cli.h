@@ -4,6 +4,7 @@
 #include <glib.h>
 
 #include "plan/plan.h"
+#include "sweep/sweep.h"
 
 /* Exit codes of the command-line contract (DESIGN.md). */
 enum { MM_EXIT_OK = 0, MM_EXIT_INPUT = 1, MM_EXIT_INTERNAL = 2 };
@@ -46,6 +47,11 @@ void mm_cli_inputs_clear(MmCliInputs *in);
 /* Parses @text, the value of @option, as an integer in [@min, @max] (strictly: no sign
  * where none is allowed, no trailing text); a G_OPTION_ERROR naming the option otherwise. */
 gboolean mm_cli_parse_int(const char *option, const char *text, gint64 min, gint64 max, gint64 *out, GError **error);
+
+/* The inputs of a study command (sweep, whatif): the three files, resized to --nodes, and the
+ * sweep space (@space NULL: the default). FALSE with @error set on bad input. */
+gboolean mm_cli_study_load(const MmInputPaths *paths, const char *space, MmInputs **in, MmSweepSpace **sp,
+                           GError **error);
 
 /* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
 gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

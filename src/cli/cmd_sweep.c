@@ -204,11 +204,10 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   }
   if (mpi->on) shard = (guint)mpi->rank, shards = (guint)mpi->size;
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmInputs) in = mm_inputs_load(model_path, hw_path, cfg_path, &error);
-  if (!in) return mm_cli_fail(error);
-  if (paths.nodes > 0 && !mm_hardware_set_nodes(in->hardware, paths.nodes, &error)) return mm_cli_fail(error);
-  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, space_path, &error);
-  if (!sp) return mm_cli_fail(error);
+  g_autoptr(MmInputs) in = NULL;
+  g_autoptr(MmSweepSpace) sp = NULL;
+  paths.model = model_path, paths.hardware = hw_path, paths.config = cfg_path;
+  if (!mm_cli_study_load(&paths, space_path, &in, &sp, &error)) return mm_cli_fail(error);
   if (!out_dir) out_dir = g_strdup("results/sweep");
 
   /* how long: up to 256 points spread over the space derived (which are valid, which fit), and

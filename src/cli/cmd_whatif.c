@@ -73,11 +73,10 @@ int mm_cmd_whatif(int argc, char **argv)
     for (int k = 0; k < MM_SCALE_COUNT; k++) factor[k] = k == MM_SCALE_LATENCY ? 0.1 : 10.0;
   }
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmInputs) in = mm_inputs_load(model_path, hw_path, cfg_path, &error);
-  if (!in) return mm_cli_fail(error);
-  if (paths.nodes > 0 && !mm_hardware_set_nodes(in->hardware, paths.nodes, &error)) return mm_cli_fail(error);
-  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, space_path, &error);
-  if (!sp) return mm_cli_fail(error);
+  g_autoptr(MmInputs) in = NULL;
+  g_autoptr(MmSweepSpace) sp = NULL;
+  paths.model = model_path, paths.hardware = hw_path, paths.config = cfg_path;
+  if (!mm_cli_study_load(&paths, space_path, &in, &sp, &error)) return mm_cli_fail(error);
   g_autoptr(MmWhatif) w = mm_whatif_run(in, sp, factor, (guint)jobs);
   if (json_path) {
     g_autoptr(cJSON) doc = mm_whatif_json(w);

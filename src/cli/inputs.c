@@ -100,3 +100,13 @@ void mm_cli_add_input_options(GOptionContext *ctx, MmInputPaths *paths)
   }
   g_option_group_add_entries(group, entries); /* GLib copies the table */
 }
+
+gboolean mm_cli_study_load(const MmInputPaths *paths, const char *space, MmInputs **in, MmSweepSpace **sp,
+                           GError **error)
+{
+  *in = mm_inputs_load(paths->model, paths->hardware, paths->config, error);
+  if (!*in) return FALSE;
+  if (paths->nodes > 0 && !mm_hardware_set_nodes((*in)->hardware, paths->nodes, error)) return FALSE;
+  *sp = mm_sweep_space_new(*in, space, error);
+  return *sp != NULL;
+}
