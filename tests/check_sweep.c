@@ -206,6 +206,18 @@ START_TEST(test_summary)
   /* pruned points carry their memory, not a time */
   ck_assert_ptr_nonnull(strstr(csv, ",oom,0,,,"));
   cJSON_Delete(s);
+  /* time to train a sample budget: the best point's rate */
+  g_autofree char *d2 = tmp("budget");
+  const char *bud[] = {"--budget-samples", "1e9", NULL};
+  g_autofree char *csv2 = sweep_csv(d2, bud, 0);
+  g_autofree char *p2 = g_build_filename(d2, "summary.json", NULL), *t2 = NULL;
+  ck_assert(g_file_get_contents(p2, &t2, NULL, NULL));
+  cJSON *s2 = cJSON_Parse(t2);
+  const cJSON *bst = cJSON_GetObjectItemCaseSensitive(s2, "best");
+  const cJSON *ttt = cJSON_GetObjectItemCaseSensitive(bst, "time_to_train");
+  const double rate = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(bst, "throughput"), "samples_per_s")->valuedouble;
+  ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(ttt, "time_to_train_s")->valuedouble, 1e9 / rate, 1e-6 * 1e9 / rate);
+  cJSON_Delete(s2);
 }
 END_TEST
 

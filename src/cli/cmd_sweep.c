@@ -139,6 +139,7 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
 {
   g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL;
   gint jobs = 0;
+  gdouble budget_tokens = 0, budget_samples = 0;
   gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
   MmInputPaths paths = {0};
   GOptionEntry entries[] = {
@@ -150,6 +151,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     {"shard", 0, 0, G_OPTION_ARG_STRING, &shard_text, "Run the points i with i mod N = K only (Slurm arrays; join with sweep merge)", "K/N"},
     {"yes", 'y', 0, G_OPTION_ARG_NONE, &yes, "Run sweeps estimated to take over 10 minutes", NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress line", NULL},
+    {"budget-tokens", 0, 0, G_OPTION_ARG_DOUBLE, &budget_tokens, "Time-to-train objective: the days to process T tokens (e.g. 1.4e12)", "T"},
+    {"budget-samples", 0, 0, G_OPTION_ARG_DOUBLE, &budget_samples, "Time-to-train objective for a budget of S samples", "S"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- rank every valid parallelization of a model on a system");
@@ -165,7 +168,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     "before simulating (--include-oom simulates them). The inputs are parsed once; points run on a\n"
     "thread pool and stream to DIR/points.csv in point order (the same bytes for any --jobs, and\n"
     "after Ctrl-C or a kill and --resume); DIR/summary.json holds the best point per objective\n"
-    "(throughput, A100-normalized GPU-hours per sample, memory headroom, time per output token),\n"
+    "(throughput, time to train a --budget-tokens/--budget-samples budget, A100-normalized GPU-hours\n"
+    "per sample, memory headroom, time per output token),\n"
     "the speedup over FSDP everywhere, the best strategy per layer kind with the others at FSDP,\n"
     "and the memory-throughput Pareto set.");
   g_option_context_set_description(ctx,
@@ -196,6 +200,11 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   }
   if (jobs < 0 || jobs > 4096) {
     fprintf(stderr, "madmax: --jobs %d: expected 1 to 4096 (0: all cores)\n", jobs);
+    return MM_EXIT_INPUT;
+  }
+  if (!(budget_tokens >= 0 && budget_tokens <= 1e18) || !(budget_samples >= 0 && budget_samples <= 1e18) ||
+      (budget_tokens > 0 && budget_samples > 0)) {
+    fprintf(stderr, "madmax: --budget-tokens / --budget-samples: one of them, from 0 to 1e18\n");
     return MM_EXIT_INPUT;
   }
   if (mpi->on && shard_text) {
@@ -281,7 +290,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
             out_dir);
     return MM_EXIT_OK;
   }
-  g_autoptr(cJSON) sum = mm_sweep_summary(out_dir, sp, in, &error);
+  const MmSweepBudget budget = {budget_tokens, budget_samples};
+  g_autoptr(cJSON) sum = mm_sweep_summary(out_dir, sp, in, &budget, &error);
   if (!sum) return mm_cli_fail(error);
   g_autofree char *sum_path = g_build_filename(out_dir, "summary.json", NULL);
   if (!mm_report_write_json(sum, sum_path, &error)) return mm_cli_fail(error);
@@ -296,6 +306,9 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   print_point(cJSON_GetObjectItemCaseSensitive(sum, "baseline_fsdp"), "baseline (FSDP; tables MP)");
   const cJSON *best = cJSON_GetObjectItemCaseSensitive(sum, "best");
   print_point(cJSON_GetObjectItemCaseSensitive(best, "throughput"), "best throughput");
+  const cJSON *ttt = cJSON_GetObjectItemCaseSensitive(best, "time_to_train");
+  if (ttt) printf("  %-28s %.3g days for the budget\n", "time to train",
+                  cJSON_GetObjectItemCaseSensitive(ttt, "time_to_train_days")->valuedouble);
   const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(sum, "per_layer_kind");
   for (const cJSON *k = kinds ? kinds->child : NULL; k; k = k->next) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(k, "best"), *w = cJSON_GetObjectItemCaseSensitive(k, "worst");

@@ -114,7 +114,8 @@ static gboolean fsdp_elsewhere(const Csv *c, const MmSweepSpace *sp, guint r, in
   return TRUE;
 }
 
-cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, GError **error)
+cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, const MmSweepBudget *budget,
+                        GError **error)
 {
   g_autofree char *path = g_build_filename(dir, "points.csv", NULL);
   Csv c;
@@ -177,6 +178,17 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
   if (gpuh >= 0) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, (guint)gpuh, sp, base_t));
   if (head >= 0) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, (guint)head, sp, base_t));
   if (tpot >= 0) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, (guint)tpot, sp, base_t));
+  if (best >= 0 && budget && (budget->tokens > 0 || budget->samples > 0)) {
+    /* the fastest point processes the budget first: time = budget / its rate */
+    const int ctok = col(&c, "tokens_per_s");
+    const double rate = budget->tokens > 0 ? val(&c, (guint)best, ctok) : val(&c, (guint)best, ct);
+    cJSON *o = point_json(&c, (guint)best, sp, base_t);
+    cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
+                            budget->tokens > 0 ? budget->tokens : budget->samples);
+    cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
+    cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
+    cJSON_AddItemToObject(obj, "time_to_train", o);
+  }
 
   /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
   cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");

@@ -147,10 +147,16 @@ typedef struct {
  * Fails on output errors and on a resume that does not match. */
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *stats, GError **error);
 
+/* A training budget: time-to-train ranks points by the time to process it (0: not asked). */
+typedef struct {
+  double tokens, samples;
+} MmSweepBudget;
+
 /* Writes DIR/summary.json from DIR/points.csv: the best point per objective, the baseline
  * (every varied kind FSDP over all devices) and each point's speedup over it, the best
  * strategy per layer kind, the memory-throughput Pareto set. (transfer full) */
-cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, GError **error);
+cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, const MmSweepBudget *budget,
+                        GError **error);
 
 /* Merges the points.csv of shard folders into DIR/points.csv in point order. */
 gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error);
