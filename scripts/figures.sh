@@ -22,4 +22,15 @@ $mm run -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-
 $mm run -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-tp-fsdp.json \
   --json "$tmp/runs/b-llama2-70b-tp8-fsdp-2048xA100.json" >/dev/null
 $mm plot "$tmp/runs" --kind breakdown --out "$out/training-breakdown.png" >/dev/null
+
+# a design-space sweep: DLRM-A on 16 ZionEX nodes (128 A100-40GB), every strategy of its MLPs and
+# tables: the 20 fastest against the FSDP baseline, and memory per device against throughput
+dlrm=(-m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json)
+$mm sweep "${dlrm[@]}" --out "$tmp/dlrm-a" --quiet >/dev/null
+$mm plot "$tmp/dlrm-a" --kind ranking --out "$out/dlrm-a-sweep-ranking.png" >/dev/null
+$mm plot "$tmp/dlrm-a" --kind pareto --out "$out/dlrm-a-sweep-pareto.png" >/dev/null
+
+# what-if: each hardware component of the same system 10x better, alone and all together
+$mm whatif "${dlrm[@]}" --json "$tmp/dlrm-a-whatif.json" >/dev/null
+$mm plot "$tmp/dlrm-a-whatif.json" --kind whatif --out "$out/dlrm-a-whatif.png" >/dev/null
 ls -l "$out"

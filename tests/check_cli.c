@@ -875,6 +875,165 @@ START_TEST(test_plot_names_are_inert)
 END_TEST
 
 
+/* ---- plots of sweeps and what-if studies --------------------------------------- */
+
+static const char *const DLRM[] = {"-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",
+                                   "configs/dlrm-pretrain-fsdp-mp.json"};
+
+/* Runs `madmax sweep` (or whatif) on DLRM-A with @extra arguments. */
+static void dlrm_study(const char *cmd, const char *const *extra)
+{
+  const char *args[24] = {cmd};
+  guint n = 1;
+  for (guint i = 0; i < G_N_ELEMENTS(DLRM); i++) args[n++] = DLRM[i];
+  for (guint i = 0; extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  g_autofree char *err = NULL;
+  ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s: %s", cmd, err);
+}
+
+/* The number at @key of @obj. */
+static double num_at(const cJSON *obj, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  ck_assert_msg(cJSON_IsNumber(v), "no number at %s", key);
+  return v->valuedouble;
+}
+
+/* The figures of a real sweep and what-if study of DLRM-A: the ranking's best bar is the
+ * summary's best point, the baseline is marked at 1.00x and the pruned points are noted; the
+ * scatter has every point that ran and the summary's Pareto set; the what-if bars are the
+ * study's systems. The same script and data each time; drawn when gnuplot is installed. */
+START_TEST(test_plot_studies)
+{
+  g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "plot-sweep", NULL);
+  g_autofree char *wi = g_build_filename(mm_test_tmpdir(), "plot-whatif.json", NULL);
+  const char *sweep_args[] = {"--out", dir, "--quiet", NULL}, *whatif_args[] = {"--json", wi, NULL};
+  dlrm_study("sweep", sweep_args);
+  dlrm_study("whatif", whatif_args);
+  g_autofree char *summary_path = g_build_filename(dir, "summary.json", NULL), *text = NULL;
+  ck_assert(g_file_get_contents(summary_path, &text, NULL, NULL));
+  g_autoptr(cJSON) summary = parse_json(text);
+  const cJSON *best = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(summary, "best"), "throughput");
+  const cJSON *front = cJSON_GetObjectItemCaseSensitive(summary, "pareto_memory_throughput");
+  g_autofree char *csv_path = g_build_filename(dir, "points.csv", NULL), *csv = NULL;
+  ck_assert(g_file_get_contents(csv_path, &csv, NULL, NULL));
+  guint ran = 0;
+  for (const char *c = strstr(csv, ",ok,1,"); c; c = strstr(c + 1, ",ok,1,")) ran++;
+
+  const struct {
+    const char *kind, *input;
+  } kinds[] = {{"ranking", dir}, {"pareto", dir}, {"whatif", wi}};
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "study.gp", NULL);
+  g_autofree char *gp2 = g_build_filename(mm_test_tmpdir(), "study2.gp", NULL);
+  for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+    const char *args[] = {"plot", kinds[k].input, "--kind", kinds[k].kind, "--script", gp, NULL};
+    const char *again[] = {"plot", kinds[k].input, "--kind", kinds[k].kind, "--script", gp2, NULL};
+    g_autofree char *script = NULL, *data = NULL, *script2 = NULL, *data2 = NULL;
+    plot_script(args, gp, &script, &data);
+    plot_script(again, gp2, &script2, &data2);
+    ck_assert_str_eq(script, script2);
+    ck_assert_str_eq(data, data2);
+    if (k == 0) {
+      g_auto(GStrv) bars = data_block(data, "bars");
+      ck_assert_uint_ge(g_strv_length(bars), 10);
+      double sps = 0;
+      int cls = -1;
+      ck_assert_int_eq(sscanf(bars[0], "0 %lf %d", &sps, &cls), 2);
+      ck_assert_int_eq(cls, 0);
+      ck_assert_double_eq_tol(sps * 1e3, num_at(best, "samples_per_s"), 1e-6 * sps * 1e3);
+      gboolean base = FALSE;
+      for (guint i = 0; bars[i]; i++) base |= g_str_has_suffix(bars[i], " 1");
+      ck_assert(base);
+      ck_assert_ptr_nonnull(strstr(data, "\"1.00x\""));
+      g_auto(GStrv) note = data_block(data, "note");
+      ck_assert_uint_eq(g_strv_length(note), 1);
+      ck_assert_ptr_nonnull(strstr(note[0], "out of memory (not simulated)"));
+      g_auto(GStrv) meta = data_block(data, "figure");
+      g_auto(GStrv) title = fields(meta[0]);
+      ck_assert_str_eq(title[1], "dlrm-a on zionex-a100-128: dlrm-pretrain-fsdp-mp");
+    } else if (k == 1) {
+      g_auto(GStrv) pts = data_block(data, "points");
+      ck_assert_uint_eq(g_strv_length(pts), ran);
+      g_auto(GStrv) fr = data_block(data, "front");
+      ck_assert_uint_eq(g_strv_length(fr), (guint)cJSON_GetArraySize(front));
+      double prev_m = 0, prev_t = 0;
+      for (guint i = 0; fr[i]; i++) { /* a front: more memory buys more samples/s */
+        double m = 0, t = 0;
+        ck_assert_int_eq(sscanf(fr[i], "%lf %lf", &m, &t), 2);
+        ck_assert(m >= prev_m && t > prev_t);
+        prev_m = m, prev_t = t;
+      }
+      ck_assert_ptr_nonnull(strstr(script, "set arrow from 40, graph 0")); /* 40 GiB A100s */
+    } else {
+      g_auto(GStrv) labels = data_block(data, "labels");
+      ck_assert_uint_eq(g_strv_length(labels), 8); /* baseline, six components, all together */
+      g_auto(GStrv) joint = data_block(data, "bars of components scaled together");
+      ck_assert_uint_eq(g_strv_length(joint), 1);
+      ck_assert(g_str_has_prefix(joint[0], "7 "));
+      g_auto(GStrv) note = data_block(data, "note");
+      ck_assert_ptr_nonnull(strstr(note[0], "super-linear"));
+    }
+  }
+
+  /* --include-oom: simulated points out of memory, hatched and crossed */
+  g_autofree char *space = mm_test_write("plot-space.json", "{\"strategies\": {\"mlp\": [\"fsdp\", \"ddp\"], "
+                                                            "\"embedding_bag\": [\"mp\", \"ddp\"]}, \"max_levels\": 1}");
+  g_autofree char *oom = g_build_filename(mm_test_tmpdir(), "plot-sweep-oom", NULL);
+  const char *oom_args[] = {"--out", oom, "--quiet", "--space", space, "--include-oom", NULL};
+  dlrm_study("sweep", oom_args);
+  const char *rk[] = {"plot", oom, "--kind", "ranking", "--script", gp, NULL};
+  g_autofree char *script = NULL, *data = NULL;
+  plot_script(rk, gp, &script, &data);
+  ck_assert_ptr_nonnull(strstr(data, ", OOM\""));
+  ck_assert_ptr_nonnull(strstr(script, "fs pattern"));
+  g_auto(GStrv) notes = data_block(data, "note");
+  ck_assert_uint_eq(g_strv_length(notes), 0); /* every point simulated */
+
+  /* a corrupted points.csv: exit 1, the line and column named */
+  g_autofree char *bad = g_build_filename(mm_test_tmpdir(), "plot-sweep-bad", NULL);
+  g_mkdir_with_parents(bad, 0755);
+  g_autofree char *bad_csv = g_build_filename(bad, "points.csv", NULL), *bad_sum = g_build_filename(bad, "summary.json", NULL);
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  for (guint i = 1; lines[i]; i++)
+    if (strstr(lines[i], ",ok,1,")) {
+      g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+      g_free(f[14]); /* samples_per_s */
+      f[14] = g_strdup("lots");
+      g_free(lines[i]);
+      lines[i] = g_strjoinv(",", f);
+      break;
+    }
+  g_autofree char *bad_text = g_strjoinv("\n", lines);
+  ck_assert(g_file_set_contents(bad_csv, bad_text, -1, NULL) && g_file_set_contents(bad_sum, text, -1, NULL));
+  g_autofree char *fig = g_build_filename(mm_test_tmpdir(), "plot-bad.png", NULL);
+  const char *fail[] = {"plot", bad, "--kind", "ranking", "--out", fig, NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(fail, NULL, &err), 1);
+  ck_assert_msg(strstr(err, "points.csv: line ") && strstr(err, ": samples_per_s: 'lots' is not a number"), "%s", err);
+  ck_assert(!g_file_test(fig, G_FILE_TEST_EXISTS));
+
+  /* drawn by gnuplot when it is installed */
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (!gnuplot) return;
+  static const char *const formats[][2] = {{"png", "\x89PNG"}, {"pdf", "%PDF"}, {"svg", "<?xml"}};
+  for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+    for (guint f = 0; f < G_N_ELEMENTS(formats); f++) {
+      g_autofree char *name = g_strdup_printf("study-%s.%s", kinds[k].kind, formats[f][0]);
+      g_autofree char *out = g_build_filename(mm_test_tmpdir(), name, NULL);
+      const char *draw[] = {"plot", kinds[k].input, "--kind", kinds[k].kind, "--out", out, "--size",
+                            f == 1 ? "column" : "page", NULL};
+      g_autofree char *e = NULL;
+      ck_assert_msg(mm_test_cli(draw, NULL, &e) == 0, "%s: %s", name, e);
+      ck_assert_msg(file_starts_with(out, formats[f][1]), "%s", name);
+    }
+  }
+  const char *draw_oom[] = {"plot", oom, "--kind", "pareto", "--out", fig, NULL};
+  ck_assert_int_eq(mm_test_cli(draw_oom, NULL, NULL), 0);
+  ck_assert(file_starts_with(fig, "\x89PNG"));
+}
+END_TEST
+
 /* ---- hostile input: exit 1 and a message that says where ------------------ */
 
 #define LLAMA "models/llama2-70b.json"
@@ -1069,6 +1228,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_readme_run_sample_is_current);
   tcase_add_test(tc, test_plot_hostile_input);
   tcase_add_test(tc, test_plot_names_are_inert);
+  tcase_add_test(tc, test_plot_studies);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("hostile");
   tcase_set_timeout(bad, 60);

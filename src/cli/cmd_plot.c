@@ -1,4 +1,5 @@
-/* cmd_plot: `madmax plot`: gnuplot figures of a run's trace (timeline) or of run results (breakdown). */
+/* cmd_plot: `madmax plot`: gnuplot figures of a run's trace (timeline), run results (breakdown),
+ * a sweep's folder (ranking, pareto) or a what-if study (whatif). */
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +36,9 @@ int mm_cmd_plot(int argc, char **argv)
 {
   g_autofree char *kind_s = NULL, *out = NULL, *script_path = NULL, *window = NULL, *title = NULL, *size = NULL;
   GOptionEntry entries[] = {
-    {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s, "timeline (from a trace) or breakdown (from results)", "KIND"},
+    {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s,
+     "timeline (a trace), breakdown (results), ranking or pareto (a sweep's folder), whatif (whatif --json)",
+     "KIND"},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Figure to write: .png, .svg or .pdf (default: INPUT-KIND.png)", "F"},
     {"script", 's', 0, G_OPTION_ARG_FILENAME, &script_path,
      "Also write the gnuplot script to F.gp and the data it reads to F.dat; alone, writes only those", "F.gp"},
@@ -43,7 +46,8 @@ int mm_cmd_plot(int argc, char **argv)
     {"size", 0, 0, G_OPTION_ARG_STRING, &size,
      "column (3.5x2.4 in, 7 pt text), page (7x3.5 in, 8 pt), slide (10x5.6 in, 16 pt) or WxH in inches "
      "(default: page width, the height the rows need)", "SIZE"},
-    {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Figure title (default: the run's model, system and config)", "T"},
+    {"title", 0, 0, G_OPTION_ARG_STRING, &title,
+     "Figure title (default: the run's model, system and config; a sweep's input files)", "T"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("INPUT... - draw a figure of madmax's outputs with gnuplot");
@@ -58,30 +62,49 @@ int mm_cmd_plot(int argc, char **argv)
     "a stacked bar per result splitting the iteration (serving: the prefill and the decode step)\n"
     "into forward, backward, recompute and optimizer compute (embedding lookups inside them),\n"
     "exposed communication and idle time; the parts sum to the iteration time at the bar's end.\n"
-    "Titles and labels come from the runs' names (model, system, config). The figure's\n"
-    "extension picks the format: .png (slides, 150 pixels per inch), .svg, .pdf (papers);\n"
-    "--size its size and text size. --script keeps the gnuplot script and its data file, to\n"
-    "restyle by hand. (Pareto and scaling figures need sweep results; they come with\n"
-    "madmax sweep.)");
+    "ranking: a folder written by `madmax sweep --out DIR` (points.csv, summary.json): the\n"
+    "20 points with the most samples/s (as many as fit with --size), each a row of its rank,\n"
+    "strategies and the dimensions that differ, and a bar labelled with its speedup over the\n"
+    "FSDP baseline; the baseline and the best point that fits always shown, points out of memory\n"
+    "hatched (simulated with --include-oom) or listed without a bar, the nearest to fitting first.\n"
+    "pareto: the same folder: memory per device against samples/s of every simulated point, the\n"
+    "summary's memory-throughput Pareto front as a step line, the device's memory capacity,\n"
+    "points out of memory as crosses, the baseline and the best point labelled.\n"
+    "whatif: the JSON of `madmax whatif --json W.json`: a bar per system (the baseline, each\n"
+    "component scaled alone, all together) of its speedup with the strategy re-optimized, the\n"
+    "best strategy under it, a line at 1, and how the joint speedup compares with the single ones.\n"
+    "Titles and labels come from the runs' names (model, system, config), a sweep's from its\n"
+    "input files' names. The figure's extension picks the format: .png (slides, 150 pixels per\n"
+    "inch), .svg, .pdf (papers); --size its size and text size. --script keeps the gnuplot\n"
+    "script and its data file, to restyle by hand.");
   g_option_context_set_description(ctx,
     "Examples:\n"
     "  madmax run -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-pretrain.json \\\n"
     "      --nodes 64 --trace results/pp.trace.json --json results/pp.json\n"
     "  madmax plot results/pp.trace.json --kind timeline --size column --out results/pp-timeline.pdf\n"
     "  madmax plot results/pp.trace.json --kind timeline --window 0:800 --out results/warmup.png\n"
-    "  madmax plot results/ --kind breakdown --out results/breakdown.svg   # every result in the directory\n");
+    "  madmax plot results/ --kind breakdown --out results/breakdown.svg   # every result in the directory\n"
+    "  madmax sweep -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json \\\n"
+    "      --out results/dlrm-a\n"
+    "  madmax plot results/dlrm-a --kind ranking --out results/dlrm-a-ranking.pdf\n"
+    "  madmax plot results/dlrm-a --kind pareto --size column --out results/dlrm-a-pareto.pdf\n"
+    "  madmax whatif -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json \\\n"
+    "      --json results/dlrm-a-whatif.json\n"
+    "  madmax plot results/dlrm-a-whatif.json --kind whatif --out results/dlrm-a-whatif.png\n");
   if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
   int kind = -1;
   for (int k = 0; kind_s && k < MM_PLOT_COUNT; k++)
     if (strcmp(kind_s, mm_plot_kind_names[k]) == 0) kind = k;
   if (kind < 0) {
-    fprintf(stderr, "madmax: plot needs --kind timeline or --kind breakdown%s%s%s\nTry 'madmax plot --help'.\n",
+    fprintf(stderr,
+            "madmax: plot needs --kind timeline, breakdown, ranking, pareto or whatif%s%s%s\n"
+            "Try 'madmax plot --help'.\n",
             kind_s ? " (got '" : "", kind_s ? kind_s : "", kind_s ? "')" : "");
     return MM_EXIT_INPUT;
   }
   if (argc < 2) {
-    fprintf(stderr, "madmax: plot needs an INPUT (a trace for timeline, results for breakdown)\n"
-                    "Try 'madmax plot --help'.\n");
+    fprintf(stderr, "madmax: plot needs an INPUT (a trace for timeline, results for breakdown, a sweep's folder for "
+                    "ranking and pareto, whatif --json's file for whatif)\nTry 'madmax plot --help'.\n");
     return MM_EXIT_INPUT;
   }
   MmPlotOptions opt = {.title = title};

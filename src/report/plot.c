@@ -1,5 +1,6 @@
 /* plot: gnuplot figures of madmax's outputs: the script and data file a figure kind writes,
- * figure sizes, and drawing with gnuplot. The kinds are plot_timeline.c and plot_breakdown.c.
+ * figure sizes, and drawing with gnuplot. The kinds are plot_timeline.c, plot_breakdown.c,
+ * plot_ranking.c, plot_pareto.c and plot_whatif.c.
  *
  * Inputs are never script text. A trace or result (and its file name) is data an adversary
  * may have written: gnuplot reads every string from them, from the title option and the
@@ -8,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -16,33 +16,67 @@
 
 #include "plot_internal.h"
 
-const char *const mm_plot_kind_names[] = {"timeline", "breakdown", NULL};
+const char *const mm_plot_kind_names[] = {"timeline", "breakdown", "ranking", "pareto", "whatif", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_plot_kind_names) == MM_PLOT_COUNT + 1);
 
-/* The trace's categories (compute phases, collective kinds) and the breakdown's parts. */
+/* One row per kind: what it draws from, and the function that reads it and writes the figure. */
+static const struct {
+  const char *one; /* NULL: any number of inputs; else the one input it draws */
+  MmPlotKindFn draw;
+} kinds[MM_PLOT_COUNT] = {
+  [MM_PLOT_TIMELINE] = {"trace", mm__plot_timeline},
+  [MM_PLOT_BREAKDOWN] = {NULL, mm__plot_breakdown},
+  [MM_PLOT_RANKING] = {"sweep folder", mm__plot_ranking},
+  [MM_PLOT_PARETO] = {"sweep folder", mm__plot_pareto},
+  [MM_PLOT_WHATIF] = {"what-if study", mm__plot_whatif},
+};
+
+/* The trace's categories (compute phases, collective kinds) and the breakdown's parts, then
+ * "other", then the marks of the sweep and what-if figures. */
 const MmPlotSeries mm__plot_series[] = {
-  {"fwd", "forward", "#0072B2"},
-  {"bwd", "backward", "#56B4E9"},
-  {"recompute", "recompute", "#009E73"},
-  {"optimizer", "optimizer", "#000000"},
-  {"all_reduce", "all-reduce", "#E69F00"},
-  {"all_gather", "all-gather", "#D55E00"},
-  {"reduce_scatter", "reduce-scatter", "#CC79A7"},
-  {"all_to_all", "all-to-all", "#F0E442"},
-  {"p2p", "pipeline send/recv", "#882255"},
-  {"broadcast", "broadcast", "#44AA99"},
-  {"permute", "permute", "#117733"},
-  {"exposed", "exposed communication", "#D55E00"},
-  {"idle", "idle (bubble, waiting)", "#BBBBBB"},
-  {"other", "other", "#777777"},
+  {"fwd", "forward", "#0072B2", MM_PLOT_MARK_BOX, 0},
+  {"bwd", "backward", "#56B4E9", MM_PLOT_MARK_BOX, 0},
+  {"recompute", "recompute", "#009E73", MM_PLOT_MARK_BOX, 0},
+  {"optimizer", "optimizer", "#000000", MM_PLOT_MARK_BOX, 0},
+  {"all_reduce", "all-reduce", "#E69F00", MM_PLOT_MARK_BOX, 0},
+  {"all_gather", "all-gather", "#D55E00", MM_PLOT_MARK_BOX, 0},
+  {"reduce_scatter", "reduce-scatter", "#CC79A7", MM_PLOT_MARK_BOX, 0},
+  {"all_to_all", "all-to-all", "#F0E442", MM_PLOT_MARK_BOX, 0},
+  {"p2p", "pipeline send/recv", "#882255", MM_PLOT_MARK_BOX, 0},
+  {"broadcast", "broadcast", "#44AA99", MM_PLOT_MARK_BOX, 0},
+  {"permute", "permute", "#117733", MM_PLOT_MARK_BOX, 0},
+  {"exposed", "exposed communication", "#D55E00", MM_PLOT_MARK_BOX, 0},
+  {"idle", "idle (bubble, waiting)", "#BBBBBB", MM_PLOT_MARK_BOX, 0},
+  {"other", "other", "#777777", MM_PLOT_MARK_BOX, 0},
+  /* ranking */
+  {"rank_fits", "fits in memory", "#0072B2", MM_PLOT_MARK_BOX, 0},
+  {"rank_baseline", "FSDP baseline", "#E69F00", MM_PLOT_MARK_BOX, 0},
+  {"rank_oom", "out of memory (simulated)", "#999999", MM_PLOT_MARK_HATCH, 0},
+  /* pareto */
+  {"pt_fits", "fits in memory", "#0072B2", MM_PLOT_MARK_POINT, 7},
+  {"pt_oom", "out of memory", "#777777", MM_PLOT_MARK_POINT, 2},
+  {"pt_front", "Pareto front", "#D55E00", MM_PLOT_MARK_LINE, 0},
+  {"pt_capacity", "memory capacity", "#000000", MM_PLOT_MARK_DASH, 0},
+  /* whatif */
+  {"wi_base", "baseline", "#999999", MM_PLOT_MARK_BOX, 0},
+  {"wi_single", "one component scaled", "#0072B2", MM_PLOT_MARK_BOX, 0},
+  {"wi_joint", "several scaled together", "#D55E00", MM_PLOT_MARK_BOX, 0},
 };
 const guint mm__plot_n_series = G_N_ELEMENTS(mm__plot_series);
 
 guint mm__plot_series_of(const char *key)
 {
-  for (guint i = 0; i + 1 < mm__plot_n_series; i++)
+  guint i = 0;
+  for (; strcmp(mm__plot_series[i].key, "other") != 0; i++)
     if (g_strcmp0(mm__plot_series[i].key, key) == 0) return i;
-  return mm__plot_n_series - 1;
+  return i;
+}
+
+guint mm__plot_series_key(const char *key)
+{
+  for (guint i = 0; i < mm__plot_n_series; i++)
+    if (strcmp(mm__plot_series[i].key, key) == 0) return i;
+  g_assert_not_reached();
 }
 
 /* ---- sizes ------------------------------------------------------------------------- */
@@ -71,6 +105,8 @@ static const struct {
 #define LINE_EM 1.3 /* a line of text */
 #define PAD_IN 0.08 /* between the figure's edge and its text */
 #define KEY_SAMPLE_CH 2.0 /* a legend entry's colour sample, in characters */
+#define LEGEND_POINT_LABEL 900 /* the legend's point samples: labels from here (the kinds' from 1000) */
+#define LEGEND_ARROW 900       /* its line samples: arrows from here */
 
 gboolean mm_plot_parse_size(const char *s, MmPlotOptions *o)
 {
@@ -104,6 +140,19 @@ double mm__plot_chars(const MmPlotDoc *d, double in)
 double mm__plot_text_in(const MmPlotDoc *d, double chars)
 {
   return chars * CHAR_EM * d->font_pt / 72.0;
+}
+
+double mm__plot_line_in(const MmPlotDoc *d)
+{
+  return LINE_EM * d->font_pt / 72.0;
+}
+
+double mm__plot_font(const MmPlotDoc *d, double scale)
+{
+  /* as terminal() sets the figure's font */
+  if (strcmp(d->ext, "png") == 0) return scale * d->font_pt * d->px_per_in / 96.0;
+  if (strcmp(d->ext, "svg") == 0) return scale * d->font_pt * SVG_PX_PER_IN / 72.0;
+  return scale * d->font_pt;
 }
 
 /* ---- the data file ------------------------------------------------------------------ */
@@ -232,6 +281,20 @@ void mm__plot_layout(MmPlotDoc *d, double left_in, const gboolean *legend, guint
   d->bm = bottom_in / d->h_in;
 }
 
+void mm__plot_reserve(MmPlotDoc *d, double top_in, double bottom_in)
+{
+  double top = (1.0 - d->tm) * d->h_in + top_in, bottom = d->bm * d->h_in + bottom_in;
+  if (d->auto_height) d->h_in = CLAMP(d->h_in + top_in + bottom_in, 1.2, MAX_IN);
+  /* a plot of at least a quarter of the figure */
+  const double most = 0.75 * d->h_in;
+  if (top + bottom > most) {
+    const double f = most / (top + bottom);
+    top *= f, bottom *= f;
+  }
+  d->tm = 1.0 - top / d->h_in;
+  d->bm = bottom / d->h_in;
+}
+
 void mm__plot_begin(MmPlotDoc *d, const char *out_name, const char *title)
 {
   g_assert(d->blocks == 0);
@@ -258,9 +321,26 @@ void mm__plot_begin(MmPlotDoc *d, const char *out_name, const char *title)
     const MmPlotSeries *se = &mm__plot_series[d->legend[i]];
     const double x = x0 + (i % d->key_cols) * d->key_col_in / d->w_in;
     const double y = 1.0 - PAD_IN / d->h_in - (1.55 + i / d->key_cols) * line;
-    g_string_append_printf(g, "set object %u rect from screen %.4f, screen %.4f to screen %.4f, screen %.4f "
-                              "fc rgb '%s' fs solid 1.0 noborder\n",
-                           i + 1, x, y - 0.3 * line, x + sample, y + 0.3 * line, se->rgb);
+    switch (se->mark) {
+    case MM_PLOT_MARK_BOX:
+    case MM_PLOT_MARK_HATCH:
+      g_string_append_printf(g, "set object %u rect from screen %.4f, screen %.4f to screen %.4f, screen %.4f "
+                                "fc rgb '%s' %s\n",
+                             i + 1, x, y - 0.3 * line, x + sample, y + 0.3 * line, se->rgb,
+                             se->mark == MM_PLOT_MARK_BOX ? "fs solid 1.0 noborder"
+                                                          : "fs pattern 4 border lc rgb '#555555'");
+      break;
+    case MM_PLOT_MARK_POINT:
+      g_string_append_printf(g, "set label %u '' at screen %.4f, screen %.4f point pt %d ps %.2f lc rgb '%s'\n",
+                             LEGEND_POINT_LABEL + i, x + 0.5 * sample, y, se->pt, MM_PLOT_POINT_SIZE, se->rgb);
+      break;
+    case MM_PLOT_MARK_LINE:
+    case MM_PLOT_MARK_DASH:
+      g_string_append_printf(g, "set arrow %u from screen %.4f, screen %.4f to screen %.4f, screen %.4f nohead "
+                                "lc rgb '%s' lw 2 dt %d\n",
+                             LEGEND_ARROW + i, x, y, x + sample, y, se->rgb, se->mark == MM_PLOT_MARK_LINE ? 1 : 2);
+      break;
+    }
     g_string_append_printf(g, "set label %u '%s' at screen %.4f, screen %.4f left\n", i + 2, se->title,
                            x + sample + gap, y);
   }
@@ -279,136 +359,41 @@ void mm__plot_read_labels(MmPlotDoc *d, const char *array, guint block, guint n,
   g_string_append(d->script, ", 0) nooutput\n");
 }
 
-/* ---- reading traces and results ------------------------------------------------------ */
-
-void mm__plot_input_error(GError **error, const MmJsonCtx *ctx, const char *jpath, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "%s: %s: %s", ctx->file, jpath, msg);
-}
-
-cJSON *mm__plot_load(const char *path, GError **error)
-{
-  /* the reader is src/config's and raises MM_CONFIG_ERROR; here it is MM_REPORT_ERROR */
-  GError *cfg = NULL;
-  cJSON *root = mm_json_load_file(path, &cfg);
-  if (root) return root;
-  g_assert(cfg->domain == MM_CONFIG_ERROR);
-  const gboolean unreadable = cfg->code == MM_CONFIG_ERROR_IO || cfg->code == MM_CONFIG_ERROR_PARSE;
-  g_set_error_literal(error, MM_REPORT_ERROR, unreadable ? MM_REPORT_ERROR_READ : MM_REPORT_ERROR_INPUT, cfg->message);
-  g_error_free(cfg);
-  return NULL;
-}
-
-gboolean mm__plot_number(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double min,
-                         double max, double *out, GError **error)
-{
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
-  if (!v) {
-    mm__plot_input_error(error, ctx, path, "missing; expected a number from %g to %g", min, max);
-    return FALSE;
-  }
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min || v->valuedouble > max) {
-    g_autofree char *got = mm_json_describe_value(v);
-    mm__plot_input_error(error, ctx, path, "%s is not a number from %g to %g", got, min, max);
-    return FALSE;
-  }
-  *out = v->valuedouble;
-  return TRUE;
-}
-
-gboolean mm__plot_index(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp, double max,
-                        gint64 *out, GError **error)
-{
-  double v = 0;
-  if (!mm__plot_number(ctx, obj, key, jp, 0, max, &v, error)) return FALSE;
-  if (v != floor(v)) {
-    g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
-    mm__plot_input_error(error, ctx, path, "%g is not an integer from 0 to %g", v, max);
-    return FALSE;
-  }
-  *out = (gint64)v;
-  return TRUE;
-}
-
-gboolean mm__plot_opt_string(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp,
-                             const char **out, GError **error)
-{
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  *out = NULL;
-  if (!v) return TRUE;
-  if (!cJSON_IsString(v)) {
-    g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
-    g_autofree char *got = mm_json_describe_value(v);
-    mm__plot_input_error(error, ctx, path, "expected a string, got %s", got);
-    return FALSE;
-  }
-  *out = v->valuestring;
-  return TRUE;
-}
-
-/* The optional object at @obj.@key: NULL when absent or @obj is NULL. */
-static gboolean opt_object(const MmJsonCtx *ctx, const cJSON *obj, const char *key, const char *jp,
-                           const cJSON **out, GError **error)
-{
-  const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-  *out = NULL;
-  if (!v) return TRUE;
-  if (!cJSON_IsObject(v)) {
-    g_autofree char *path = g_strdup_printf("%s.%s", jp, key);
-    g_autofree char *got = mm_json_describe_value(v);
-    mm__plot_input_error(error, ctx, path, "expected an object, got %s", got);
-    return FALSE;
-  }
-  *out = v;
-  return TRUE;
-}
-
-gboolean mm__plot_run_names(const MmJsonCtx *ctx, const cJSON *root, const char *jp, MmPlotRun *run, GError **error)
-{
-  *run = (MmPlotRun){0};
-  g_autofree char *mp = g_strdup_printf("%s.model", jp);
-  g_autofree char *hp = g_strdup_printf("%s.hardware", jp);
-  g_autofree char *cp = g_strdup_printf("%s.config", jp);
-  const cJSON *m = NULL, *h = NULL, *c = NULL;
-  if (!opt_object(ctx, root, "model", jp, &m, error) || !opt_object(ctx, root, "hardware", jp, &h, error) ||
-      !opt_object(ctx, root, "config", jp, &c, error))
-    return FALSE;
-  if ((m && !mm__plot_opt_string(ctx, m, "name", mp, &run->model, error)) ||
-      (h && !mm__plot_opt_string(ctx, h, "device", hp, &run->device, error)) ||
-      (c && !mm__plot_opt_string(ctx, c, "name", cp, &run->config, error)))
-    return FALSE;
-  if (h && cJSON_GetObjectItemCaseSensitive(h, "devices") &&
-      !mm__plot_index(ctx, h, "devices", hp, MM_INT_MAX, &run->devices, error))
-    return FALSE;
-  return TRUE;
-}
-
-char *mm__plot_run_system(const MmPlotRun *run, gboolean model, gboolean system)
-{
-  GString *g = g_string_new(NULL);
-  if (model && run->model) g_string_append(g, run->model);
-  if (system && run->device) {
-    if (g->len) g_string_append(g, " on ");
-    if (run->devices > 0) g_string_append_printf(g, "%" G_GINT64_FORMAT " x ", run->devices);
-    g_string_append(g, run->device);
-  }
-  if (g->len == 0) {
-    g_string_free(g, TRUE);
-    return NULL;
-  }
-  return g_string_free(g, FALSE);
-}
+/* ---- units ------------------------------------------------------------------------- */
 
 double mm__plot_time_unit(double span_s, const char **name)
 {
   if (span_s < 2e-3) return *name = "us", 1e6;
   if (span_s < 2.0) return *name = "ms", 1e3;
   return *name = "s", 1.0;
+}
+
+double mm__plot_tic_step(const MmPlotDoc *d, double hi, double axis_in)
+{
+  g_return_val_if_fail(hi > 0 && axis_in > 0, 1.0);
+  /* a tic's number is at most as wide as the axis' end, in gnuplot's %g; two characters apart */
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+  g_snprintf(text, sizeof text, "%g", hi);
+  const double most = MAX(1.0, floor(axis_in / mm__plot_text_in(d, (double)strlen(text) + 2.0)));
+  const double raw = hi / most, mag = pow(10.0, floor(log10(raw)));
+  static const double nice[] = {1, 2, 2.5, 5, 10};
+  for (guint i = 0; i < G_N_ELEMENTS(nice); i++)
+    if (nice[i] * mag >= raw) return nice[i] * mag;
+  return 10 * mag;
+}
+
+double mm__plot_count_unit(double top, const char **name)
+{
+  if (top >= 2e9) return *name = " (billions)", 1e-9;
+  if (top >= 2e6) return *name = " (millions)", 1e-6;
+  if (top >= 2e4) return *name = " (thousands)", 1e-3;
+  return *name = "", 1.0;
+}
+
+char *mm__plot_speedup(double x)
+{
+  /* two decimals, as madmax sweep and whatif print them; small ones in two digits */
+  return x >= 0.1 || x == 0 ? g_strdup_printf("%.2fx", x) : g_strdup_printf("%.2gx", x);
 }
 
 /* ---- scripts and rendering ----------------------------------------------------------- */
@@ -442,14 +427,15 @@ static gboolean build(MmPlotKind kind, const char *const *inputs, guint n, const
   d.auto_height = !sized;
   d.px_per_in = d.ext && strcmp(d.ext, "png") == 0 ? PNG_PX_PER_IN : SVG_PX_PER_IN;
   d.span_per_in = SPAN_PER_IN;
-  if (kind == MM_PLOT_TIMELINE && n != 1) {
-    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "a timeline draws one trace, got %u inputs", n);
+  g_return_val_if_fail(kind < MM_PLOT_COUNT, FALSE);
+  if (kinds[kind].one && n != 1) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "a %s figure draws one %s, got %u inputs",
+                mm_plot_kind_names[kind], kinds[kind].one, n);
     return FALSE;
   }
   d.script = g_string_new(NULL);
   d.data = g_string_new(NULL);
-  gboolean ok = kind == MM_PLOT_TIMELINE ? mm__plot_timeline(&d, inputs[0], out_name, o, error)
-                                         : mm__plot_breakdown(&d, inputs, n, out_name, o, error);
+  gboolean ok = kinds[kind].draw(&d, inputs, n, out_name, o, error);
   /* inputs are checked first: a bad input is reported as such whatever the output */
   if (ok && !ext) {
     g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_INPUT, "%s: the figure's name must end in .png, .svg or .pdf",

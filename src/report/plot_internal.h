@@ -1,5 +1,6 @@
-/* plot_internal: what plot.c (scripts, sizes, rendering) shares with the figure kinds
- * (plot_timeline.c, plot_breakdown.c). Not a public header. */
+/* plot_internal: what plot.c (scripts, sizes, rendering) and plot_input.c (checked JSON
+ * reading) share with the figure kinds (plot_timeline.c, plot_breakdown.c, plot_ranking.c,
+ * plot_pareto.c, plot_whatif.c) and plot_sweep.c (a sweep's folder, read). Not a public header. */
 #pragma once
 
 #include <cjson/cJSON.h>
@@ -7,15 +8,33 @@
 #include "config/json.h" /* the loaders' JSON reader */
 #include "report.h"
 
-/* What a box or a bar segment is, its legend and colour (Okabe-Ito, then greys). */
+/* How a series is drawn, and so its legend sample. */
+typedef enum {
+  MM_PLOT_MARK_BOX,   /* a filled box */
+  MM_PLOT_MARK_HATCH, /* a hatched box with a border */
+  MM_PLOT_MARK_POINT, /* a point of type pt */
+  MM_PLOT_MARK_LINE,  /* a solid line */
+  MM_PLOT_MARK_DASH,  /* a dashed line */
+} MmPlotMark;
+
+/* What a box, a bar segment, a point or a line is, its legend, colour (Okabe-Ito, then
+ * greys) and mark. */
 typedef struct {
   const char *key, *title, *rgb;
+  MmPlotMark mark;
+  int pt; /* gnuplot point type of MM_PLOT_MARK_POINT */
 } MmPlotSeries;
+
+/* The size of a point mark (gnuplot's `ps`), in the plot and in the legend. */
+#define MM_PLOT_POINT_SIZE 0.7
 
 extern const MmPlotSeries mm__plot_series[];
 extern const guint mm__plot_n_series;
-/* The row of @key (a trace category, a breakdown part); "other" when none. */
+/* The row of @key among the trace categories and breakdown parts; "other" when none (the
+ * studies' marks after it are never a trace's). */
 guint mm__plot_series_of(const char *key);
+/* The row of one of madmax's own keys, any row (asserted to exist). */
+guint mm__plot_series_key(const char *key);
 
 /* The figure's format, size and type, and the gnuplot script and data file being written.
  *
@@ -58,6 +77,13 @@ GStrv mm__plot_wrap(const char *s, guint width, guint lines);
  * the plot @left_in inches from the left edge, the x axis below. Without --size the height
  * is what @rows rows of @row_in inches need. */
 void mm__plot_layout(MmPlotDoc *d, double left_in, const gboolean *legend, guint rows, double row_in);
+/* Room for @top_in more inches above the plot and @bottom_in below it (a header row, a note):
+ * the figure grows without --size, else the plot shrinks. Call after mm__plot_layout. */
+void mm__plot_reserve(MmPlotDoc *d, double top_in, double bottom_in);
+/* The size to write in a label's `font ',N'` for text @scale times the figure's. */
+double mm__plot_font(const MmPlotDoc *d, double scale);
+/* A line of text of the figure's font, in inches. */
+double mm__plot_line_in(const MmPlotDoc *d);
 /* Writes the figure block (the output's name, the title) and the script's preamble: the
  * data file's name, the terminal, the output, the title (read from the data), the legend
  * and the margins. Call once, after mm__plot_layout, before any other block. Plots draw
@@ -97,9 +123,77 @@ char *mm__plot_run_system(const MmPlotRun *run, gboolean model, gboolean system)
 
 /* Seconds in a readable unit for a span of @span_s: the factor and its name. */
 double mm__plot_time_unit(double span_s, const char **name);
+/* A step between the numbers of an axis from 0 to @hi @axis_in inches long that keeps them
+ * apart (1, 2, 2.5 or 5 times a power of ten). */
+double mm__plot_tic_step(const MmPlotDoc *d, double hi, double axis_in);
+/* A count (samples per second) up to @top in a readable unit: the factor and what an axis
+ * label adds ("", " (thousands)", " (millions)", " (billions)"). */
+double mm__plot_count_unit(double top, const char **name);
+/* "1.76x", "0.54x", "0.032x": a speedup. (transfer full) */
+char *mm__plot_speedup(double x);
 
 /* The kinds: parse @inputs, size the figure, write blocks and script. */
-gboolean mm__plot_timeline(MmPlotDoc *d, const char *path, const char *out_name, const MmPlotOptions *o,
-                           GError **error);
+typedef gboolean (*MmPlotKindFn)(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                                 const MmPlotOptions *o, GError **error);
+gboolean mm__plot_timeline(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                           const MmPlotOptions *o, GError **error);
 gboolean mm__plot_breakdown(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
                             const MmPlotOptions *o, GError **error);
+gboolean mm__plot_ranking(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                          const MmPlotOptions *o, GError **error);
+gboolean mm__plot_pareto(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                         const MmPlotOptions *o, GError **error);
+gboolean mm__plot_whatif(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                         const MmPlotOptions *o, GError **error);
+
+/* ---- a sweep's folder (plot_sweep.c), for ranking and pareto ---------------------------- */
+
+typedef enum {
+  MM_PLOT_POINT_OK,            /* fits, simulated */
+  MM_PLOT_POINT_OOM_SIMULATED, /* does not fit, simulated anyway (sweep --include-oom) */
+  MM_PLOT_POINT_OOM,           /* does not fit, pruned: no time */
+} MmPlotPointStatus;
+
+/* The dimensions a sweep may vary besides the strategies, as points.csv names them. */
+enum { MM_PLOT_DIM_NODES, MM_PLOT_DIM_PP, MM_PLOT_DIM_VSTAGES, MM_PLOT_DIM_MB, MM_PLOT_DIM_RECOMPUTE,
+       MM_PLOT_DIM_ZERO, MM_PLOT_N_DIMS };
+extern const struct MmPlotDim {
+  const char *column; /* in points.csv */
+  const char *head;   /* a ranking's column header */
+  gboolean integer;   /* else a name */
+} mm__plot_dims[MM_PLOT_N_DIMS];
+
+/* One row of points.csv. */
+typedef struct {
+  gint64 id;   /* the sweep's point index */
+  guint line;  /* in points.csv */
+  MmPlotPointStatus status;
+  double sps;  /* samples per second; NAN when not simulated */
+  double mem_bytes, cap_bytes; /* per device */
+  char **strategy;             /* one per varied kind, as the CSV has it (transfer: owned) */
+  char *dim[MM_PLOT_N_DIMS];   /* NULL when points.csv has no such column */
+} MmPlotPoint;
+
+/* A sweep's folder: points.csv, and the FSDP baseline, the best point and the Pareto set from
+ * summary.json, checked against each other. */
+typedef struct {
+  char *csv, *summary;  /* their paths */
+  GPtrArray *kinds;     /* the varied block kinds (the CSV's KIND_strategy columns) */
+  GArray *pts;          /* MmPlotPoint, in file order */
+  int base, best;       /* indexes into pts; -1 when the summary has none */
+  double base_sps;      /* the baseline's samples/s (the summary's when it was simulated for reference) */
+  gboolean base_fits;
+  GArray *front;        /* guint indexes into pts: the summary's memory-throughput Pareto set */
+  double cap_bytes;     /* every point's memory capacity; NAN when they differ */
+  guint n[3];           /* points by status */
+  char *title;          /* "MODEL on SYSTEM: CONFIG" from the summary's inputs; NULL when none */
+} MmPlotSweep;
+
+/* Reads @input (a sweep's folder, or its points.csv or summary.json) into @sw. Errors name the
+ * file and the CSV line and column or the JSON path: MM_REPORT_ERROR_READ when a file is
+ * missing or unreadable, _INPUT when it is not what a sweep writes. */
+gboolean mm__plot_sweep_read(const char *input, MmPlotSweep *sw, GError **error);
+void mm__plot_sweep_clear(MmPlotSweep *sw);
+/* Point @i's strategies: "fsdp8>ddp* \u00b7 mp(table)*", the kinds' names before them when
+ * @kinds. (transfer full) */
+char *mm__plot_sweep_strategies(const MmPlotSweep *sw, guint i, gboolean kinds);

@@ -362,9 +362,11 @@ static void draw(MmPlotDoc *d, Trace *t, const char *out_name, const MmPlotOptio
   g_array_free(row_arr, TRUE);
 }
 
-gboolean mm__plot_timeline(MmPlotDoc *d, const char *path, const char *out_name, const MmPlotOptions *o,
-                           GError **error)
+gboolean mm__plot_timeline(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                           const MmPlotOptions *o, GError **error)
 {
+  g_assert(n == 1);
+  const char *path = inputs[0];
   g_autoptr(cJSON) root = mm__plot_load(path, error);
   if (!root) return FALSE;
   MmJsonCtx ctx = {path};

@@ -192,6 +192,9 @@ char *mm_fmt_seconds(double v);
 typedef enum {
   MM_PLOT_TIMELINE,  /* a trace of madmax run --trace: ops per device class and stream over time */
   MM_PLOT_BREAKDOWN, /* run results (madmax run --json): iteration time stacked by what fills it */
+  MM_PLOT_RANKING,   /* a sweep's folder: its points ranked by samples/s, speedups over FSDP */
+  MM_PLOT_PARETO,    /* a sweep's folder: memory per device vs samples/s, the Pareto front */
+  MM_PLOT_WHATIF,    /* madmax whatif --json: the speedup of each scaled system */
   MM_PLOT_COUNT
 } MmPlotKind;
 extern const char *const mm_plot_kind_names[];
@@ -208,7 +211,7 @@ typedef struct {
 gboolean mm_plot_parse_size(const char *s, MmPlotOptions *o);
 
 /* The gnuplot script drawing @kind from @inputs (a trace; result files or directories of
- * them) into @out, whose extension (.png, .svg, .pdf) picks the terminal, and in @data
+ * them; a sweep's folder; a what-if JSON) into @out, whose extension (.png, .svg, .pdf) picks the terminal, and in @data
  * (transfer full) the data file it reads: every number and every name from the inputs.
  * The script reads the data from beside itself (see mm_plot_data_path); no text from an
  * input or a file name is ever script text. (transfer full) */
