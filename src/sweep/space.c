@@ -1,5 +1,6 @@
 /* space: a sweep's design space (per layer kind the strategy hierarchies; pipeline, micro-batch,
  * recompute, ZeRO and node dimensions) and the point at an index of it. */
+#include <math.h>
 #include <string.h>
 
 #include "config/json.h"
@@ -191,7 +192,8 @@ static gboolean int_list(const MmJsonCtx *ctx, const cJSON *root, const char *ke
   for (guint i = 0; i < *n; i++) {
     const cJSON *it = cJSON_GetArrayItem(a, (int)i);
     double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
-    if (!cJSON_IsNumber(it) || v != (double)(int64_t)v || v < (double)lo || v > (double)hi) {
+    /* the range first: casting a double outside int64_t's is undefined */
+    if (!cJSON_IsNumber(it) || !(v >= (double)lo && v <= (double)hi) || v != floor(v)) {
       g_autofree char *ip = g_strdup_printf("%s[%u]", jp, i);
       g_autofree char *got = mm_json_describe_value(it);
       mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, ip, "%s: expected an integer from %" G_GINT64_FORMAT
