@@ -384,7 +384,7 @@ static void build_embedding_bag(Builder *bd, const MmBlock *b)
   c->fwd_bytes = rows + t * d * e;
   /* Backward scatters pooled gradients into the touched rows (read + write each). */
   c->bwd_weight_bytes = 2.0 * rows + t * d * e;
-  c->params = b->tables * b->rows * b->dim;
+  c->params = (int64_t)(t * (double)b->rows * d); /* exact: a loaded model's counts stay below 2^53 */
   c->weight_bytes = 0; /* a lookup touches rows, not the table */
   c->act_bytes = t * p * 4.0; /* int32 indices */
   c->out_bytes = t * d * e;
@@ -427,7 +427,7 @@ static void build_token_embedding(Builder *bd, const MmBlock *b)
   c->fwd_bytes = (2.0 + pos) * s * h * e;
   c->bwd_weight_flops = (1.0 + pos) * s * h;
   c->bwd_weight_bytes = 2.0 * (1.0 + pos) * s * h * e;
-  c->params = (b->vocab + b->positions) * b->hidden;
+  c->params = (int64_t)(((double)b->vocab + (double)b->positions) * h);
   c->act_bytes = s * 4.0;
   c->out_bytes = s * h * e;
   MmKernel k = kernel(MM_KERNEL_LOOKUP, b, s, h, 1, 1);

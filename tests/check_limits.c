@@ -1,0 +1,116 @@
+/* check_limits: numeric limits: sizes whose products overflow, iterations past the engine's clock,
+ * micro-step counts past the op limit; and the inputs fuzzing found (each a regression test). */
+#include <string.h>
+
+#include "testutil.h"
+
+/* ---- inputs past a limit: exit 1 with the file and the JSON path ------------------------ */
+
+typedef enum { L_MODEL, L_CONFIG } LimitKind;
+
+typedef struct {
+  const char *what;
+  LimitKind kind;      /* which file the text replaces */
+  const char *text;
+  const char *model;   /* L_CONFIG: the shipped model; L_MODEL: unused */
+  const char *hw;      /* shipped system, or NULL for one A100-80GB */
+  const char *where;   /* the JSON path the message names */
+  const char *says;    /* a fragment of the message */
+} LimitCase;
+
+#define DDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"
+#define FSDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
+
+static const LimitCase limit_cases[] = {
+  /* defect 5: products of sizes overflowed int64_t (a DLRM of 2^53 rows reported 2.11 GiB) */
+  {"rows 2^53", L_MODEL,
+   "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":9007199254740992,\"dim\":94,"
+   "\"pooling\":1}]}", NULL, NULL, "$.blocks[0]", "tables x rows x dim"},
+  {"tables x rows x dim past 2^63", L_MODEL,
+   "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":4294967296,\"rows\":4294967296,"
+   "\"dim\":1048576,\"pooling\":1}]}", NULL, NULL, "$.blocks[0]", "2^53"},
+  {"a transformer of 2^24 x 2^24 matrices", L_MODEL,
+   "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":4096,\"hidden\":16777216,"
+   "\"heads\":1,\"ffn\":16777216}]}", NULL, NULL, "$.blocks[0]", "parameters"},
+  {"experts multiply an MLP", L_MODEL,
+   "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":1024,\"width\":16777216,\"experts\":1048576}]}", NULL,
+   NULL, "$.blocks[0]", "experts"},
+  {"blocks that are each fine but too many together", L_MODEL,
+   "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":4503599627370496,\"dim\":1,"
+   "\"pooling\":1},{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":4503599627370496,\"dim\":2,\"pooling\":1}]}",
+   NULL, NULL, "$.blocks[1]", "with the blocks before it"},
+  {"more repeated layers than a graph holds", L_MODEL,
+   "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":40000,\"width\":4},{\"kind\":\"mlp\",\"count\":40000,"
+   "\"width\":4}]}", NULL, NULL, "$.blocks[1].count", "65536"},
+};
+
+/* A one-GPU system of an A100-80GB. (transfer full) */
+static char *one_gpu(void)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  g_autofree char *text = g_strdup_printf("{\"name\":\"one\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":1}", dev);
+  return mm_test_write("one-gpu.json", text);
+}
+
+START_TEST(test_limit_rejected)
+{
+  const LimitCase *lc = &limit_cases[_i];
+  g_autofree char *name = g_strdup_printf("limit%02d.json", _i);
+  g_autofree char *file = mm_test_write(name, lc->text);
+  g_autofree char *model = lc->kind == L_MODEL ? g_strdup(file) : mm_test_src(lc->model);
+  g_autofree char *hw = lc->hw ? mm_test_src(lc->hw) : one_gpu();
+  g_autofree char *cfg = lc->kind == L_CONFIG ? g_strdup(file) : mm_test_src("configs/llm-pretrain-fsdp.json");
+
+  /* library: a range error naming the file and the path, before anything is lowered */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(model, &error);
+  g_autoptr(MmHardware) h = m ? mm_hardware_load(hw, &error) : NULL;
+  g_autoptr(MmParallelConfig) c = h ? mm_parallel_load(cfg, &error) : NULL;
+  g_autoptr(MmScenario) s = c ? mm_scenario_new(m, h, c, NULL, &error) : NULL;
+  ck_assert_msg(s == NULL, "case '%s' was accepted", lc->what);
+  ck_assert_msg(error && error->domain == MM_CONFIG_ERROR && error->code == MM_CONFIG_ERROR_RANGE,
+                "case '%s': %s", lc->what, error ? error->message : "no error");
+  g_autofree char *where = g_strdup_printf("%s: %s: ", file, lc->where);
+  ck_assert_msg(g_str_has_prefix(error->message, where), "case '%s': message does not start with '%s': %s", lc->what,
+                where, error->message);
+  ck_assert_msg(strstr(error->message, lc->says) != NULL, "case '%s': message lacks '%s': %s", lc->what, lc->says,
+                error->message);
+
+  /* command line: run exits 1 with that one line, and writes nothing */
+  const char *args[] = {"run", "-m", model, "-H", hw, "-c", cfg, NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  int rc = mm_test_cli(args, &out, &err);
+  ck_assert_msg(rc == 1, "case '%s': exit %d, stderr: %s", lc->what, rc, err);
+  g_autofree char *line = g_strdup_printf("madmax: %s\n", error->message);
+  ck_assert_str_eq(err, line);
+  ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* Just below the limit every count is exact: 3 tables x 1e15 + 7 rows x 3 columns. */
+START_TEST(test_large_sizes_exact)
+{
+  const char *text = "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":3,"
+                     "\"rows\":1000000000000007,\"dim\":3,\"pooling\":1}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_parse("big.json", text, strlen(text), &error);
+  ck_assert_msg(m != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  ck_assert_int_eq(g->total_params, INT64_C(9000000000000063));
+}
+END_TEST
+
+static Suite *limits_suite(void)
+{
+  Suite *s = suite_create("limits");
+  TCase *tc = tcase_create("limits");
+  tcase_add_loop_test(tc, test_limit_rejected, 0, (int)G_N_ELEMENTS(limit_cases));
+  tcase_add_test(tc, test_large_sizes_exact);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  return mm_test_main(limits_suite());
+}
