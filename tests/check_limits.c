@@ -1,7 +1,9 @@
 /* check_limits: numeric limits: sizes whose products overflow, iterations past the engine's clock,
  * micro-step counts past the op limit; and the inputs fuzzing found (each a regression test). */
+#include <math.h>
 #include <string.h>
 
+#include "engine/engine.h"
 #include "testutil.h"
 
 /* ---- inputs past a limit: exit 1 with the file and the JSON path ------------------------ */
@@ -100,12 +102,68 @@ START_TEST(test_large_sizes_exact)
 }
 END_TEST
 
+/* ---- the engine's clock ------------------------------------------------------------------ */
+
+START_TEST(test_time_conversion_saturates)
+{
+  ck_assert_uint_eq(mm_time_from_s(1.5), 1500000000000u);
+  ck_assert_uint_eq(mm_time_from_s(0), 0);
+  ck_assert_uint_eq(mm_time_from_s(-3), 0);
+  ck_assert_uint_eq(mm_time_from_s(NAN), 0);
+  ck_assert_uint_eq(mm_time_from_s(1.8e7), (MmTime)18000000000000000000.0);
+  ck_assert(mm_time_from_s(1.9e7) == MM_TIME_MAX);
+  ck_assert(mm_time_from_s(INFINITY) == MM_TIME_MAX);
+}
+END_TEST
+
+/* Ops whose times add up past 2^64 ps fail the run with an error instead of wrapping (the
+ * engine used to abort on its time-never-goes-backwards assertion). */
+START_TEST(test_engine_clock_overflow)
+{
+  /* fixed ops in a row */
+  MmEngineOp ops[3] = {
+    {.stream = 0, .coll = MM_NO_COLL},
+    {.stream = 0, .coll = MM_NO_COLL},
+    {.stream = 1, .coll = MM_NO_COLL, .dep_first = 0, .n_deps = 1},
+  };
+  uint32_t deps[1] = {1};
+  MmTime dur[3] = {MM_TIME_MAX / 2 + 1, MM_TIME_MAX / 2 + 1, 1};
+  MmEngineProgram pr = {ops, 3, deps, 2, NULL, NULL, 0};
+  MmEngineClass cl = {0, dur, 0, NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
+  ck_assert_ptr_nonnull(e);
+  ck_assert(!mm_engine_run(e, &error));
+  ck_assert_msg(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW), "%s", error->message);
+  /* a run that fits still runs on the same engine value afterwards */
+  g_clear_error(&error);
+  dur[0] = dur[1] = 10;
+  ck_assert(mm_engine_run(e, &error));
+  ck_assert_uint_eq(mm_engine_makespan(e), 21);
+
+  /* a flow whose work takes longer than the clock holds */
+  MmEngineOp fl[1] = {{.stream = 0, .coll = MM_NO_COLL, .xfer_first = 0, .n_xfer = 1}};
+  uint32_t link[1] = {0};
+  double bytes[1] = {1e20};
+  double bw[1] = {1.0};
+  MmTime fdur[1] = {5};
+  MmEngineProgram fp = {fl, 1, deps, 1, link, bytes, 1};
+  MmEngineClass fc = {0, fdur, 0, bw};
+  g_autoptr(MmEngine) f = mm_engine_new(&fp, 1, &fc, 1, &error);
+  ck_assert_ptr_nonnull(f);
+  ck_assert(!mm_engine_run(f, &error));
+  ck_assert(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW));
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
   Suite *s = suite_create("limits");
   TCase *tc = tcase_create("limits");
   tcase_add_loop_test(tc, test_limit_rejected, 0, (int)G_N_ELEMENTS(limit_cases));
   tcase_add_test(tc, test_large_sizes_exact);
+  tcase_add_test(tc, test_time_conversion_saturates);
+  tcase_add_test(tc, test_engine_clock_overflow);
   suite_add_tcase(s, tc);
   return s;
 }
