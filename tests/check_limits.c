@@ -44,6 +44,29 @@ static const LimitCase limit_cases[] = {
   {"more repeated layers than a graph holds", L_MODEL,
    "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":40000,\"width\":4},{\"kind\":\"mlp\",\"count\":40000,"
    "\"width\":4}]}", NULL, NULL, "$.blocks[1].count", "65536"},
+  /* defect 3: iterations past 2^64 ps aborted in the engine (heap_push: t >= e->now) */
+  {"global batch 2^25 on one GPU", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":33554432,\"micro_batch\":33554432," DDP_ALL "}",
+   "models/llama3-8b.json", NULL, "$.global_batch", "simulated time"},
+  {"config seq_len at the schema maximum", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"seq_len\":16777216," FSDP_ALL "}",
+   "models/gpt3-175b.json", "hardware/dgx-h200-8.json", "$.seq_len", "simulated time"},
+  {"global batch 2^40 on 2048 GPUs", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1099511627776," FSDP_ALL "}", "models/llama2-70b.json",
+   "hardware/dgx-a100-2048.json", "$.global_batch", "simulated time"},
+  {"a prompt of 2^24 tokens", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"inference\",\"global_batch\":1024,\"inference\":{\"prompt_tokens\":16777216,"
+   "\"output_tokens\":1}," DDP_ALL "}", "models/llama3-70b.json", NULL, "$.inference", "the prefill"},
+  /* defect 4: op arrays grew ~360 KB per micro-step until memory ran out; 2^32 wrapped to 0 */
+  {"65536 micro-steps", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":65536,\"micro_batch\":1," DDP_ALL "}",
+   "models/llama3-8b.json", NULL, "$.micro_batch", "ops"},
+  {"2^32 micro-steps", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":4294967296,\"micro_batch\":1," DDP_ALL "}",
+   "models/llama3-8b.json", NULL, "$.micro_batch", "4294967296 micro-steps"},
+  {"2^40 micro-steps from the whole-batch default", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch_tokens\":1099511627776,\"micro_batch\":1," DDP_ALL "}",
+   "models/mpt-7b.json", NULL, "$.micro_batch", "ops"},
 };
 
 /* A one-GPU system of an A100-80GB. (transfer full) */
