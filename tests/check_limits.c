@@ -15,13 +15,21 @@ typedef struct {
   LimitKind kind;      /* which file the text replaces */
   const char *text;
   const char *model;   /* L_CONFIG: the shipped model; L_MODEL: unused */
-  const char *hw;      /* shipped system, or NULL for one A100-80GB */
+  const char *hw;      /* shipped system, or a system's JSON ("@DEV@": an A100-80GB), or NULL for one A100-80GB */
   const char *where;   /* the JSON path the message names */
   const char *says;    /* a fragment of the message */
 } LimitCase;
 
 #define DDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"
 #define FSDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
+/* two one-GPU nodes joined by one 1 Mb/s NIC each (the schema's slowest) */
+#define SLOW_SYSTEM                                                                                          \
+  "{\"name\":\"slow\",\"device\":\"@DEV@\",\"gpus_per_node\":1,\"nodes\":2,\"inter_node\":{\"topology\":" \
+  "\"fat_tree\",\"nics_per_node\":1,\"nic_bw_Gbps\":0.001}}"
+/* a DLRM of 2^50 embedding parameters and a small MLP */
+#define SLOW_DLRM                                                                                              \
+  "{\"name\":\"d\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":1099511627776,\"dim\":1024," \
+  "\"pooling\":1},{\"kind\":\"mlp\",\"count\":1,\"width\":16}]}"
 
 static const LimitCase limit_cases[] = {
   /* defect 5: products of sizes overflowed int64_t (a DLRM of 2^53 rows reported 2.11 GiB) */
@@ -64,17 +72,28 @@ static const LimitCase limit_cases[] = {
   {"2^32 micro-steps", L_CONFIG,
    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":4294967296,\"micro_batch\":1," DDP_ALL "}",
    "models/llama3-8b.json", NULL, "$.micro_batch", "4294967296 micro-steps"},
+  /* ... and iterations whose communication, not compute, passes it */
+  {"gradients of 2^50 parameters over a 1 Mb/s network", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8," DDP_ALL "}", "@SLOWDLRM@", SLOW_SYSTEM,
+   "$.parallelism", "gradient synchronization"},
+  {"tensor parallelism over a 1 Mb/s network", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"parallelism\":{\"default\":[{\"strategy\":"
+   "\"tp\",\"degree\":2}]}}", "models/llama3-8b.json", SLOW_SYSTEM, "$.global_batch", "communication"},
   {"2^40 micro-steps from the whole-batch default", L_CONFIG,
    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch_tokens\":1099511627776,\"micro_batch\":1," DDP_ALL "}",
    "models/mpt-7b.json", NULL, "$.micro_batch", "ops"},
 };
 
-/* A one-GPU system of an A100-80GB. (transfer full) */
-static char *one_gpu(void)
+/* The system of a case: a shipped one, one written from JSON ("@DEV@": an A100-80GB), or one
+ * A100-80GB. (transfer full) */
+static char *system_file(const char *hw, int i)
 {
+  if (hw && hw[0] != '{') return mm_test_src(hw);
   g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
-  g_autofree char *text = g_strdup_printf("{\"name\":\"one\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":1}", dev);
-  return mm_test_write("one-gpu.json", text);
+  g_autoptr(GString) text = g_string_new(hw ? hw : "{\"name\":\"one\",\"device\":\"@DEV@\",\"gpus_per_node\":1,\"nodes\":1}");
+  g_string_replace(text, "@DEV@", dev, 0);
+  g_autofree char *name = g_strdup_printf("system%02d.json", i);
+  return mm_test_write(name, text->str);
 }
 
 START_TEST(test_limit_rejected)
@@ -82,8 +101,10 @@ START_TEST(test_limit_rejected)
   const LimitCase *lc = &limit_cases[_i];
   g_autofree char *name = g_strdup_printf("limit%02d.json", _i);
   g_autofree char *file = mm_test_write(name, lc->text);
-  g_autofree char *model = lc->kind == L_MODEL ? g_strdup(file) : mm_test_src(lc->model);
-  g_autofree char *hw = lc->hw ? mm_test_src(lc->hw) : one_gpu();
+  g_autofree char *model = lc->kind == L_MODEL                       ? g_strdup(file)
+                           : strcmp(lc->model, "@SLOWDLRM@") == 0 ? mm_test_write("slow-dlrm.json", SLOW_DLRM)
+                                                                 : mm_test_src(lc->model);
+  g_autofree char *hw = system_file(lc->hw, _i);
   g_autofree char *cfg = lc->kind == L_CONFIG ? g_strdup(file) : mm_test_src("configs/llm-pretrain-fsdp.json");
 
   /* library: a range error naming the file and the path, before anything is lowered */

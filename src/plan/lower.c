@@ -40,7 +40,8 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
                             uint32_t stage, gboolean hot, MmPlanProgram *out)
 {
   /* the scenario kept this below MM_PLAN_MAX_OPS; the arrays grow if it falls short */
-  const uint32_t guess = (uint32_t)MIN(mm__plan_ops_estimate(g, s->micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
+  const uint32_t guess =
+    (uint32_t)MIN(mm__plan_ops_estimate(g->n_layers, g->n_units, s->micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
   Lower L = {
     .s = s, .g = g, .m = s->model, .hw = s->hw, .links = links,
     .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
