@@ -43,3 +43,8 @@ G_NORETURN void mm_fuzz_fail(const char *file, int line, const char *fmt, ...) G
 
 /* Every number in @doc is finite (madmax documents never carry NaN or infinities). */
 void mm_fuzz_require_finite(const cJSON *doc, const char *what);
+
+/* Simulates a small dense transformer and a small DLRM under a few fixed configs on @hw (at
+ * most @nodes of its nodes): a system the loader accepts must simulate without an internal
+ * error, and its run documents hold only finite numbers. */
+void mm_fuzz_simulate_small(const MmHardware *hw, int64_t nodes);

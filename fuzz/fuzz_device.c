@@ -1,5 +1,8 @@
-/* fuzz_device: device files (hardware/devices): the loader, then the cost of a few kernels on what it accepts. */
+/* fuzz_device: device files (hardware/devices): the loader, then the cost of every kernel kind on what it
+ * accepts, and small simulations on a node of eight. */
 #include <math.h>
+
+#include <string.h>
 
 #include "cost/cost.h"
 #include "fuzz.h"
@@ -38,5 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
   }
   mm_device_clear(&dev);
+  /* a node of 8 such devices, simulated */
+  g_free(mm_fuzz_write("devices/fuzz.json", data, size));
+  static const char node[] = "{\"name\":\"n\",\"device\":\"devices/fuzz.json\",\"gpus_per_node\":8,\"nodes\":1,"
+                             "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25}}";
+  g_autofree char *sys = g_build_filename(mm_fuzz_tmpdir(), "node.json", NULL);
+  g_autoptr(MmHardware) hw = mm_hardware_parse(sys, node, strlen(node), &error);
+  mm_fuzz_require(hw != NULL, "the node of an accepted device: %s", error ? error->message : "?");
+  mm_fuzz_simulate_small(hw, 1);
   return 0;
 }

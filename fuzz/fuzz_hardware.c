@@ -1,5 +1,6 @@
 /* fuzz_hardware: system files (hardware/, device files named relative to it): the loader,
- * then links, parameters and every collective over a node and over the whole system. */
+ * then links, parameters, every collective over a node and over the whole system, and small
+ * simulations on up to 2 of its nodes. */
 #include <math.h>
 
 #include "comm/comm.h"
@@ -47,5 +48,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       }
     }
   }
+  if (hw->gpus_per_node <= 16) mm_fuzz_simulate_small(hw, 2);
   return 0;
 }

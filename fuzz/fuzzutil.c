@@ -1,6 +1,8 @@
 /* fuzzutil: helpers of the libFuzzer harnesses. */
 #include "fuzz.h"
 
+#include "sweep/sweep.h"
+
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdarg.h>
@@ -106,4 +108,51 @@ void mm_fuzz_require_finite(const cJSON *doc, const char *what)
 {
   g_autoptr(GString) path = g_string_new("$");
   finite_at(doc, path, what);
+}
+
+static const char *const small_models[] = {
+  "{\"name\":\"t\",\"seq_len\":256,\"blocks\":[{\"kind\":\"token_embedding\",\"vocab\":1000,\"hidden\":256},"
+  "{\"kind\":\"transformer\",\"count\":2,\"hidden\":256,\"heads\":8,\"ffn\":1024,\"experts\":8,\"top_k\":2},"
+  "{\"kind\":\"lm_head\",\"vocab\":1000,\"hidden\":256}]}",
+  "{\"name\":\"d\",\"blocks\":[{\"kind\":\"embedding_bag\",\"name\":\"e\",\"tables\":64,\"rows\":10000,\"dim\":64,"
+  "\"pooling\":8},{\"kind\":\"mlp\",\"name\":\"m\",\"inputs\":[],\"count\":2,\"width\":256,\"output_dim\":64},"
+  "{\"kind\":\"interaction\",\"op\":\"dot\",\"inputs\":[\"e\",\"m\"]},{\"kind\":\"mlp\",\"count\":2,\"width\":256}]}",
+};
+static const char *const small_configs[] = {
+  "{\"name\":\"a\",\"task\":\"pretrain\",\"global_batch\":512,\"micro_batch\":2,\"parallelism\":{\"default\":["
+  "{\"strategy\":\"tp\",\"degree\":\"node\"},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}",
+  "{\"name\":\"b\",\"task\":\"pretrain\",\"global_batch\":512,\"parallelism\":{\"transformer\":[{\"strategy\":\"ep\","
+  "\"degree\":\"node\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}],\"embedding_bag\":[{\"strategy\":\"mp\",\"degree\":"
+  "\"all\"}],\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]}}",
+  "{\"name\":\"c\",\"task\":\"inference\",\"global_batch\":64,\"inference\":{\"prompt_tokens\":128,"
+  "\"output_tokens\":16},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":\"node\"},{\"strategy\":"
+  "\"ddp\",\"degree\":\"all\"}]}}",
+};
+
+void mm_fuzz_simulate_small(const MmHardware *hw, int64_t nodes)
+{
+  static MmModel *models[G_N_ELEMENTS(small_models)];
+  static MmParallelConfig *configs[G_N_ELEMENTS(small_configs)];
+  if (!models[0]) {
+    for (guint i = 0; i < G_N_ELEMENTS(small_models); i++)
+      models[i] = mm_model_parse("small-model.json", small_models[i], strlen(small_models[i]), NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(small_configs); i++)
+      configs[i] = mm_parallel_parse("small-config.json", small_configs[i], strlen(small_configs[i]), NULL);
+  }
+  MmPoint pt = {.nodes = hw->inter.n_dims > 0 ? 0 : MIN(hw->nodes, nodes)};
+  for (guint m = 0; m < G_N_ELEMENTS(small_models); m++) {
+    for (guint c = 0; c < G_N_ELEMENTS(small_configs); c++) {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(MmScenario) s = mm_scenario_new(models[m], hw, configs[c], &pt, &error);
+      if (!s) {
+        mm_fuzz_require(error->domain == MM_CONFIG_ERROR, "scenario rejected without a config error");
+        continue;
+      }
+      MmInputs in = {models[m], (MmHardware *)hw, configs[c]};
+      g_autoptr(MmSimulation) sim = mm_simulation_new_point(&in, &pt, FALSE, &error);
+      mm_fuzz_require(sim != NULL, "model %u config %u: %s", m, c, error ? error->message : "?");
+      g_autoptr(cJSON) run = mm_report_run_json(sim->plan, sim->engine, &sim->metrics, sim->memory);
+      mm_fuzz_require_finite(run, "run");
+    }
+  }
 }
