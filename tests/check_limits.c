@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "report/report.h"
 #include "testutil.h"
 
 /* ---- inputs past a limit: exit 1 with the file and the JSON path ------------------------ */
@@ -200,6 +201,42 @@ START_TEST(test_engine_clock_overflow)
 }
 END_TEST
 
+/* ---- inputs the fuzzers found ----------------------------------------------------------------- */
+
+typedef struct {
+  const char *what;
+  const char *harness; /* fuzz/fuzz_HARNESS.c */
+  const char *text;
+  const char *says;    /* a fragment of the error */
+} FuzzCase;
+
+static const FuzzCase fuzz_cases[] = {
+  /* plot.c converted a huge pid to int64_t (undefined behaviour; fixed by the plot rewrite) */
+  {"trace: pid 3.3e81", "trace",
+   "{\"traceEvents\":[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"p\"}},"
+   "{\"name\":\"x\",\"ph\":\"X\",\"pid\":3.3e81,\"tid\":0,\"ts\":0,\"dur\":1,\"cat\":\"fwd\"}]}",
+   "$.traceEvents[1].pid"},
+};
+
+START_TEST(test_fuzz_found)
+{
+  const FuzzCase *fc = &fuzz_cases[_i];
+  g_autofree char *name = g_strdup_printf("fuzz%02d.json", _i);
+  g_autofree char *file = mm_test_write(name, fc->text);
+  g_autoptr(GError) error = NULL;
+  if (strcmp(fc->harness, "trace") == 0) { /* what fuzz_trace runs */
+    const char *inputs[] = {file};
+    MmPlotOptions o = {0};
+    g_autofree char *dat = NULL;
+    g_autofree char *script = mm_plot_script(MM_PLOT_TIMELINE, inputs, 1, "x.png", &o, &dat, &error);
+    ck_assert_msg(script == NULL && error && error->domain == MM_REPORT_ERROR, "case '%s' was accepted", fc->what);
+  } else {
+    ck_abort_msg("no harness %s", fc->harness);
+  }
+  ck_assert_msg(strstr(error->message, fc->says) != NULL, "case '%s': %s", fc->what, error->message);
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
   Suite *s = suite_create("limits");
@@ -208,6 +245,7 @@ static Suite *limits_suite(void)
   tcase_add_test(tc, test_large_sizes_exact);
   tcase_add_test(tc, test_time_conversion_saturates);
   tcase_add_test(tc, test_engine_clock_overflow);
+  tcase_add_loop_test(tc, test_fuzz_found, 0, (int)G_N_ELEMENTS(fuzz_cases));
   suite_add_tcase(s, tc);
   return s;
 }
