@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of fuzz/ (clang, AddressSanitizer + UndefinedBehaviorSanitizer)
 # in build-fuzz/ and runs each for SECONDS (default 60), seeded from the shipped files.
-#   scripts/fuzz.sh [SECONDS [HARNESS...]]     harnesses: model hardware device config trace validate
+#   scripts/fuzz.sh [SECONDS [HARNESS...]]     harnesses: model hardware device config trace validate space
 # The corpus grows in build-fuzz/corpus/HARNESS across runs; a crash is saved as
 # build-fuzz/crashes/HARNESS-crash-* (reproduce: build-fuzz/fuzz/fuzz_HARNESS FILE) and fails the run.
 # The last lines are a table: harness, executions, executions per second, corpus, result.
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
-all=(model hardware device config trace validate)
+all=(model hardware device config trace validate space)
 harnesses=("${@:-${all[@]}}")
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -35,6 +35,7 @@ seed model models/*.json
 seed hardware hardware/*.json
 seed device hardware/devices/*.json
 seed config configs/*.json configs/validation/*.json
+seed space configs/sweeps/*.json
 mkdir -p "$out/seeds/trace" "$out/seeds/validate"
 # traces and results of a few small runs (what `madmax plot` reads)
 runs=("models/llama3-8b.json hardware/dgx-h200-8.json configs/llama3-8b-pretrain.json"
