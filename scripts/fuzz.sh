@@ -48,6 +48,18 @@ for r in "${runs[@]}"; do
     --trace "$out/seeds/trace/trace-$i.json" >/dev/null 2>&1 || true
   i=$((i + 1))
 done
+# a small sweep's folder (points.csv, NUL, summary.json) and a what-if study
+space="$out/seeds/space.json"
+echo '{"strategies": {"transformer": ["fsdp", "ddp", "tp"]}}' >"$space"
+for m in llama3-8b mixtral-8x7b; do
+  if "$out/madmax" sweep -m "models/$m.json" -H hardware/dgx-h200-8.json -c configs/llama3-8b-pretrain.json \
+    --space "$space" --include-oom --out "$out/seeds/sweep-$m" >/dev/null 2>&1; then
+    { cat "$out/seeds/sweep-$m/points.csv"; printf '\0'; cat "$out/seeds/sweep-$m/summary.json"; } \
+      >"$out/seeds/trace/sweep-$m.bin"
+  fi
+  "$out/madmax" whatif -m "models/$m.json" -H hardware/dgx-h200-8.json -c configs/llama3-8b-pretrain.json \
+    --space "$space" --scale compute=2,inter_bw=4 --json "$out/seeds/trace/whatif-$m.json" >/dev/null 2>&1 || true
+done
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
