@@ -2,6 +2,8 @@
 # Installs madmax's build and test dependencies from Debian packages. Idempotent.
 set -euo pipefail
 
+# clang builds the sanitizer tests and the fuzzers; libclang-rt-dev (-> libclang-rt-14-dev)
+# holds the ASan, UBSan and libFuzzer runtimes (libclang_rt.fuzzer-x86_64.a).
 pkgs=(build-essential cmake pkg-config libglib2.0-dev libcjson-dev check
       gnuplot-nox clang libclang-rt-dev libopenmpi-dev openmpi-bin)
 

@@ -210,6 +210,7 @@ START_TEST(test_summary)
   g_autofree char *d2 = tmp("budget");
   const char *bud[] = {"--budget-samples", "1e9", NULL};
   g_autofree char *csv2 = sweep_csv(d2, bud, 0);
+  ck_assert_ptr_nonnull(strstr(csv2, "\n")); /* points were written */
   g_autofree char *p2 = g_build_filename(d2, "summary.json", NULL), *t2 = NULL;
   ck_assert(g_file_get_contents(p2, &t2, NULL, NULL));
   cJSON *s2 = cJSON_Parse(t2);

@@ -426,7 +426,8 @@ typedef struct {
 /* ---- loaders ----------------------------------------------------------- */
 
 /* Each returns a validated struct (transfer full) or NULL with @error set in
- * MM_CONFIG_ERROR. Messages name @path, the JSON path and what was expected. */
+ * MM_CONFIG_ERROR. Messages name @path, the JSON path and what was expected. The _parse
+ * forms read @len bytes of @text (a NUL at text[len]) as if they were the file @path. */
 MmModel *mm_model_load(const char *path, GError **error);
 MmModel *mm_model_parse(const char *path, const char *text, gsize len, GError **error);
 void mm_model_free(MmModel *m);
@@ -434,6 +435,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
 
 /* A system file names its device file relative to its own directory. */
 MmHardware *mm_hardware_load(const char *path, GError **error);
+/* Its device file is named relative to the directory of @path. */
+MmHardware *mm_hardware_parse(const char *path, const char *text, gsize len, GError **error);
 void mm_hardware_free(MmHardware *h);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmHardware, mm_hardware_free)
 
@@ -457,9 +460,11 @@ GPtrArray *mm_hardware_params(const MmHardware *h);
 
 /* Loads a device file alone (one of hardware/devices). */
 gboolean mm_device_load(const char *path, MmDevice *out, GError **error);
+gboolean mm_device_parse(const char *path, const char *text, gsize len, MmDevice *out, GError **error);
 void mm_device_clear(MmDevice *d);
 
 MmParallelConfig *mm_parallel_load(const char *path, GError **error);
+MmParallelConfig *mm_parallel_parse(const char *path, const char *text, gsize len, GError **error);
 void mm_parallel_free(MmParallelConfig *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmParallelConfig, mm_parallel_free)
 

@@ -264,9 +264,8 @@ static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *
   return eff == NULL || parse_efficiency(&ctx, eff, out, error);
 }
 
-gboolean mm_device_load(const char *path, MmDevice *out, GError **error)
+static gboolean device_from_root(const char *path, const cJSON *root, MmDevice *out, GError **error)
 {
-  g_autoptr(cJSON) root = mm_json_load_file(path, error);
   if (!root) {
     memset(out, 0, sizeof *out);
     return FALSE;
@@ -276,6 +275,18 @@ gboolean mm_device_load(const char *path, MmDevice *out, GError **error)
     return FALSE;
   }
   return TRUE;
+}
+
+gboolean mm_device_load(const char *path, MmDevice *out, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_load_file(path, error);
+  return device_from_root(path, root, out, error);
+}
+
+gboolean mm_device_parse(const char *path, const char *text, gsize len, MmDevice *out, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_parse_text(path, text, len, error);
+  return device_from_root(path, root, out, error);
 }
 
 

@@ -168,6 +168,12 @@ MmHardware *mm_hardware_load(const char *path, GError **error)
   return root ? hardware_from_json(path, root, error) : NULL;
 }
 
+MmHardware *mm_hardware_parse(const char *path, const char *text, gsize len, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_parse_text(path, text, len, error);
+  return root ? hardware_from_json(path, root, error) : NULL;
+}
+
 
 void mm_hardware_write_schema(FILE *out)
 {

@@ -310,6 +310,89 @@ static gboolean check_model(const MmJsonCtx *ctx, MmModel *m, GError **error)
   return TRUE;
 }
 
+/* ---- size limits -------------------------------------------------------- *
+ * The graph counts parameters in int64_t and sums them over layers, units and blocks; the
+ * plan multiplies counts (tables x rows, params x bytes). Every such product of a loaded
+ * model stays below MM_MODEL_MAX_PARAMS, so no later integer arithmetic can overflow and
+ * every count is exact in a double. The layer limit bounds the graph (one unit per repeated
+ * layer, about 16 layers per unit). */
+#define MM_MODEL_MAX_PARAMS MM_INT_MAX /* 2^53, about 9.0e15 */
+#define MM_MODEL_MAX_UNITS 65536       /* repeated layers (sum of count) in one model */
+
+/* An upper bound of the parameters of block @b (the graph's count, with every bias and norm
+ * included), in double so that the bound itself cannot overflow. */
+static double block_params_bound(const MmBlock *b)
+{
+  const double h = (double)b->hidden, f = (double)b->ffn, a = (double)b->heads;
+  const double dk = (double)b->head_dim, dv = (double)b->v_head_dim, kvh = (double)b->kv_heads;
+  const double experts = (double)MAX(b->experts, 1), count = (double)b->count;
+  switch (b->kind) {
+  case MM_BLOCK_EMBEDDING_BAG:
+    return (double)b->tables * (double)b->rows * (double)b->dim;
+  case MM_BLOCK_MLP: {
+    const double in = (double)b->input_dim, w = (double)b->width, out = (double)b->output_dim;
+    double layers = count == 1 ? in * out : in * w + (count - 2.0) * w * w + w * out;
+    return layers * experts + in * (double)b->experts;
+  }
+  case MM_BLOCK_TRANSFORMER: {
+    const double ql = (double)b->q_lora_rank, kl = (double)b->kv_lora_rank, r = (double)b->rope_head_dim;
+    double qkv = h * (a * dk + kvh * (dk + dv)) + a * dk + kvh * (dk + dv);
+    if (kl > 0) qkv = h * ql + ql * a * dk + h * a * dk + h * (kl + r) + kl * a * (dk + dv);
+    const double attn_out = a * dv * h + h, norms = 4.0 * h;
+    const double ffn = 3.0 * (h * f + f + h) * (experts + (double)b->shared_experts) + h * (double)b->experts;
+    return count * (qkv + attn_out + norms + ffn);
+  }
+  case MM_BLOCK_TOKEN_EMBEDDING:
+    return ((double)b->vocab + (double)b->positions) * h;
+  case MM_BLOCK_LM_HEAD:
+    return (double)b->vocab * h + 2.0 * h;
+  case MM_BLOCK_INTERACTION:
+  case MM_BLOCK_KIND_COUNT:
+    break;
+  }
+  return 0;
+}
+
+/* The product of a block's sizes (what its parameters grow with), for messages. */
+static const char *block_size_terms(const MmBlock *b)
+{
+  switch (b->kind) {
+  case MM_BLOCK_EMBEDDING_BAG: return "tables x rows x dim";
+  case MM_BLOCK_MLP: return "count x width^2 x experts";
+  case MM_BLOCK_TRANSFORMER: return "count x (hidden^2 + hidden x ffn x experts)";
+  case MM_BLOCK_TOKEN_EMBEDDING: return "(vocab + positions) x hidden";
+  default: return "vocab x hidden";
+  }
+}
+
+/* Rejects models whose parameter counts or layer counts exceed what madmax computes exactly. */
+static gboolean check_sizes(const MmJsonCtx *ctx, const MmModel *m, GError **error)
+{
+  double total = 0, units = 0;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const MmBlock *b = &m->blocks[i];
+    const double p = block_params_bound(b);
+    total += p;
+    units += (double)b->count;
+    g_autofree char *jp = g_strdup_printf("$.blocks[%u]", i);
+    if (units > MM_MODEL_MAX_UNITS) {
+      g_autofree char *cp = g_strdup_printf("%s.count", jp);
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, cp,
+                    "the blocks up to here repeat %.0f layers in all; a model may have at most %d", units,
+                    MM_MODEL_MAX_UNITS);
+      return FALSE;
+    }
+    if (p > MM_MODEL_MAX_PARAMS || total > MM_MODEL_MAX_PARAMS) {
+      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jp,
+                    "%s: about %.3g parameters%s; a model may have at most 2^53 (%.3g) in all",
+                    block_size_terms(b), p, p > MM_MODEL_MAX_PARAMS ? "" : " (with the blocks before it)",
+                    MM_MODEL_MAX_PARAMS);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* Resolves "inputs" (names of earlier blocks) into indices. */
 static gboolean resolve_inputs(const MmJsonCtx *ctx, MmModel *m, const cJSON *blocks, GError **error)
 {
@@ -411,6 +494,7 @@ static MmModel *model_from_json(const char *path, const cJSON *root, GError **er
   if (!check_model(&ctx, m, error)) return NULL;
   if (!resolve_inputs(&ctx, m, blocks, error)) return NULL;
   if (!check_tied(&ctx, m, error)) return NULL;
+  if (!check_sizes(&ctx, m, error)) return NULL;
   return g_steal_pointer(&m);
 }
 

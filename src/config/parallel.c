@@ -444,6 +444,12 @@ MmParallelConfig *mm_parallel_load(const char *path, GError **error)
   return root ? config_from_json(path, root, error) : NULL;
 }
 
+MmParallelConfig *mm_parallel_parse(const char *path, const char *text, gsize len, GError **error)
+{
+  g_autoptr(cJSON) root = mm_json_parse_text(path, text, len, error);
+  return root ? config_from_json(path, root, error) : NULL;
+}
+
 const MmStrategyEntry *mm_parallel_strategy_for(const MmParallelConfig *c, const MmBlock *b)
 {
   const MmStrategyEntry *by_kind = NULL, *by_default = NULL;

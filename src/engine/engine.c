@@ -60,12 +60,12 @@ static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
   const ProgIndex *ix = &e->index[e->classes[c].program];
   uint32_t g = e->op_base[c] + op;
   e->st[g].start = e->now;
-  e->st[g].end = e->now + fixed; /* final for fixed ops; updated when a flow ends */
+  e->st[g].end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
   if (ix->work_first[op + 1] > ix->work_first[op]) {
     mm__flow_begin(e, c, op);
     return;
   }
-  mm__heap_push(e, e->now + fixed, c, op, EV_DONE, 0);
+  mm__heap_push(e, e->st[g].end, c, op, EV_DONE, 0);
 }
 
 /* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
@@ -142,6 +142,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   e->seq = 0;
   e->done = 0;
   e->now = 0;
+  e->overflow = FALSE;
   for (uint32_t c = 0; c < e->n_classes; c++)
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++) try_start(e, c, s);
   while (e->heap_len > 0) {
@@ -158,10 +159,18 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
       mm__flow_end(e, ev.cls, ev.op);
       MmTime tail = e->classes[ev.cls].dur[ev.op];
       if (tail == 0) finish(e, ev.cls, ev.op);
-      else mm__heap_push(e, e->now + tail, ev.cls, ev.op, EV_DONE, 0);
+      else mm__heap_push(e, mm__after(e, tail), ev.cls, ev.op, EV_DONE, 0);
       break;
     }
     }
+    if (G_UNLIKELY(e->overflow)) break;
+  }
+  if (e->overflow) {
+    g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW,
+                "the simulated iteration runs past %.3g s (the engine's picosecond clock); "
+                "inputs this large should have been rejected before the simulation",
+                mm_time_to_s(MM_TIME_MAX));
+    return FALSE;
   }
   if (e->done != e->total_ops) {
     /* name the first stuck op for the bug report */

@@ -8,12 +8,27 @@ G_BEGIN_DECLS
 
 #define MM_ENGINE_ERROR (mm_engine_error_quark())
 GQuark mm_engine_error_quark(void);
-typedef enum { MM_ENGINE_ERROR_DEADLOCK, MM_ENGINE_ERROR_INVALID } MmEngineError;
+typedef enum {
+  MM_ENGINE_ERROR_DEADLOCK,
+  MM_ENGINE_ERROR_INVALID,
+  MM_ENGINE_ERROR_OVERFLOW, /* simulated time ran past MM_TIME_MAX (inputs the plan's bounds let through) */
+} MmEngineError;
 
-/* Simulated time: integer picoseconds (18 million seconds fit). */
+/* Simulated time: integer picoseconds; 2^64 ps is about 1.8e7 s (213 days). The plan rejects
+ * scenarios whose iterations approach that (src/plan/limits.c); the engine fails a run whose
+ * clock would pass it rather than wrap. */
 typedef uint64_t MmTime;
+#define MM_TIME_MAX UINT64_MAX
 #define MM_PS_PER_S 1e12
-static inline MmTime mm_time_from_s(double s) { return (MmTime)(s * MM_PS_PER_S + 0.5); }
+/* Seconds -> picoseconds, rounded; saturates at MM_TIME_MAX (and maps NaN and negatives to 0)
+ * instead of the undefined conversion of an out-of-range double. */
+static inline MmTime mm_time_from_s(double s)
+{
+  const double ps = s * MM_PS_PER_S + 0.5;
+  if (!(ps >= 1.0)) return 0;
+  if (ps >= 18446744073709551616.0) return MM_TIME_MAX; /* 2^64 */
+  return (MmTime)ps;
+}
 static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
 
 #define MM_NO_COLL UINT32_MAX
@@ -87,7 +102,8 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
 void mm_engine_free(MmEngine *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmEngine, mm_engine_free)
 
-/* Runs the simulation from time 0 (may be called again). Fails on deadlock. */
+/* Runs the simulation from time 0 (may be called again). Fails on deadlock, and when the
+ * simulated clock would pass MM_TIME_MAX (MM_ENGINE_ERROR_OVERFLOW). */
 gboolean mm_engine_run(MmEngine *e, GError **error);
 
 /* Results of the last run. */

@@ -146,7 +146,7 @@ static void replan_flow(MmEngine *e, uint32_t c, uint32_t op, double rate)
   st->upd = e->now;
   st->rate = rate;
   st->version++;
-  if (rate > 0) mm__heap_push(e, e->now + (MmTime)ceil(st->rem / rate), c, op, EV_FLOW, st->version);
+  if (rate > 0) mm__heap_push(e, mm__after_ps(e, st->rem / rate), c, op, EV_FLOW, st->version);
 }
 
 /* Re-shares class @c's resources and re-plans every active flow whose pace changed

@@ -1,6 +1,8 @@
 /* engine internals: the flat state shared by the engine's files (not a public header). */
 #pragma once
 
+#include <math.h>
+
 #include "engine.h"
 
 typedef enum { EV_DONE, EV_FLOW } EventKind; /* EV_FLOW: a flow's work is done (stale if re-planned since) */
@@ -89,7 +91,26 @@ struct MmEngine {
   uint32_t heap_len, heap_cap;
   uint64_t seq, done;
   MmTime now;
+  gboolean overflow; /* a time past MM_TIME_MAX was asked for: the run fails */
 };
+
+/* now + @dt; past MM_TIME_MAX it saturates and flags the run as overflowed (never wraps, so
+ * time never goes backwards). */
+static inline MmTime mm__after(MmEngine *e, MmTime dt)
+{
+  if (G_UNLIKELY(dt > MM_TIME_MAX - e->now)) {
+    e->overflow = TRUE;
+    return MM_TIME_MAX;
+  }
+  return e->now + dt;
+}
+
+/* The same for a span in (fractional, rounded up) picoseconds. */
+static inline MmTime mm__after_ps(MmEngine *e, double ps)
+{
+  const double up = ceil(ps);
+  return mm__after(e, !(up >= 0) ? 0 : up >= 18446744073709551616.0 ? MM_TIME_MAX : (MmTime)up);
+}
 
 
 static inline double resource_cap(const MmEngineClass *cl, uint32_t r) { return cl->link_bw ? cl->link_bw[r] : 0; }

@@ -298,6 +298,16 @@ static void build_transformer(Builder *bd, const MmBlock *b)
   for (int64_t i = 0; i < b->count; i++) {
     MmCost c;
     begin_unit(bd, (guint)i);
+    if (i > 0) { /* the layers of a transformer block are alike: repeat the one before */
+      const MmUnit prev = g_array_index(bd->units, MmUnit, bd->units->len - 2);
+      for (guint k = 0; k < prev.n_layers; k++) {
+        MmLayer l = g_array_index(bd->layers, MmLayer, prev.first_layer + k);
+        l.unit = bd->units->len - 1;
+        g_array_append_val(bd->layers, l);
+      }
+      g_array_index(bd->units, MmUnit, bd->units->len - 1).n_layers = prev.n_layers;
+      continue;
+    }
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
     push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
@@ -374,7 +384,7 @@ static void build_embedding_bag(Builder *bd, const MmBlock *b)
   c->fwd_bytes = rows + t * d * e;
   /* Backward scatters pooled gradients into the touched rows (read + write each). */
   c->bwd_weight_bytes = 2.0 * rows + t * d * e;
-  c->params = b->tables * b->rows * b->dim;
+  c->params = (int64_t)(t * (double)b->rows * d); /* exact: a loaded model's counts stay below 2^53 */
   c->weight_bytes = 0; /* a lookup touches rows, not the table */
   c->act_bytes = t * p * 4.0; /* int32 indices */
   c->out_bytes = t * d * e;
@@ -417,7 +427,7 @@ static void build_token_embedding(Builder *bd, const MmBlock *b)
   c->fwd_bytes = (2.0 + pos) * s * h * e;
   c->bwd_weight_flops = (1.0 + pos) * s * h;
   c->bwd_weight_bytes = 2.0 * (1.0 + pos) * s * h * e;
-  c->params = (b->vocab + b->positions) * b->hidden;
+  c->params = (int64_t)(((double)b->vocab + (double)b->positions) * h);
   c->act_bytes = s * 4.0;
   c->out_bytes = s * h * e;
   MmKernel k = kernel(MM_KERNEL_LOOKUP, b, s, h, 1, 1);
@@ -464,7 +474,12 @@ MmGraph *mm_graph_new(const MmModel *model)
 MmGraph *mm_graph_new_pass(const MmModel *model, const MmGraphPass *pass)
 {
   g_return_val_if_fail(model != NULL, NULL);
-  Builder bd = {g_array_new(FALSE, FALSE, sizeof(MmLayer)), g_array_new(FALSE, FALSE, sizeof(MmUnit)), 0, {0}};
+  /* sized once: a unit holds at most 12 layers (a MoE transformer layer with shared experts) */
+  guint units = 0;
+  for (guint i = 0; i < model->n_blocks; i++)
+    units += mm_block_is_layers(&model->blocks[i]) ? (guint)model->blocks[i].count : 1;
+  Builder bd = {g_array_sized_new(FALSE, FALSE, sizeof(MmLayer), 12 * units),
+                g_array_sized_new(FALSE, FALSE, sizeof(MmUnit), units), 0, {0}};
   if (pass) bd.pass = *pass;
   for (guint i = 0; i < model->n_blocks; i++) {
     const MmBlock *b = &model->blocks[i];

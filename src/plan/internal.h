@@ -186,5 +186,9 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
 void mm__emit_tied(Lower *L);
 void mm__emit_optimizer(Lower *L);
 
+/* limits.c: the bounds mm_scenario_new checks last (see MM_PLAN_MAX_OPS) */
+double mm__plan_ops_estimate(double layers, double units, int64_t micro_steps, int64_t stages);
+gboolean mm__scenario_check_limits(const MmScenario *s, GError **error);
+
 /* iteration.c: one stage's schedule of chunk forwards and backwards */
 void mm__lower_program(Lower *L);

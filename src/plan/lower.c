@@ -39,8 +39,9 @@ static double behaviour_load(const MmScenario *s, gboolean hot)
 static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks *links, const uint32_t *unit_chunk,
                             uint32_t stage, gboolean hot, MmPlanProgram *out)
 {
-  uint32_t guess = (uint32_t)MIN((gint64)(g->n_layers + 6 * g->n_units + 16) * 3 * s->micro_steps / s->pp + 64,
-                                 G_MAXINT / 4);
+  /* the scenario kept this below MM_PLAN_MAX_OPS; the arrays grow if it falls short */
+  const uint32_t guess =
+    (uint32_t)MIN(mm__plan_ops_estimate(g->n_layers, g->n_units, s->micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
   Lower L = {
     .s = s, .g = g, .m = s->model, .hw = s->hw, .links = links,
     .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,

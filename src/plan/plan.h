@@ -392,6 +392,17 @@ static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32
   return &p->programs[p->classes[c].program];
 }
 
+/* What one scenario may ask for; mm_scenario_new rejects more (MM_CONFIG_ERROR_RANGE, naming the
+ * config's batch, micro-batch, sequence length or serving keys). Ops: the lowering's estimate
+ * of one device program's ops, 3 x (layers + 6 x units + 16) x micro-steps / pipeline stages
+ * (an op holds about 230 bytes of plan and engine state; the estimate runs 1.5 to 15 times
+ * the real count). Time: the larger of the serialized compute and the serialized
+ * communication of the busiest device in one iteration (prefill, decode step), an estimate
+ * within a factor of 2 of the simulated time, far below the 1.8e7 s the engine's picosecond
+ * clock holds. */
+#define MM_PLAN_MAX_OPS (1 << 24)
+#define MM_PLAN_MAX_ITERATION_S 1e6 /* 11.6 days */
+
 /* Lowers one training (or inference) iteration of @s: forward, backward
  * (input- and weight-gradient), recompute, optimizer; FSDP gathers with
  * prefetch and reduce-scatters, TP all-reduces (SP: reduce-scatters and

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "config/json.h"
-#include "plan.h"
+#include "internal.h"
 
 /* ---- scenario ---------------------------------------------------------- */
 
@@ -461,6 +461,7 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
                     c->expert_skew, s->ep_degree - 1, s->ep_degree - 1);
     return NULL;
   }
+  if (!mm__scenario_check_limits(s, error)) return NULL;
   return g_steal_pointer(&s);
 }
 

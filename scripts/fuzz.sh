@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of fuzz/ (clang, AddressSanitizer + UndefinedBehaviorSanitizer)
+# in build-fuzz/ and runs each for SECONDS (default 60), seeded from the shipped files.
+#   scripts/fuzz.sh [SECONDS [HARNESS...]]     harnesses: model hardware device config trace validate space
+# The corpus grows in build-fuzz/corpus/HARNESS across runs; a crash is saved as
+# build-fuzz/crashes/HARNESS-crash-* (reproduce: build-fuzz/fuzz/fuzz_HARNESS FILE) and fails the run.
+# The last lines are a table: harness, executions, executions per second, corpus, result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+all=(model hardware device config trace validate space)
+harnesses=("${@:-${all[@]}}")
+jobs=$(nproc 2>/dev/null || echo 2)
+
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_WERROR=ON -DMM_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j "$jobs" --target madmax "${harnesses[@]/#/fuzz_}" >/dev/null
+
+out=build-fuzz
+rm -rf "$out/seeds"
+mkdir -p "$out/seeds" "$out/crashes" "$out/logs"
+# A dictionary of every key and allowed value the schema lists.
+{ grep -o '^| `[A-Za-z0-9_]*`' docs/SCHEMA.md | sed 's/^| `\(.*\)`/"\\"\1\\""/'
+  grep -o '"[a-z0-9_.]*"' docs/SCHEMA.md | sed 's/"\(.*\)"/"\\"\1\\""/'
+  printf '"%s"\n' '{' '}' '[' ']' ':' ',' 'true' 'false' 'null' '1e308' '-1' '0' '9007199254740993' '\\u0000'
+} | sort -u >"$out/json.dict"
+
+seed() { # HARNESS FILE...: copies the files into the harness's seed folder
+  local h=$1
+  shift
+  mkdir -p "$out/seeds/$h"
+  cp "$@" "$out/seeds/$h/"
+}
+seed model models/*.json
+seed hardware hardware/*.json
+seed device hardware/devices/*.json
+seed config configs/*.json configs/validation/*.json
+seed space configs/sweeps/*.json
+mkdir -p "$out/seeds/trace" "$out/seeds/validate"
+# traces and results of a few small runs (what `madmax plot` reads)
+runs=("models/llama3-8b.json hardware/dgx-h200-8.json configs/llama3-8b-pretrain.json"
+      "models/mixtral-8x7b.json hardware/dgx-h200-8.json configs/mixtral-serving-tp2.json"
+      "models/dlrm-a.json hardware/zionex-a100-128.json configs/dlrm-pretrain-fsdp-mp.json")
+i=0
+for r in "${runs[@]}"; do
+  read -r m h c <<<"$r"
+  "$out/madmax" run -m "$m" -H "$h" -c "$c" --nodes 1 --json "$out/seeds/trace/result-$i.json" \
+    --trace "$out/seeds/trace/trace-$i.json" >/dev/null 2>&1 || true
+  i=$((i + 1))
+done
+# a small sweep's folder (points.csv, NUL, summary.json) and a what-if study
+space="$out/seeds/space.json"
+echo '{"strategies": {"transformer": ["fsdp", "ddp", "tp"]}}' >"$space"
+for m in llama3-8b mixtral-8x7b; do
+  if "$out/madmax" sweep -m "models/$m.json" -H hardware/dgx-h200-8.json -c configs/llama3-8b-pretrain.json \
+    --space "$space" --include-oom --out "$out/seeds/sweep-$m" >/dev/null 2>&1; then
+    { cat "$out/seeds/sweep-$m/points.csv"; printf '\0'; cat "$out/seeds/sweep-$m/summary.json"; } \
+      >"$out/seeds/trace/sweep-$m.bin"
+  fi
+  "$out/madmax" whatif -m "models/$m.json" -H hardware/dgx-h200-8.json -c configs/llama3-8b-pretrain.json \
+    --space "$space" --scale compute=2,inter_bw=4 --json "$out/seeds/trace/whatif-$m.json" >/dev/null 2>&1 || true
+done
+
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export MM_FUZZ_SEEDS="$out/seeds/validate" # fuzz_validate writes the shipped cases there, one per file
+failed=0
+summary=()
+for h in "${harnesses[@]}"; do
+  mkdir -p "$out/corpus/$h"
+  log="$out/logs/$h.log"
+  echo "fuzz: $h for ${secs}s" >&2
+  rc=0
+  "$out/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 \
+    -dict="$out/json.dict" -artifact_prefix="$out/crashes/$h-" "$out/corpus/$h" "$out/seeds/$h" >"$log" 2>&1 || rc=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  corpus=$(find "$out/corpus/$h" -type f | wc -l)
+  if ((rc != 0)); then
+    failed=1
+    result="FAILED (exit $rc): $(ls -t "$out/crashes/$h-"* 2>/dev/null | head -1)"
+    grep -E 'ERROR|SUMMARY|runtime error|fuzz_[a-z]+\.c:[0-9]+:' "$log" | head -5 >&2 || true
+  else
+    result=ok
+  fi
+  summary+=("$(printf '%-9s %12s %8s %7s  %s' "$h" "${runs:-?}" "${rate:-?}" "$corpus" "$result")")
+done
+printf '%-9s %12s %8s %7s  %s\n' harness executions exec/s corpus result
+printf '%s\n' "${summary[@]}"
+exit "$failed"
