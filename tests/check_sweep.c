@@ -265,6 +265,7 @@ START_TEST(test_bad_space)
     {"{\"max_levels\": 4}", "$.max_levels"},
     {"{\"colour\": 1}", "$"},
     {"{\"nodes\": [1.5]}", "$.nodes[0]"},
+    {"{\"virtual_stages\": [1.7e26]}", "$.virtual_stages[0]"}, /* the fuzzer's: range before the cast */
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *name = g_strdup_printf("bad-space-%u.json", i);
