@@ -45,9 +45,9 @@ static double coll_s(const MmScenario *s, const MmLinks *links, guint b, uint32_
  * they run, at the cost unit's time plus a launch) and its communication (the placements'
  * collectives, FSDP's gathers, the gradient synchronization), with the hot expert rank's load
  * where routing is skewed; @repeat (NULL: 1) counts each unit of @g that many times. What the
- * lowering costs, less the recompute, the pipeline
- * transfers and the embedding exchanges, and with no overlap between collectives: the larger
- * of the two is 0.3 to 1.6 times the simulated iteration of the shipped inputs. */
+ * lowering costs, less the recompute, the pipeline transfers and the embedding exchanges, and
+ * with no overlap between collectives: the larger of the two is 0.3 to 1.6 times the
+ * simulated iteration of the shipped inputs. */
 static void busiest_stage_s(const MmScenario *s, const MmGraph *g, const double *repeat, double *compute_s,
                             double *comm_s, double *grads_s)
 {
@@ -184,7 +184,7 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error)
                                  s->micro_steps, s->micro_steps == 1 ? "" : "s", s->devices, s->hw->path,
                                  MM_PLAN_MAX_ITERATION_S, MM_PLAN_MAX_ITERATION_S / 86400.0,
                                  compute >= comm ? "" : " or faster links");
-    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, jp, "%s would take at least %.3g s of simulated time (%s", what, t,
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, jp, "%s would take about %.3g s of simulated time (%s", what, t,
                   why);
     return FALSE;
   }
