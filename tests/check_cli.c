@@ -235,25 +235,6 @@ static int run_small(const char *const *extra, char **out, char **err)
   return mm_test_cli(args, out, err);
 }
 
-/* A FIFO's read end, opened without waiting for a writer (what is written fits its buffer). */
-static int open_fifo_reader(const char *path)
-{
-  int fd = g_open(path, O_RDONLY | O_NONBLOCK, 0);
-  ck_assert_int_ge(fd, 0);
-  return fd;
-}
-
-/* What the writers wrote into the FIFO @fd, once they are gone; closes @fd. (transfer full) */
-static char *drain_fifo(int fd)
-{
-  GString *g = g_string_new(NULL);
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) g_string_append_len(g, buf, n);
-  close(fd);
-  return g_string_free(g, FALSE);
-}
-
 /* Outputs are written in place to what is not a regular file (a device, a FIFO) and through
  * symlinks; --json and --trace are written together or not at all, and a failure names the
  * option and the path given. (Before: a temporary renamed over the target turned a device or
@@ -277,10 +258,10 @@ START_TEST(test_outputs_in_place_and_together)
   /* a FIFO: the document arrives through it */
   g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "result.fifo", NULL);
   ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-  int reader = open_fifo_reader(fifo);
+  int reader = mm_test_fifo_reader(fifo);
   const char *to_fifo[] = {"--json", fifo, NULL};
   ck_assert_int_eq(run_small(to_fifo, NULL, NULL), 0);
-  g_autofree char *doc = drain_fifo(reader);
+  g_autofree char *doc = mm_test_fifo_drain(reader);
   cJSON *r = parse_json(doc);
   ck_assert_double_gt(num(r, "iteration_time_s"), 0);
   cJSON_Delete(r);

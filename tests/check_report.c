@@ -621,25 +621,6 @@ START_TEST(test_outputs_device)
 }
 END_TEST
 
-/* A FIFO's read end, opened without waiting for a writer (what is written fits its buffer). */
-static int open_fifo_reader(const char *path)
-{
-  int fd = g_open(path, O_RDONLY | O_NONBLOCK, 0);
-  ck_assert_int_ge(fd, 0);
-  return fd;
-}
-
-/* What the writers wrote into the FIFO @fd, once they are gone; closes @fd. (transfer full) */
-static char *drain_fifo(int fd)
-{
-  GString *g = g_string_new(NULL);
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) g_string_append_len(g, buf, n);
-  close(fd);
-  return g_string_free(g, FALSE);
-}
-
 /* A FIFO gets the content through itself and stays a FIFO; so does a staged file (what
  * gnuplot writes) sent to one. */
 START_TEST(test_outputs_fifo)
@@ -647,7 +628,7 @@ START_TEST(test_outputs_fifo)
   g_autofree char *fifo = g_build_filename(mm_test_tmpdir(), "out-fifo", NULL);
   ck_assert_int_eq(mkfifo(fifo, 0600), 0);
   for (int staged = 0; staged < 2; staged++) {
-    int reader = open_fifo_reader(fifo);
+    int reader = mm_test_fifo_reader(fifo);
     g_autoptr(MmOutputs) outs = mm_outputs_new();
     g_autoptr(GError) error = NULL;
     if (staged) {
@@ -658,7 +639,7 @@ START_TEST(test_outputs_fifo)
       mm_outputs_add(outs, "--json", fifo, g_strdup("through a FIFO"), 14);
     }
     ck_assert_msg(mm_outputs_commit(outs, &error), "%s", error ? error->message : "");
-    g_autofree char *got = drain_fifo(reader);
+    g_autofree char *got = mm_test_fifo_drain(reader);
     ck_assert_str_eq(got, "through a FIFO");
     GStatBuf st;
     ck_assert_int_eq(g_lstat(fifo, &st), 0);

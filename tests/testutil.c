@@ -1,7 +1,10 @@
 /* testutil: helpers shared by the check test programs. */
+#define _XOPEN_SOURCE 700 /* O_NONBLOCK, read, close */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <glib/gstdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -120,4 +123,21 @@ const MmLayer *mm_test_layer(const MmGraph *g, guint unit, MmLayerRole role)
     if (g->layers[l].role == role) return &g->layers[l];
   ck_abort_msg("role %s not in unit %u", mm_role_names[role], unit);
   return NULL;
+}
+
+int mm_test_fifo_reader(const char *path)
+{
+  int fd = g_open(path, O_RDONLY | O_NONBLOCK, 0);
+  ck_assert_int_ge(fd, 0);
+  return fd;
+}
+
+char *mm_test_fifo_drain(int fd)
+{
+  GString *g = g_string_new(NULL);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) g_string_append_len(g, buf, n);
+  close(fd);
+  return g_string_free(g, FALSE);
 }

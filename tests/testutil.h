@@ -34,5 +34,10 @@ char *mm_test_node8(void);
 /* The layer of @role in unit @unit of @g (fails the test when there is none). */
 const MmLayer *mm_test_layer(const MmGraph *g, guint unit, MmLayerRole role);
 
+/* A FIFO's read end, opened without waiting for a writer (what is written must fit its buffer). */
+int mm_test_fifo_reader(const char *path);
+/* What the writers wrote into the FIFO @fd once they are gone; closes @fd. (transfer full) */
+char *mm_test_fifo_drain(int fd);
+
 /* Runs a check suite in a fresh SRunner; returns the process exit code. */
 int mm_test_main(Suite *s);
