@@ -55,8 +55,8 @@ const char *mm_calib_table_meta(const MmCalibTable *t, const char *key);
 /* Reads a calibration CSV (docs/CALIBRATION.md) into @t (appending). Errors name the file,
  * the line and the column. */
 gboolean mm_calib_csv_read(const char *path, MmCalibTable *t, GError **error);
-/* Writes @t in the same format (header lines, the column line, one line per row). */
-void mm_calib_csv_write(const MmCalibTable *t, FILE *out);
+/* @t in the same format (header lines, the column line, one line per row). (transfer full) */
+char *mm_calib_csv_text(const MmCalibTable *t);
 
 /* ---- the CPU backend (src/calib/cpu.c) ------------------------------------ */
 

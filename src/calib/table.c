@@ -167,34 +167,32 @@ gboolean mm_calib_csv_read(const char *path, MmCalibTable *t, GError **error)
 }
 
 /* Text fields lose what would break the format (commas, line breaks). */
-static void put_text(FILE *out, const char *s)
+static void put_text(GString *out, const char *s)
 {
-  for (; *s; s++) fputc(*s == ',' ? ';' : *s == '\n' || *s == '\r' ? ' ' : *s, out);
+  for (; *s; s++) g_string_append_c(out, *s == ',' ? ';' : *s == '\n' || *s == '\r' ? ' ' : *s);
 }
 
-void mm_calib_csv_write(const MmCalibTable *t, FILE *out)
+char *mm_calib_csv_text(const MmCalibTable *t)
 {
-  fprintf(out, "# madmax calibration v1\n");
+  GString *out = g_string_new("# madmax calibration v1\n");
   for (guint i = 0; i < t->keys->len; i++) {
-    fprintf(out, "# %s: ", (const char *)t->keys->pdata[i]);
+    g_string_append_printf(out, "# %s: ", (const char *)t->keys->pdata[i]);
     put_text(out, t->values->pdata[i]);
-    fputc('\n', out);
+    g_string_append_c(out, '\n');
   }
-  for (guint c = 0; c < N_COLUMNS; c++) fprintf(out, "%s%s", columns[c], c + 1 < N_COLUMNS ? "," : "\n");
+  for (guint c = 0; c < N_COLUMNS; c++) g_string_append_printf(out, "%s%s", columns[c], c + 1 < N_COLUMNS ? "," : "\n");
   for (guint i = 0; i < t->rows->len; i++) {
     const MmCalibRow *r = t->rows->pdata[i];
-    char num[6][G_ASCII_DTOSTR_BUF_SIZE];
+    char num[G_ASCII_DTOSTR_BUF_SIZE];
     const double v[] = {r->m, r->n, r->k, r->batch, r->bytes, r->flops};
-    for (guint c = 0; c < 6; c++) g_ascii_formatd(num[c], sizeof num[c], "%.17g", v[c]);
-    put_text(out, r->bench), fputc(',', out), put_text(out, r->kind), fputc(',', out), put_text(out, r->dtype);
-    for (guint c = 0; c < 6; c++) fprintf(out, ",%s", num[c]);
-    fputc(',', out), put_text(out, r->variant);
-    char ts[3][G_ASCII_DTOSTR_BUF_SIZE];
-    g_ascii_formatd(ts[0], sizeof ts[0], "%.6e", r->median_s);
-    g_ascii_formatd(ts[1], sizeof ts[1], "%.6e", r->min_s);
-    g_ascii_formatd(ts[2], sizeof ts[2], "%.6e", r->max_s);
-    fprintf(out, ",%d,%s,%s,%s,", r->reps, ts[0], ts[1], ts[2]);
-    put_text(out, r->source);
-    fputc('\n', out);
+    put_text(out, r->bench), g_string_append_c(out, ','), put_text(out, r->kind), g_string_append_c(out, ',');
+    put_text(out, r->dtype);
+    for (guint c = 0; c < 6; c++) g_string_append_printf(out, ",%s", g_ascii_formatd(num, sizeof num, "%.17g", v[c]));
+    g_string_append_c(out, ','), put_text(out, r->variant);
+    g_string_append_printf(out, ",%d", r->reps);
+    const double ts[] = {r->median_s, r->min_s, r->max_s};
+    for (guint c = 0; c < 3; c++) g_string_append_printf(out, ",%s", g_ascii_formatd(num, sizeof num, "%.6e", ts[c]));
+    g_string_append_c(out, ','), put_text(out, r->source), g_string_append_c(out, '\n');
   }
+  return g_string_free(out, FALSE);
 }

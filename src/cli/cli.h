@@ -19,6 +19,7 @@ int mm_cmd_op(int argc, char **argv);
 int mm_cmd_plot(int argc, char **argv);
 int mm_cmd_sweep(int argc, char **argv);
 int mm_cmd_whatif(int argc, char **argv);
+int mm_cmd_calibrate(int argc, char **argv);
 
 /* The input options every simulating command takes. */
 typedef struct {

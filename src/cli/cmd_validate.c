@@ -15,10 +15,12 @@ static char *default_cases(const char *rel)
 int mm_cmd_validate(int argc, char **argv)
 {
   g_autofree char *json_path = NULL;
-  gboolean markdown = FALSE;
+  gboolean markdown = FALSE, calibrated = FALSE;
   GOptionEntry entries[] = {
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write the table as JSON to OUT ('-' = stdout)", "OUT"},
     {"markdown", 0, 0, G_OPTION_ARG_NONE, &markdown, "Print a Markdown table (the README's)", NULL},
+    {"calibrated", 0, 0, G_OPTION_ARG_NONE, &calibrated,
+     "Use each device's calibrated file (devices/X-calibrated.json, from madmax calibrate) where one exists", NULL},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("[CASES.json] - compare predictions with published measurements");
@@ -48,7 +50,7 @@ int mm_cmd_validate(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autoptr(cJSON) all = cJSON_CreateArray();
   for (guint i = 0; i < paths->len; i++) {
-    g_autoptr(MmValidation) v = mm_validation_run(g_ptr_array_index(paths, i), &error);
+    g_autoptr(MmValidation) v = mm_validation_run_calibrated(g_ptr_array_index(paths, i), calibrated, &error);
     if (!v) return mm_cli_fail(error);
     cJSON_AddItemToArray(all, mm_validation_json(v));
     if (!json_path || g_strcmp0(json_path, "-") != 0) {

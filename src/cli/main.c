@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "config/config.h"
 #include "report/report.h"
+#include "calib/calib.h"
 #include "validate/validate.h"
 
 typedef struct {
@@ -20,6 +21,7 @@ static const Command commands[] = {
   {"op", mm_cmd_op, "one operation alone: a collective on a system, sparse gradient synchronization"},
   {"sweep", mm_cmd_sweep, "rank every valid parallelization of a model on a system (points.csv, summary.json)"},
   {"whatif", mm_cmd_whatif, "scale hardware components, re-optimize the strategy, report speedups"},
+  {"calibrate", mm_cmd_calibrate, "measure kernels (CPU, GPU harness) or read measurements, fit efficiency, write a device"},
   {"validate", mm_cmd_validate, "predicted vs measured on published runs (configs/validation/)"},
   {"plot", mm_cmd_plot, "gnuplot figures: a run's timeline (trace), iteration breakdowns (results)"},
   {"schema", mm_cmd_schema, "print the reference of every input file (docs/SCHEMA.md)"},
@@ -63,6 +65,8 @@ static const struct {
   {mm_report_error_quark, MM_REPORT_ERROR_TOOL, MM_EXIT_INTERNAL}, /* gnuplot missing or failed */
   {mm_config_error_quark, -1, MM_EXIT_INPUT},   /* model, hardware, config files */
   {mm_validate_error_quark, -1, MM_EXIT_INPUT}, /* validation cases files */
+  {mm_calib_error_quark, MM_CALIB_ERROR_BACKEND, MM_EXIT_INTERNAL}, /* a measuring backend failed */
+  {mm_calib_error_quark, -1, MM_EXIT_INPUT},    /* measurement files, too few to fit */
   {mm_report_error_quark, -1, MM_EXIT_INPUT},   /* traces and results given to plot; outputs */
   {g_option_error_quark, -1, MM_EXIT_INPUT},
   {g_file_error_quark, -1, MM_EXIT_INPUT},

@@ -215,6 +215,24 @@ typedef struct {
   guint n_points;
 } MmEffCurve;
 
+/* A fitted efficiency model of one kernel kind (and dtype, for compute) from a calibration
+ * run (the device file's "calibration.fits"; docs/CALIBRATION.md). Time of one call:
+ *   compute ("roofline_t0"):  max(flops / (peak x compute_fraction), bytes / (hbm_bw x memory_fraction)) + t0
+ *   memory ("bandwidth_t0"):  bytes / (hbm_bw x memory_fraction) + t0
+ * with bytes the kernel's operand bytes (mm_cost_fit_bytes) or the call's HBM bytes. */
+typedef struct {
+  char *name;               /* "gemm.bf16", "hbm.elementwise": the key under calibration.fits */
+  gboolean memory;          /* the bandwidth_t0 model */
+  double compute_fraction;  /* of peak FLOP/s (compute models) */
+  double memory_fraction;   /* of peak HBM bandwidth */
+  double t0_s;              /* fixed time per call on the device (launch overhead not included) */
+  guint points;             /* measurements fitted */
+  double rms_rel_err, max_rel_err; /* of the fit on its own points */
+  guint held_out_points;    /* measurements predicted by a fit without them */
+  double held_out_rms_rel_err;
+  double lo, hi;            /* the range measured: FLOPs (compute) or bytes (memory) per call */
+} MmEffFit;
+
 typedef struct {
   char *path;
   char *name;
@@ -230,6 +248,10 @@ typedef struct {
    * src/cost/cost.h reads them */
   MmEffCurve *compute_eff[MM_KERNEL_KIND_COUNT][MM_DTYPE_COUNT];
   MmEffCurve *memory_eff[MM_KERNEL_KIND_COUNT];
+  /* fitted models from a calibration run (NULL: none); they take precedence over curves */
+  MmEffFit *compute_fit[MM_KERNEL_KIND_COUNT][MM_DTYPE_COUNT];
+  MmEffFit *memory_fit[MM_KERNEL_KIND_COUNT];
+  char *calibration_source; /* calibration.source (NULL: no calibration block) */
 } MmDevice;
 
 typedef enum {
@@ -435,6 +457,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
 
 /* A system file names its device file relative to its own directory. */
 MmHardware *mm_hardware_load(const char *path, GError **error);
+/* Replaces @h's device with its calibrated sibling (devices/h100-sxm.json ->
+ * devices/h100-sxm-calibrated.json, written by `madmax calibrate`) where one exists; *@used
+ * says whether it did. FALSE (device unchanged) when the sibling does not load. */
+gboolean mm_hardware_use_calibrated(MmHardware *h, gboolean *used, GError **error);
 /* Its device file is named relative to the directory of @path. */
 MmHardware *mm_hardware_parse(const char *path, const char *text, gsize len, GError **error);
 void mm_hardware_free(MmHardware *h);

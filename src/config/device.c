@@ -31,6 +31,9 @@ static const MmField device_fields[] = {
    "achievable fractions of peak, each {value, provenance, source}: keys gemm, hbm"},
   {"efficiency", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "measured efficiency curves by kernel kind; where one covers a kernel it replaces the utilization scalar"},
+  {"calibration", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "fitted efficiency models written by `madmax calibrate` (docs/CALIBRATION.md); they take precedence over "
+   "curves and scalars for the kernels they fit"},
   MM_FIELDS_END,
 };
 
@@ -103,6 +106,175 @@ static const MmField memory_point_fields[] = {
   {"util", MM_F_NUM, TRUE, 1e-6, 1, 0, NULL, PT(util), "fraction", "achieved / peak HBM bandwidth"},
   MM_FIELDS_END,
 };
+
+/* ---- calibration: fitted models (src/calib writes them, src/cost applies them) ---- */
+
+static const char *const fit_model_names[] = {"roofline_t0", "bandwidth_t0", NULL};
+
+typedef struct {
+  int provenance;
+  char *source;
+} CalibRaw;
+
+static const MmField calibration_fields[] = {
+  {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(CalibRaw, provenance), NULL,
+   "kind of evidence (calibrate writes \"calibration\" for its own runs, \"measurement\" for published data)"},
+  {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(CalibRaw, source), NULL,
+   "the measurements: file, device, software versions, power limit"},
+  {"measured", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "the run's provenance as text: device, platform, arch, driver_version, blas, power_limit, date, ..."},
+  {"fits", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "fitted models keyed KIND.DTYPE (compute: gemm.bf16, attention.bf16, ...) or hbm.KIND (memory)"},
+  {"overlap", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "decomposition and contention measurements (DIL, CIL): {bench, variant, m, n, k, time_ratio} against "
+   "the unsplit or lone run; recorded for the fine-grain overlap model"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int model;
+  double compute_fraction, memory_fraction, t0_us;
+  int64_t points, held_out_points;
+  double rms, max, held_out_rms, lo, hi;
+} FitRaw;
+#define FR(f) ((gssize)offsetof(FitRaw, f))
+
+static const MmField fit_fields[] = {
+  {"model", MM_F_ENUM, TRUE, 0, 0, 0, fit_model_names, FR(model), NULL,
+   "roofline_t0: max(flops / (peak x compute_fraction), bytes / (hbm_bw x memory_fraction)) + t0; "
+   "bandwidth_t0: bytes / (hbm_bw x memory_fraction) + t0"},
+  {"compute_fraction", MM_F_NUM, FALSE, 1e-6, 1, 0, NULL, FR(compute_fraction), "fraction",
+   "of peak FLOP/s for the dtype (roofline_t0)"},
+  {"memory_fraction", MM_F_NUM, TRUE, 1e-6, 4, 0, NULL, FR(memory_fraction), "fraction",
+   "of peak HBM bandwidth (above 1 where the cache serves operands)"},
+  {"t0_us", MM_F_NUM, TRUE, 0, 1e6, 0, NULL, FR(t0_us), "us", "fixed time per call (launch overhead not included)"},
+  {"points", MM_F_INT, TRUE, 1, BIG, 0, NULL, FR(points), "calls", "measurements fitted"},
+  {"rms_rel_err", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, FR(rms), "fraction", "root-mean-square relative error on them"},
+  {"max_rel_err", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, FR(max), "fraction", "largest relative error on them"},
+  {"held_out_points", MM_F_INT, FALSE, 0, BIG, 0, NULL, FR(held_out_points), "calls",
+   "measurements left out of a second fit and predicted by it"},
+  {"held_out_rms_rel_err", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, FR(held_out_rms), "fraction",
+   "root-mean-square relative error of those predictions"},
+  {"measured_from", MM_F_NUM, TRUE, 0, 1e30, 0, NULL, FR(lo), "FLOPs or bytes", "smallest call measured"},
+  {"measured_to", MM_F_NUM, TRUE, 0, 1e30, 0, NULL, FR(hi), "FLOPs or bytes", "largest call measured"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  char *bench, *variant;
+  double m, n, k, ratio;
+} OverlapRaw;
+#define OR(f) ((gssize)offsetof(OverlapRaw, f))
+
+static const MmField overlap_fields[] = {
+  {"bench", MM_F_STR, TRUE, 0, 0, 0, NULL, OR(bench), NULL, "dil_gemm, dil_copy, cil_gemm, cil_copy"},
+  {"variant", MM_F_STR, TRUE, 0, 0, 0, NULL, OR(variant), NULL, "split_m=4, dma;split=8, with=dma_copy, ..."},
+  {"m", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(m), NULL, "shape"},
+  {"n", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(n), NULL, "shape"},
+  {"k", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(k), NULL, "shape"},
+  {"time_ratio", MM_F_NUM, TRUE, 1e-3, 1e3, 0, NULL, OR(ratio), "x",
+   "time against the unsplit call (DIL) or the call alone (CIL)"},
+  MM_FIELDS_END,
+};
+
+static void eff_fit_free(MmEffFit *f)
+{
+  if (!f) return;
+  g_free(f->name);
+  g_free(f);
+}
+
+static gboolean parse_fit(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, MmEffFit *f, GError **error)
+{
+  if (!mm_json_expect(ctx, obj, jp, cJSON_Object, "an object {model, memory_fraction, t0_us, ...}", error))
+    return FALSE;
+  FitRaw raw = {0};
+  guint64 present = 0;
+  if (!mm_json_apply(ctx, obj, jp, fit_fields, &raw, &present, error)) return FALSE;
+  f->memory = raw.model == 1;
+  gboolean has_compute = (present >> mm_json_field_index(fit_fields, "compute_fraction")) & 1;
+  if (f->memory == has_compute) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp, "%s", f->memory
+                  ? "compute_fraction given for a bandwidth_t0 model (it has none)"
+                  : "expected compute_fraction for a roofline_t0 model");
+    return FALSE;
+  }
+  if (raw.lo > raw.hi) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp, "measured_from above measured_to");
+    return FALSE;
+  }
+  f->compute_fraction = raw.compute_fraction;
+  f->memory_fraction = raw.memory_fraction;
+  f->t0_s = raw.t0_us * 1e-6;
+  f->points = (guint)raw.points;
+  f->held_out_points = (guint)raw.held_out_points;
+  f->rms_rel_err = raw.rms, f->max_rel_err = raw.max, f->held_out_rms_rel_err = raw.held_out_rms;
+  f->lo = raw.lo, f->hi = raw.hi;
+  return TRUE;
+}
+
+/* The optional "calibration" object: fits by "KIND.DTYPE" / "hbm.KIND"; provenance text;
+ * overlap measurements (validated, kept for the overlap model). */
+static gboolean parse_calibration(const MmJsonCtx *ctx, const cJSON *cal, MmDevice *out, GError **error)
+{
+  if (!mm_json_expect(ctx, cal, "$.calibration", cJSON_Object, "an object {provenance, source, fits, ...}", error))
+    return FALSE;
+  CalibRaw raw = {0};
+  gboolean ok = mm_json_apply(ctx, cal, "$.calibration", calibration_fields, &raw, NULL, error);
+  out->calibration_source = raw.source;
+  if (!ok) return FALSE;
+  const cJSON *measured = cJSON_GetObjectItemCaseSensitive(cal, "measured");
+  for (const cJSON *it = measured ? measured->child : NULL; it; it = it->next) {
+    g_autofree char *ip = g_strdup_printf("$.calibration.measured.%s", it->string);
+    if (!mm_json_expect(ctx, it, ip, cJSON_String, "a string", error)) return FALSE;
+  }
+  const cJSON *ov = cJSON_GetObjectItemCaseSensitive(cal, "overlap");
+  guint i = 0;
+  for (const cJSON *it = ov ? ov->child : NULL; it; it = it->next, i++) {
+    g_autofree char *ip = g_strdup_printf("$.calibration.overlap[%u]", i);
+    if (!mm_json_expect(ctx, it, ip, cJSON_Object, "an object {bench, variant, time_ratio, ...}", error)) return FALSE;
+    OverlapRaw o = {0};
+    gboolean fine = mm_json_apply(ctx, it, ip, overlap_fields, &o, NULL, error);
+    g_free(o.bench), g_free(o.variant);
+    if (!fine) return FALSE;
+  }
+  const cJSON *fits = cJSON_GetObjectItemCaseSensitive(cal, "fits");
+  for (const cJSON *it = fits->child; it; it = it->next) {
+    g_autofree char *fp = g_strdup_printf("$.calibration.fits.%s", it->string);
+    g_auto(GStrv) parts = g_strsplit(it->string, ".", 3);
+    int kind = -1, dtype = -1;
+    gboolean memory = g_strv_length(parts) == 2 && !strcmp(parts[0], "hbm");
+    for (int k = 0; g_strv_length(parts) == 2 && k < MM_KERNEL_KIND_COUNT; k++)
+      if (!strcmp(parts[memory ? 1 : 0], mm_kernel_kind_names[k])) kind = k;
+    for (int d = 0; !memory && g_strv_length(parts) == 2 && d < MM_DTYPE_COUNT; d++)
+      if (!strcmp(parts[1], mm_dtype_names[d])) dtype = d;
+    if (kind < 0 || (!memory && dtype < 0)) {
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_KEY, ctx, fp,
+                    "expected a key KIND.DTYPE (gemm.bf16, attention.fp8, ...) or hbm.KIND (hbm.elementwise)");
+      return FALSE;
+    }
+    if (!memory && out->peak_flops[dtype] <= 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, fp,
+                    "a fit for %s, which the device lacks (no peak_tflops.%s)", mm_dtype_names[dtype],
+                    mm_dtype_names[dtype]);
+      return FALSE;
+    }
+    MmEffFit **slot = memory ? &out->memory_fit[kind] : &out->compute_fit[kind][dtype];
+    if (*slot) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, fp, "a second fit for %s", it->string);
+      return FALSE;
+    }
+    MmEffFit *f = *slot = g_new0(MmEffFit, 1);
+    f->name = g_strdup(it->string);
+    if (!parse_fit(ctx, it, fp, f, error)) return FALSE;
+    if (f->memory != memory) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, fp, "expected model %s for a %s fit",
+                    memory ? "bandwidth_t0" : "roofline_t0", memory ? "memory (hbm.KIND)" : "compute");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
 
 static void eff_curve_free(MmEffCurve *c)
 {
@@ -212,9 +384,11 @@ void mm_device_clear(MmDevice *d)
   g_free(d->util_gemm.source);
   g_free(d->util_hbm.source);
   for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) {
-    for (int t = 0; t < MM_DTYPE_COUNT; t++) eff_curve_free(d->compute_eff[k][t]);
+    for (int t = 0; t < MM_DTYPE_COUNT; t++) eff_curve_free(d->compute_eff[k][t]), eff_fit_free(d->compute_fit[k][t]);
     eff_curve_free(d->memory_eff[k]);
+    eff_fit_free(d->memory_fit[k]);
   }
+  g_free(d->calibration_source);
   memset(d, 0, sizeof *d);
 }
 
@@ -261,7 +435,9 @@ static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *
                      util_fields, &out->util_hbm, NULL, error))
     return FALSE;
   const cJSON *eff = cJSON_GetObjectItemCaseSensitive(root, "efficiency");
-  return eff == NULL || parse_efficiency(&ctx, eff, out, error);
+  if (eff && !parse_efficiency(&ctx, eff, out, error)) return FALSE;
+  const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
+  return cal == NULL || parse_calibration(&ctx, cal, out, error);
 }
 
 static gboolean device_from_root(const char *path, const cJSON *root, MmDevice *out, GError **error)
@@ -312,4 +488,13 @@ void mm__device_write_schema(FILE *out)
                        compute_point_fields);
   mm_json_write_schema(out, "`points[]` of an `hbm` curve", "One call measured: its HBM bytes and the fraction of bandwidth it reached.",
                        memory_point_fields);
+  mm_json_write_schema(out, "`calibration`",
+                       "Written by `madmax calibrate` (docs/CALIBRATION.md). A compute fit (`fits.KIND.DTYPE`) "
+                       "times every kernel of that kind and dtype, a memory fit (`fits.hbm.KIND`) the HBM side of "
+                       "kernels of that kind (`hbm.elementwise` also stands for kinds without their own); both "
+                       "take precedence over `efficiency` curves and `utilization` scalars. `madmax describe` "
+                       "shows per kernel which fit, curve or scalar it used.",
+                       calibration_fields);
+  mm_json_write_schema(out, "`calibration.fits.*`", "", fit_fields);
+  mm_json_write_schema(out, "`calibration.overlap[]`", "", overlap_fields);
 }

@@ -168,6 +168,22 @@ MmHardware *mm_hardware_load(const char *path, GError **error)
   return root ? hardware_from_json(path, root, error) : NULL;
 }
 
+gboolean mm_hardware_use_calibrated(MmHardware *h, gboolean *used, GError **error)
+{
+  *used = FALSE;
+  g_autofree char *stem = g_str_has_suffix(h->device.path, ".json")
+                            ? g_strndup(h->device.path, strlen(h->device.path) - 5)
+                            : g_strdup(h->device.path);
+  g_autofree char *cal = g_strconcat(stem, "-calibrated.json", NULL);
+  if (!g_file_test(cal, G_FILE_TEST_EXISTS)) return TRUE;
+  MmDevice d;
+  if (!mm_device_load(cal, &d, error)) return FALSE;
+  mm_device_clear(&h->device);
+  h->device = d;
+  *used = TRUE;
+  return TRUE;
+}
+
 MmHardware *mm_hardware_parse(const char *path, const char *text, gsize len, GError **error)
 {
   g_autoptr(cJSON) root = mm_json_parse_text(path, text, len, error);

@@ -61,9 +61,24 @@ static gboolean memory_lookup(const MmEffCurve *c, double bytes, double *util, i
   return TRUE;
 }
 
+double mm_cost_fit_bytes(MmKernelKind kind, MmDtype dtype, double m, double n, double k, double batch)
+{
+  const double e = mm_dtype_bytes(dtype);
+  if (kind == MM_KERNEL_ATTENTION) return e * 2.0 * (m + n) * k * batch;
+  return (e * (m * k + k * n) + MAX(e, 2.0) * m * n) * batch;
+}
+
+double mm_cost_fit_s(const MmDevice *dev, const MmEffFit *f, MmDtype dtype, double flops, double bytes)
+{
+  double mem = bytes / (dev->hbm_bw_Bps * f->memory_fraction);
+  if (f->memory) return mem + f->t0_s;
+  return MAX(flops / (dev->peak_flops[dtype] * f->compute_fraction), mem) + f->t0_s;
+}
+
 static void factor(MmCostFactor *f, const MmUtil *scalar, const char *scalar_name, const MmEffCurve *curve,
                    gboolean covered, double util, int point)
 {
+  f->fit = NULL;
   f->scalar = scalar;
   f->curve = covered ? curve : NULL;
   f->outside = covered ? NULL : curve;
@@ -83,6 +98,20 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   gboolean m_ok = bytes > 0 && mc && memory_lookup(mc, bytes, &mu, &mp);
   factor(&w.compute, &dev->util_gemm, "utilization.gemm", flops > 0 ? cc : NULL, c_ok, cu, cp);
   factor(&w.memory, &dev->util_hbm, "utilization.hbm", bytes > 0 ? mc : NULL, m_ok, mu, mp);
+  /* calibration fits, where the device has them, replace both */
+  const MmEffFit *cf = dev->compute_fit[k->kind][k->dtype];
+  const MmEffFit *mf = dev->memory_fit[k->kind] ? dev->memory_fit[k->kind] : dev->memory_fit[MM_KERNEL_ELEMENTWISE];
+  if (flops > 0 && cf) {
+    double t = mm_cost_fit_s(dev, cf, k->dtype, flops, mm_cost_fit_bytes(k->kind, k->dtype, k->m, k->n, k->k, k->batch));
+    w.compute = (MmCostFactor){.util = flops / (dev->peak_flops[k->dtype] * t), .name = cf->name, .fit = cf,
+                               .scalar = &dev->util_gemm, .point = -1};
+    if (bytes > 0)
+      w.memory = (MmCostFactor){.util = cf->memory_fraction, .name = cf->name, .fit = cf, .scalar = &dev->util_hbm,
+                                .point = -1};
+  } else if (bytes > 0 && mf) {
+    w.memory = (MmCostFactor){.util = bytes / (dev->hbm_bw_Bps * mm_cost_fit_s(dev, mf, k->dtype, 0, bytes)),
+                              .name = mf->name, .fit = mf, .scalar = &dev->util_hbm, .point = -1};
+  }
   /* the operation order of madmax's roofline since the start: results stay bit-identical */
   w.compute_s = flops > 0 ? flops / (dev->peak_flops[k->dtype] * w.compute.util) : 0;
   w.memory_s = bytes > 0 ? bytes / (dev->hbm_bw_Bps * w.memory.util) : 0;
@@ -94,6 +123,7 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
 char *mm_cost_factor_text(const MmCostFactor *f)
 {
   g_return_val_if_fail(f != NULL && f->name != NULL, NULL);
+  if (f->fit) return g_strdup_printf("fit %s (calibration): %.4g", f->fit->name, f->util);
   if (f->curve) {
     const MmEffPoint *p = &f->curve->points[f->point];
     g_autofree char *at = p->bytes > 0 ? g_strdup_printf("bytes=%.6g", p->bytes)
@@ -105,4 +135,16 @@ char *mm_cost_factor_text(const MmCostFactor *f)
   g_autofree char *outside = f->outside ? g_strdup_printf("outside curve %s: ", f->outside->name) : g_strdup("");
   return g_strdup_printf("%sscalar %s %.4g (%s)", outside, f->name, f->util,
                          mm_provenance_names[f->scalar->provenance]);
+}
+
+char *mm_cost_fit_text(const MmEffFit *f, const char *source)
+{
+  g_return_val_if_fail(f != NULL, NULL);
+  g_autofree char *cf = f->memory ? g_strdup("") : g_strdup_printf("%.3g of peak, ", f->compute_fraction);
+  g_autofree char *held = f->held_out_points > 0
+                            ? g_strdup_printf(", %.0f%% on %u held out", f->held_out_rms_rel_err * 100, f->held_out_points)
+                            : g_strdup("");
+  return g_strdup_printf("%s (calibration): %s %s%.3g of HBM, t0 %.3g us; rms error %.0f%% over %u calls%s; %s",
+                         f->name, f->memory ? "bandwidth_t0" : "roofline_t0", cf, f->memory_fraction, f->t0_s * 1e6,
+                         f->rms_rel_err * 100, f->points, held, source ? source : "no source given");
 }

@@ -35,9 +35,18 @@ static cJSON *factor_json(const MmCostFactor *f)
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "value", f->util);
   cJSON_AddStringToObject(o, "from", f->name);
-  cJSON_AddStringToObject(o, "kind", f->curve ? "curve" : "scalar");
-  cJSON_AddStringToObject(o, "provenance",
-                          mm_provenance_names[f->curve ? f->curve->provenance : f->scalar->provenance]);
+  cJSON_AddStringToObject(o, "kind", f->fit ? "fit" : f->curve ? "curve" : "scalar");
+  cJSON_AddStringToObject(o, "provenance", f->fit ? "calibration"
+                                           : mm_provenance_names[f->curve ? f->curve->provenance : f->scalar->provenance]);
+  if (f->fit) {
+    cJSON *fo = cJSON_AddObjectToObject(o, "fit");
+    cJSON_AddStringToObject(fo, "model", f->fit->memory ? "bandwidth_t0" : "roofline_t0");
+    if (!f->fit->memory) cJSON_AddNumberToObject(fo, "compute_fraction", f->fit->compute_fraction);
+    cJSON_AddNumberToObject(fo, "memory_fraction", f->fit->memory_fraction);
+    cJSON_AddNumberToObject(fo, "t0_us", f->fit->t0_s * 1e6);
+    cJSON_AddNumberToObject(fo, "rms_rel_err", f->fit->rms_rel_err);
+    cJSON_AddNumberToObject(fo, "held_out_rms_rel_err", f->fit->held_out_rms_rel_err);
+  }
   if (f->curve) {
     const MmEffPoint *p = &f->curve->points[f->point];
     cJSON *po = cJSON_AddObjectToObject(o, "point");
@@ -109,17 +118,36 @@ void mm_report_efficiency_json(cJSON *root, const MmScenario *s)
   for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
     for (int t = 0; t < MM_DTYPE_COUNT; t++) curve_json(curves, d->compute_eff[k][t]);
   for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) curve_json(curves, d->memory_eff[k]);
+  if (!d->calibration_source) return;
+  cJSON *cal = cJSON_AddObjectToObject(o, "calibration");
+  cJSON_AddStringToObject(cal, "source", d->calibration_source);
+  cJSON *fits = cJSON_AddArrayToObject(cal, "fits");
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
+    for (int t = 0; t <= MM_DTYPE_COUNT; t++) {
+      const MmEffFit *f = t < MM_DTYPE_COUNT ? d->compute_fit[k][t] : d->memory_fit[k];
+      if (!f) continue;
+      cJSON *fo = cJSON_CreateObject();
+      cJSON_AddStringToObject(fo, "name", f->name);
+      cJSON_AddNumberToObject(fo, "points", f->points);
+      cJSON_AddNumberToObject(fo, "rms_rel_err", f->rms_rel_err);
+      cJSON_AddNumberToObject(fo, "held_out_rms_rel_err", f->held_out_rms_rel_err);
+      cJSON_AddItemToArray(fits, fo);
+    }
 }
 
 static char *dim(double v) { return g_strdup_printf("%.6g", v); }
 
 /* Adds a factor's provenance line to @notes unless one of that name is there. */
-static void note(GPtrArray *names, GPtrArray *notes, const MmCostFactor *f)
+static void note(GPtrArray *names, GPtrArray *notes, const MmCostFactor *f, const MmDevice *d)
 {
   for (guint i = 0; i < names->len; i++)
     if (g_strcmp0(names->pdata[i], f->name) == 0) return;
   g_ptr_array_add(names, (gpointer)f->name);
-  const char *src = f->curve ? f->curve->source : f->scalar->source;
+  const char *src = f->fit ? NULL : f->curve ? f->curve->source : f->scalar->source;
+  if (f->fit) {
+    g_ptr_array_add(notes, mm_cost_fit_text(f->fit, d->calibration_source));
+    return;
+  }
   g_ptr_array_add(notes, g_strdup_printf("%s (%s): %s", f->name,
                                          mm_provenance_names[f->curve ? f->curve->provenance : f->scalar->provenance],
                                          src ? src : "no source given"));
@@ -160,8 +188,8 @@ void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
       MmCostWhy why;
       double flops, bytes;
       device_kernel(g, li, s, &k, &flops, &bytes, &why);
-      note(names, notes, &why.compute);
-      note(names, notes, &why.memory);
+      note(names, notes, &why.compute, &s->hw->device);
+      note(names, notes, &why.memory, &s->hw->device);
       char *cells[10] = {name, g_strdup(mm_role_names[l->role]), g_strdup(mm_kernel_kind_names[k.kind]),
                          dim(k.m), dim(k.n), dim(k.k), dim(k.batch), mm_cost_factor_text(&why.compute),
                          mm_cost_factor_text(&why.memory), g_strdup(why.memory_bound ? "memory" : "compute")};

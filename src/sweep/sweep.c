@@ -102,6 +102,8 @@ MmSimulation *mm_simulation_new(const char *model, const char *hardware, const c
   if (!opt) opt = &none;
   g_autoptr(MmInputs) in = mm_inputs_load(model, hardware, config, error);
   if (!in) return NULL;
+  gboolean used = FALSE;
+  if (opt->calibrated && !mm_hardware_use_calibrated(in->hardware, &used, error)) return NULL;
   MmPoint pt = {.nodes = opt->nodes, .global_batch = opt->global_batch, .micro_batch = opt->micro_batch,
                 .pipeline_degree = opt->pipeline_degree};
   MmSimulation *sim = mm_simulation_new_point(in, &pt, opt->per_device, error);

@@ -60,6 +60,7 @@ typedef struct {
   int64_t micro_batch;
   int64_t pipeline_degree; /* pipeline stages */
   gboolean per_device;
+  gboolean calibrated; /* the device's calibrated sibling where it has one (mm_hardware_use_calibrated) */
 } MmSimOptions;
 
 /* Loads the three files and simulates the point @opt describes (may be NULL). (transfer full) */

@@ -223,6 +223,11 @@ static void group_medians(FILE *out, const MmValidation *v, gboolean md)
 
 MmValidation *mm_validation_run(const char *cases_path, GError **error)
 {
+  return mm_validation_run_calibrated(cases_path, FALSE, error);
+}
+
+MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean calibrated, GError **error)
+{
   GError *jerr = NULL;
   g_autoptr(cJSON) root = mm_json_load_file(cases_path, &jerr);
   if (!root) return cases_error(error, jerr);
@@ -255,7 +260,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     g_autofree char *cp = resolve(base, config);
     g_autoptr(GError) serr = NULL;
     MmSimOptions opt = {.nodes = c.nodes, .global_batch = c.global_batch, .micro_batch = c.micro_batch,
-                        .pipeline_degree = c.pipeline_stages};
+                        .pipeline_degree = c.pipeline_stages, .calibrated = calibrated};
     g_autoptr(MmSimulation) sim = mm_simulation_new(mp, hp, cp, &opt, &serr);
     if (sim && c.metric >= M_PREFILL && !sim->decode_plan) {
       g_autofree char *allowed = training_metrics();
@@ -293,6 +298,8 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error)
     g_autofree char *hp = resolve(base, hardware);
     g_autoptr(GError) herr = NULL;
     g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
+    gboolean used = FALSE;
+    if (hw && calibrated && !mm_hardware_use_calibrated(hw, &used, &herr)) g_clear_pointer(&hw, mm_hardware_free);
     if (!hw) {
       g_set_error(error, herr->domain, herr->code, "%s: curve %s: %s", cases_path, id, herr->message);
       return NULL;

@@ -46,6 +46,9 @@ typedef struct {
  * value. Relative paths are taken from the cases file's "root", itself relative to
  * the cases file unless absolute. Errors: see MM_VALIDATE_ERROR. (transfer full) */
 MmValidation *mm_validation_run(const char *cases_path, GError **error);
+/* The same, each case's device replaced by its calibrated sibling where one exists
+ * (devices/X-calibrated.json, written by `madmax calibrate`; mm_hardware_use_calibrated). */
+MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean calibrated, GError **error);
 void mm_validation_free(MmValidation *v);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmValidation, mm_validation_free)
 
