@@ -361,6 +361,25 @@ START_TEST(test_shipped_csvs_read)
 }
 END_TEST
 
+/* public-h100.csv's 8 GiB all-reduce, derived from the published busbw 480.16 GB/s on 8 ranks by
+ * nccl-tests' factor 2(n-1)/n, is the time the same source prints: 31307 us. */
+START_TEST(test_public_busbw_matches_time)
+{
+  g_autofree char *path = mm_test_src("hardware/calibration/public-h100.csv");
+  g_autoptr(MmCalibTable) t = mm_calib_table_new();
+  ck_assert(mm_calib_csv_read(path, t, NULL));
+  guint found = 0;
+  for (guint i = 0; i < t->rows->len; i++) {
+    const MmCalibRow *r = t->rows->pdata[i];
+    if (strcmp(r->bench, "allreduce") || r->m != 8 || r->bytes != 8589934592.0 || !strstr(r->source, "dgxh100"))
+      continue;
+    ck_assert_double_eq_tol(r->median_s, 31307e-6, 1e-6);
+    found++;
+  }
+  ck_assert_uint_eq(found, 1);
+}
+END_TEST
+
 static Suite *calib_convert_suite(void)
 {
   Suite *s = suite_create("calib_convert");
@@ -371,6 +390,7 @@ static Suite *calib_convert_suite(void)
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_unknown_format_and_file);
   tcase_add_test(tc, test_shipped_csvs_read);
+  tcase_add_test(tc, test_public_busbw_matches_time);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("bad_input");
   tcase_add_loop_test(bad, test_bad_input, 0, (int)G_N_ELEMENTS(bad_cases));
