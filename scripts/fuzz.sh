@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of fuzz/ (clang, AddressSanitizer + UndefinedBehaviorSanitizer)
 # in build-fuzz/ and runs each for SECONDS (default 60), seeded from the shipped files.
-#   scripts/fuzz.sh [SECONDS [HARNESS...]]     harnesses: model hardware device config trace validate space
+#   scripts/fuzz.sh [SECONDS [HARNESS...]]     harnesses: model hardware device config trace validate space convert
 # The corpus grows in build-fuzz/corpus/HARNESS across runs; a crash is saved as
 # build-fuzz/crashes/HARNESS-crash-* (reproduce: build-fuzz/fuzz/fuzz_HARNESS FILE) and fails the run.
 # The last lines are a table: harness, executions, executions per second, corpus, result.
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
-all=(model hardware device config trace validate space)
+all=(model hardware device config trace validate space convert)
 harnesses=("${@:-${all[@]}}")
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -36,6 +36,15 @@ seed hardware hardware/*.json
 seed device hardware/devices/*.json
 seed config configs/*.json configs/validation/*.json
 seed space configs/sweeps/*.json
+# calibration inputs: a format byte (0 rocblas-bench, 1 hipblaslt-bench, 2 nccl-tests, 3 CSV), then the file
+mkdir -p "$out/seeds/convert"
+for f in hardware/calibration/*.csv; do { printf '\3'; head -c 4000 "$f"; } >"$out/seeds/convert/$(basename "$f")"; done
+printf '\0rocblas-bench -f gemm -r s\ntransA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us\nN,T,4000,4000,4000,1,4000,0,4000,4000,97190.6,1317\n' \
+  >"$out/seeds/convert/rocblas.txt"
+printf '\1[0]:transA,transB,grouped_gemm,batch_count,m,n,k,a_type,d_type,hipblaslt-Gflops,hipblaslt-GB/s,us\n    T,N,0,1,4096,65536,14336,f8_r,bf16_r,3.2733e+06,608.035,2351.32\n    --Solution index: 1\n' \
+  >"$out/seeds/convert/hipblaslt.txt"
+printf '\2# nThread 1 nGpus 8 minBytes 8\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x00] GPU\n# all_reduce_perf\n#  (us)\n  1048576  262144  float  sum  -1  203.2  5.16  9.68  0  207.2  5.06  9.49  0\n' \
+  >"$out/seeds/convert/nccl.txt"
 mkdir -p "$out/seeds/trace" "$out/seeds/validate"
 # traces and results of a few small runs (what `madmax plot` reads)
 runs=("models/llama3-8b.json hardware/dgx-h200-8.json configs/llama3-8b-pretrain.json"
