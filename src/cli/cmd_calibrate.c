@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 
 #include "calib/calib.h"
+#include "calib/convert.h"
 #include "calib/fit.h"
 #include "cli.h"
 #include "config/json.h"
@@ -111,9 +112,14 @@ int mm_cmd_calibrate(int argc, char **argv)
     "  scripts/calib-hip.sh results/mi300x.csv        # on the GPU: build and run the harness\n"
     "  madmax calibrate --from-csv results/mi300x.csv --device hardware/devices/mi300x.json \\\n"
     "                   --out hardware/devices/mi300x-calibrated.json");
-  g_option_context_set_description(ctx,
-    "Formats of --from-csv: madmax (the harness's CSV).\n"
-    "Exit codes: 0 ok, 1 bad input or too few measurements to fit, 2 a backend failed.");
+  g_autofree char *formats = g_strjoinv(", ", (char **)mm_calib_convert_formats());
+  g_autofree char *desc = g_strdup_printf(
+    "Formats of --from-csv: madmax (the harness's CSV, docs/CALIBRATION.md), or the output of\n"
+    "  %s (converted on reading).\n"
+    "Published measurements ship as hardware/calibration/public-*.csv; the harness's own runs\n"
+    "as hardware/calibration/<device>-<power>.csv.\n"
+    "Exit codes: 0 ok, 1 bad input or too few measurements to fit, 2 a backend failed.", formats);
+  g_option_context_set_description(ctx, desc);
   if (!mm_cli_parse(ctx, &argc, &argv)) return MM_EXIT_INPUT;
   g_autoptr(GError) error = NULL;
   const char *usage = NULL;
@@ -123,7 +129,7 @@ int mm_cmd_calibrate(int argc, char **argv)
   else if (!out_path) usage = "expected --out OUT.json";
   else if (!device_path && !(backend && !strcmp(backend, "cpu")))
     usage = "expected --device DEV.json (the device the measurements are of: its peaks and memory)";
-  else if (format && strcmp(format, "madmax")) usage = "--format: expected madmax";
+  else if (format && !from_csv) usage = "--format goes with --from-csv";
   if (usage) {
     fprintf(stderr, "madmax: %s\nTry 'madmax calibrate --help'.\n", usage);
     return MM_EXIT_INPUT;
@@ -141,8 +147,9 @@ int mm_cmd_calibrate(int argc, char **argv)
   g_autoptr(MmCalibTable) t = mm_calib_table_new();
   g_autofree char *what = NULL;
   if (from_csv) {
+    gboolean native = !format || !strcmp(format, "madmax");
     for (guint i = 0; from_csv[i]; i++)
-      if (!mm_calib_csv_read(from_csv[i], t, &error)) {
+      if (native ? !mm_calib_csv_read(from_csv[i], t, &error) : !mm_calib_convert(format, from_csv[i], t, &error)) {
         mm_device_clear(&dev);
         return mm_cli_fail(error);
       }
