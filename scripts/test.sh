@@ -15,4 +15,11 @@ else
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMM_WERROR=ON -DMM_MPI=$mpi >/dev/null
   cmake --build build -j "$jobs"
   ctest --test-dir build --output-on-failure -j "$jobs"
+  # the GPU calibration harness compiles for MI210 (gfx90a) with Debian's hipcc (docs/CALIBRATION.md)
+  if command -v hipcc >/dev/null; then
+    hipcc --offload-arch=gfx90a -O2 -Wall -Werror -o build/madmax-calib-gfx90a src/calib/hip/calib.cpp
+    echo "hip: src/calib/hip/calib.cpp compiles for gfx90a"
+  else
+    echo "hip: skipped the gfx90a compile check (no hipcc; scripts/install-deps.sh installs it where Debian has it)"
+  fi
 fi
