@@ -348,6 +348,37 @@ START_TEST(test_use_calibrated)
 }
 END_TEST
 
+/* The issue's end-to-end: calibrate --backend cpu writes a device that drives run, and
+ * describe shows the fitted factors. */
+START_TEST(test_cli_cpu_end_to_end)
+{
+  g_autofree char *dev = g_build_filename(mm_test_tmpdir(), "cpu.json", NULL);
+  const char *cal[] = {"calibrate", "--backend", "cpu", "--quick", "--threads", "2", "--out", dev, NULL};
+  g_autofree char *so = NULL, *se = NULL;
+  ck_assert_msg(mm_test_cli(cal, &so, &se) == 0, "%s", se);
+  ck_assert(strstr(so, "gemm.fp32") != NULL);
+  g_autofree char *hw_text = g_strdup_printf("{\"name\":\"one CPU\",\"device\":\"%s\",\"gpus_per_node\":1,"
+                                             "\"nodes\":1,\"intra_node\":{\"topology\":\"switch\","
+                                             "\"links_per_gpu\":1,\"link_bw_GBps\":10}}", dev);
+  g_autofree char *hw = mm_test_write("cpu-node.json", hw_text);
+  g_autofree char *model = mm_test_write("tiny.json", "{\"name\":\"tiny\",\"seq_len\":64,\"dtype\":\"fp32\","
+                                                      "\"blocks\":[" "{\"kind\":\"transformer\",\"count\":2,"
+                                                      "\"hidden\":64,\"heads\":4,\"ffn\":256}]}");
+  g_autofree char *cfg = mm_test_write("cfg.json", "{\"name\":\"ddp\",\"task\":\"pretrain\",\"global_batch\":4,"
+                                                    "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\","
+                                                    "\"degree\":\"all\"}]}}");
+  const char *run[] = {"run", "-m", model, "-H", hw, "-c", cfg, NULL};
+  g_autofree char *ro = NULL, *re = NULL;
+  ck_assert_msg(mm_test_cli(run, &ro, &re) == 0, "%s", re);
+  ck_assert(strstr(ro, "iteration time") != NULL);
+  const char *desc[] = {"describe", "-m", model, "-H", hw, "-c", cfg, NULL};
+  g_autofree char *dout = NULL, *derr = NULL;
+  ck_assert_msg(mm_test_cli(desc, &dout, &derr) == 0, "%s", derr);
+  ck_assert_msg(strstr(dout, "fit gemm.fp32 (calibration)") != NULL, "%s", dout);
+  ck_assert(strstr(dout, "the CPU backend (--quick)") != NULL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
   Suite *s = suite_create("calib");
@@ -362,6 +393,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_cli_from_csv);
   tcase_add_test(tc, test_cli_errors);
   tcase_add_test(tc, test_use_calibrated);
+  tcase_add_test(tc, test_cli_cpu_end_to_end);
   suite_add_tcase(s, tc);
   return s;
 }
