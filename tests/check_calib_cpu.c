@@ -147,6 +147,22 @@ START_TEST(test_structure_is_deterministic)
 }
 END_TEST
 
+/* One thread still simulates two ranks; many threads (more than cores) share 8 ranks. */
+static const guint thread_counts[] = {1, 3, 12};
+
+START_TEST(test_thread_counts)
+{
+  MmCalibCpuOptions opt = {.threads = thread_counts[_i], .quick = TRUE, .reps = 1};
+  g_autoptr(MmCalibTable) t = mm_calib_table_new();
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_calib_cpu_run(&opt, t, &error), "%s", error ? error->message : "");
+  g_autofree char *cus = g_strdup_printf("%u", opt.threads);
+  ck_assert_str_eq(mm_calib_table_meta(t, "compute_units"), cus);
+  g_autofree char *bulk = g_strdup_printf("bulk;ranks=%u", CLAMP(opt.threads, 2, 8));
+  ck_assert(has_variant(t, "fused_gemm_alltoall", bulk));
+}
+END_TEST
+
 static const MmCalibCpuOptions bad_options[] = {{.threads = 5000}, {.reps = 100000}};
 
 START_TEST(test_bad_options)
@@ -356,6 +372,7 @@ static Suite *calib_cpu_suite(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_quick_run);
   tcase_add_test(tc, test_structure_is_deterministic);
+  tcase_add_loop_test(tc, test_thread_counts, 0, G_N_ELEMENTS(thread_counts));
   tcase_add_loop_test(tc, test_bad_options, 0, G_N_ELEMENTS(bad_options));
   tcase_add_loop_test(tc, test_fused_matches_bulk, 0, MM_FUSED_OP_COUNT * 4 * 2);
   tcase_add_test(tc, test_fused_repeats);

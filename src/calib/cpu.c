@@ -696,8 +696,9 @@ static gboolean bench_cil(const Harness *h, GError **error)
 }
 
 /* The fused computation-collective kernels (cpu_fused.c) against their bulk references, among
- * max(2, threads) simulated ranks of one workgroup each. The fused and bulk outputs are
- * compared bit for bit before any timing. */
+ * FUSED_MAX_RANKS or fewer simulated ranks (at least 2) sharing the threads as workgroups. The
+ * fused and bulk outputs are compared bit for bit before any timing. */
+#define FUSED_MAX_RANKS 8 /* the paper's scale-up node: 4 MI210s (intra-node), 8 in a full mesh */
 typedef struct {
   MmFused *f;
   MmFusedRun run;
@@ -766,11 +767,11 @@ static void fused_work(const MmFusedSpec *s, double shape[4], double *bytes, dou
 
 static gboolean bench_fused(const Harness *h, GError **error)
 {
-  guint ranks = MAX(2, h->threads);
+  guint ranks = CLAMP(h->threads, 2, FUSED_MAX_RANKS), wgs = MAX(1, h->threads / ranks);
   for (guint b = 0; b < G_N_ELEMENTS(fused_benches); b++) {
     const FusedBench *fb = &fused_benches[b];
     MmFusedSpec spec = h->quick ? fb->quick : fb->full;
-    spec.ranks = ranks, spec.wgs = 1;
+    spec.ranks = ranks, spec.wgs = wgs;
     const gsize *slices = h->quick ? fb->quick_slices : fb->full_slices;
     g_autoptr(MmFused) fused = mm__fused_new(&spec, error);
     if (!fused) return FALSE;
