@@ -18,26 +18,12 @@ static gboolean has_tag(const char *variant, const char *tag)
   return FALSE;
 }
 
-static int kind_index(const char *name)
-{
-  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
-    if (!strcmp(name, mm_kernel_kind_names[k])) return k;
-  return -1;
-}
-
-static int dtype_index(const char *name)
-{
-  for (int d = 0; d < MM_DTYPE_COUNT; d++)
-    if (!strcmp(name, mm_dtype_names[d])) return d;
-  return -1;
-}
-
 /* A row a compute fit of (kind, dtype) uses: the bench of that kind, FLOPs, not the fallback
  * kernel, not an unfused reference, not a backward pass. */
 static gboolean compute_row(const MmCalibRow *r, int kind, int dtype)
 {
-  return kind_index(r->kind) == kind && !strcmp(r->bench, mm_kernel_kind_names[kind]) &&
-         dtype_index(r->dtype) == dtype && r->flops > 0 && !has_tag(r->variant, "tiled") &&
+  return mm_name_index(mm_kernel_kind_names, r->kind) == kind && !strcmp(r->bench, mm_kernel_kind_names[kind]) &&
+         mm_name_index(mm_dtype_names, r->dtype) == dtype && r->flops > 0 && !has_tag(r->variant, "tiled") &&
          !has_tag(r->variant, "unfused") && !has_tag(r->variant, "bwd");
 }
 
@@ -45,7 +31,7 @@ static gboolean compute_row(const MmCalibRow *r, int kind, int dtype)
  * embedding-bag pooling for lookup. */
 static gboolean memory_row(const MmCalibRow *r, int kind)
 {
-  if (kind_index(r->kind) != kind || r->bytes <= 0) return FALSE;
+  if (mm_name_index(mm_kernel_kind_names, r->kind) != kind || r->bytes <= 0) return FALSE;
   if (kind == MM_KERNEL_ELEMENTWISE) return !strcmp(r->bench, "copy") && !has_tag(r->variant, "dma");
   return kind == MM_KERNEL_LOOKUP && !strcmp(r->bench, "lookup");
 }
@@ -80,7 +66,7 @@ static double predict(const Problem *p, const MmEffFit *f, const Obs *o)
   return p->launch_s + mm_cost_fit_s(p->dev, f, (MmDtype)(p->dtype < 0 ? 0 : p->dtype), o->flops, o->bytes);
 }
 
-/* Sum of squared log errors over the problem's observations (skip: one index left out, or -1). */
+/* Sum of squared log errors over the observations @use selects (NULL: all). */
 static double objective(const Problem *p, const double x[NP], const guint8 *use)
 {
   MmEffFit f = {.memory = p->memory};
@@ -146,14 +132,13 @@ static void minimize(const Problem *p, double x[NP], const guint8 *use)
   }
 }
 
-/* Relative errors of @f on the observations @use selects (NULL: all): rms and max. */
-static guint errors(const Problem *p, const MmEffFit *f, const guint8 *use, gboolean want, double *rms,
-                    double *max)
+/* Relative errors of @f on the observations @sel selects (NULL: all): rms and max. */
+static guint errors(const Problem *p, const MmEffFit *f, const guint8 *sel, double *rms, double *max)
 {
   double s = 0, m = 0;
   guint n = 0;
   for (guint i = 0; i < p->n; i++) {
-    if (use && !use[i] != !want) continue;
+    if (sel && !sel[i]) continue;
     double e = fabs(predict(p, f, &p->obs[i]) - p->obs[i].t) / p->obs[i].t;
     s += e * e, m = MAX(m, e), n++;
   }
@@ -186,29 +171,25 @@ static gboolean fit_one(const MmDevice *dev, int dtype, gboolean memory, double 
     best = MAX(best, obs[i].flops / (dev->peak_flops[dtype] * MAX(obs[i].t - launch_s, 1e-12)));
   best = MIN(best, 0.95);
   double x0[NP] = {log(best / (1 - best)), log(0.85 / (4 - 0.85)), log(1e-6)};
-  /* held out: every fourth call by size, where there are at least 8 */
-  g_autofree guint8 *use = g_new(guint8, kept);
-  for (guint i = 0; i < kept; i++) use[i] = kept < 8 || i % 4 != 3;
   double x[NP];
-  memcpy(x, x0, sizeof x);
   f->memory = memory;
-  double rms, max;
   if (kept >= 8) {
-    minimize(&p, x, use);
+    /* held out: every fourth call by size; fitted on the rest, predicted */
+    g_autofree guint8 *fit = g_new(guint8, kept), *held = g_new(guint8, kept);
+    for (guint i = 0; i < kept; i++) held[i] = i % 4 == 3, fit[i] = !held[i];
+    memcpy(x, x0, sizeof x);
+    minimize(&p, x, fit);
     params(x, f);
-    f->held_out_points = errors(&p, f, use, FALSE, &rms, &max);
-    f->held_out_rms_rel_err = rms;
+    double max;
+    f->held_out_points = errors(&p, f, held, &f->held_out_rms_rel_err, &max);
   }
   memcpy(x, x0, sizeof x);
   minimize(&p, x, NULL);
   params(x, f);
-  f->points = errors(&p, f, NULL, TRUE, &f->rms_rel_err, &f->max_rel_err);
+  f->points = errors(&p, f, NULL, &f->rms_rel_err, &f->max_rel_err);
+  /* sorted by size: the ends are the range measured */
   f->lo = memory ? obs[0].bytes : obs[0].flops;
   f->hi = memory ? obs[kept - 1].bytes : obs[kept - 1].flops;
-  for (guint i = 0; i < kept; i++) {
-    f->lo = MIN(f->lo, memory ? obs[i].bytes : obs[i].flops);
-    f->hi = MAX(f->hi, memory ? obs[i].bytes : obs[i].flops);
-  }
   return TRUE;
 }
 
@@ -272,9 +253,7 @@ static const MmCalibRow *overlap_reference(const MmCalibTable *t, guint at)
     const MmCalibRow *q = t->rows->pdata[j];
     if (strcmp(q->bench, r->bench) || !same_shape(q, r)) continue;
     if (has_tag(q->variant, "dma") != dma || has_tag(q->variant, "kernel") != kernel) continue;
-    if (has_tag(q->variant, "alone") || has_tag(q->variant, "split_m=1") || has_tag(q->variant, "split=1") ||
-        (dma && has_tag(q->variant, "split=1")))
-      return q;
+    if (has_tag(q->variant, "alone") || has_tag(q->variant, "split_m=1") || has_tag(q->variant, "split=1")) return q;
   }
   return NULL;
 }

@@ -138,7 +138,7 @@ int mm_cmd_calibrate(int argc, char **argv)
 
   /* the base device first: a bad file fails before minutes of measuring */
   g_autoptr(cJSON) base_root = NULL;
-  MmDevice dev = {0};
+  g_auto(MmDevice) dev = {0};
   if (device_path) {
     base_root = mm_json_load_file(device_path, &error);
     if (!base_root || !mm_device_load(device_path, &dev, &error)) return mm_cli_fail(error);
@@ -149,29 +149,22 @@ int mm_cmd_calibrate(int argc, char **argv)
   if (from_csv) {
     gboolean native = !format || !strcmp(format, "madmax");
     for (guint i = 0; from_csv[i]; i++)
-      if (native ? !mm_calib_csv_read(from_csv[i], t, &error) : !mm_calib_convert(format, from_csv[i], t, &error)) {
-        mm_device_clear(&dev);
+      if (native ? !mm_calib_csv_read(from_csv[i], t, &error) : !mm_calib_convert(format, from_csv[i], t, &error))
         return mm_cli_fail(error);
-      }
     g_autofree char *joined = g_strjoinv(", ", from_csv);
     what = g_strdup(joined);
   } else if (!strcmp(backend, "cpu")) {
     MmCalibCpuOptions opt = {.threads = (guint)threads, .quick = quick};
-    if (!mm_calib_cpu_run(&opt, t, &error)) {
-      mm_device_clear(&dev);
-      return mm_cli_fail(error);
-    }
+    if (!mm_calib_cpu_run(&opt, t, &error)) return mm_cli_fail(error);
     what = g_strdup(quick ? "the CPU backend (--quick)" : "the CPU backend");
   } else {
     g_autofree char *bin = find_harness(harness, argv[0]);
     if (!bin) {
-      mm_device_clear(&dev);
       fprintf(stderr, "madmax: the GPU harness madmax-calib is not built: scripts/calib-hip.sh OUT.csv builds and "
                       "runs it (hipcc or nvcc), then madmax calibrate --from-csv OUT.csv\n");
       return MM_EXIT_INPUT;
     }
     if (!run_harness(bin, quick, t, &error)) {
-      mm_device_clear(&dev);
       fprintf(stderr, "madmax: %s\n", error->message);
       return MM_EXIT_INTERNAL;
     }
@@ -183,9 +176,7 @@ int mm_cmd_calibrate(int argc, char **argv)
     if (!mm_device_parse("(the CPU device)", text, strlen(text), &dev, &error)) return mm_cli_fail(error);
   }
   MmCalibResult r;
-  gboolean ok = mm_calib_fit(t, &dev, what, &r, &error);
-  mm_device_clear(&dev);
-  if (!ok) return mm_cli_fail(error);
+  if (!mm_calib_fit(t, &dev, what, &r, &error)) return mm_cli_fail(error);
   char *text = mm_calib_device_text(device_path ? device_path : "the CPU device", base_root, &r, out_path, &error);
   if (!text) {
     mm_calib_result_clear(&r);

@@ -55,13 +55,6 @@ static gboolean write_json(const cJSON *doc, const char *path, GError **error)
   return mm_outputs_commit(outs, error);
 }
 
-static int enum_index(const char *const *names, const char *s)
-{
-  for (int i = 0; names[i]; i++)
-    if (strcmp(names[i], s) == 0) return i;
-  return -1;
-}
-
 static char *names_list(const char *const *names)
 {
   g_autofree char *joined = g_strjoinv(", ", (char **)names);
@@ -134,13 +127,13 @@ static int op_collective(int argc, char **argv)
                     "Try 'madmax op collective --help'.\n");
     return MM_EXIT_INPUT;
   }
-  int kind = enum_index(mm_coll_names, kind_s);
+  int kind = mm_name_index(mm_coll_names, kind_s);
   if (kind < 0) {
     g_autofree char *k = names_list(mm_coll_names);
     fprintf(stderr, "madmax: --kind %s: expected one of %s\n", kind_s, k);
     return MM_EXIT_INPUT;
   }
-  int algo = algo_s ? enum_index(mm_algorithm_names, algo_s) : MM_ALGO_AUTO;
+  int algo = algo_s ? mm_name_index(mm_algorithm_names, algo_s) : MM_ALGO_AUTO;
   if (algo < 0) {
     fprintf(stderr, "madmax: --algorithm %s: expected one of %s\n", algo_s, algos);
     return MM_EXIT_INPUT;
@@ -269,7 +262,7 @@ static int op_sparse(int argc, char **argv)
   }
   if (!int_option("--rows", rows_s, 0, 1, G_MAXINT64, &rows) || !int_option("--dim", dim_s, 0, 1, G_MAXINT64, &dim))
     return MM_EXIT_INPUT;
-  int dt = dtype_s ? enum_index(mm_dtype_names, dtype_s) : MM_DTYPE_FP32;
+  int dt = dtype_s ? mm_name_index(mm_dtype_names, dtype_s) : MM_DTYPE_FP32;
   if (dt < 0) {
     g_autofree char *shown = mm_config_printable(dtype_s);
     g_autofree char *names = names_list(mm_dtype_names);

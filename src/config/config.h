@@ -198,6 +198,10 @@ typedef enum {
 
 extern const char *const mm_kernel_kind_names[]; /* NULL-terminated; "gemm", ... (JSON keys) */
 
+/* Index of @name in the NULL-terminated table @names (mm_dtype_names, mm_kernel_kind_names,
+ * ...), or -1. */
+int mm_name_index(const char *const *names, const char *name);
+
 /* One measured point of an efficiency curve: a compute curve keys it by the shape of one
  * call (m, n, k, batch), a memory curve by the HBM bytes of one call. */
 typedef struct {
@@ -488,6 +492,7 @@ GPtrArray *mm_hardware_params(const MmHardware *h);
 gboolean mm_device_load(const char *path, MmDevice *out, GError **error);
 gboolean mm_device_parse(const char *path, const char *text, gsize len, MmDevice *out, GError **error);
 void mm_device_clear(MmDevice *d);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(MmDevice, mm_device_clear)
 
 MmParallelConfig *mm_parallel_load(const char *path, GError **error);
 MmParallelConfig *mm_parallel_parse(const char *path, const char *text, gsize len, GError **error);

@@ -111,15 +111,10 @@ static const MmField memory_point_fields[] = {
 
 static const char *const fit_model_names[] = {"roofline_t0", "bandwidth_t0", NULL};
 
-typedef struct {
-  int provenance;
-  char *source;
-} CalibRaw;
-
 static const MmField calibration_fields[] = {
-  {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(CalibRaw, provenance), NULL,
+  {"provenance", MM_F_ENUM, TRUE, 0, 0, 0, mm_provenance_names, (gssize)offsetof(CurveRaw, provenance), NULL,
    "kind of evidence (calibrate writes \"calibration\" for its own runs, \"measurement\" for published data)"},
-  {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(CalibRaw, source), NULL,
+  {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(CurveRaw, source), NULL,
    "the measurements: file, device, software versions, power limit"},
   {"measured", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "the run's provenance as text: device, platform, arch, driver_version, blas, power_limit, date, ..."},
@@ -219,7 +214,7 @@ static gboolean parse_calibration(const MmJsonCtx *ctx, const cJSON *cal, MmDevi
 {
   if (!mm_json_expect(ctx, cal, "$.calibration", cJSON_Object, "an object {provenance, source, fits, ...}", error))
     return FALSE;
-  CalibRaw raw = {0};
+  CurveRaw raw = {0}; /* the same two fields */
   gboolean ok = mm_json_apply(ctx, cal, "$.calibration", calibration_fields, &raw, NULL, error);
   out->calibration_source = raw.source;
   if (!ok) return FALSE;
@@ -241,13 +236,12 @@ static gboolean parse_calibration(const MmJsonCtx *ctx, const cJSON *cal, MmDevi
   const cJSON *fits = cJSON_GetObjectItemCaseSensitive(cal, "fits");
   for (const cJSON *it = fits->child; it; it = it->next) {
     g_autofree char *fp = g_strdup_printf("$.calibration.fits.%s", it->string);
-    g_auto(GStrv) parts = g_strsplit(it->string, ".", 3);
-    int kind = -1, dtype = -1;
-    gboolean memory = g_strv_length(parts) == 2 && !strcmp(parts[0], "hbm");
-    for (int k = 0; g_strv_length(parts) == 2 && k < MM_KERNEL_KIND_COUNT; k++)
-      if (!strcmp(parts[memory ? 1 : 0], mm_kernel_kind_names[k])) kind = k;
-    for (int d = 0; !memory && g_strv_length(parts) == 2 && d < MM_DTYPE_COUNT; d++)
-      if (!strcmp(parts[1], mm_dtype_names[d])) dtype = d;
+    /* "KIND.DTYPE" or "hbm.KIND" */
+    const char *dot = strchr(it->string, '.');
+    g_autofree char *head = dot ? g_strndup(it->string, dot - it->string) : NULL;
+    gboolean memory = head && !strcmp(head, "hbm");
+    int kind = dot ? mm_name_index(mm_kernel_kind_names, memory ? dot + 1 : head) : -1;
+    int dtype = dot && !memory ? mm_name_index(mm_dtype_names, dot + 1) : -1;
     if (kind < 0 || (!memory && dtype < 0)) {
       mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_KEY, ctx, fp,
                     "expected a key KIND.DTYPE (gemm.bf16, attention.fp8, ...) or hbm.KIND (hbm.elementwise)");

@@ -1,4 +1,6 @@
 /* dtype: element types and the enum name tables every config file shares. */
+#include <string.h>
+
 #include "config.h"
 
 const char *const mm_dtype_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8", NULL};
@@ -38,3 +40,10 @@ G_STATIC_ASSERT(sizeof(MmDtype) == sizeof(int));
 G_STATIC_ASSERT(sizeof(MmBlockKind) == sizeof(int));
 G_STATIC_ASSERT(sizeof(MmTopology) == sizeof(int));
 G_STATIC_ASSERT(sizeof(MmAlgorithm) == sizeof(int));
+
+int mm_name_index(const char *const *names, const char *name)
+{
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  return -1;
+}

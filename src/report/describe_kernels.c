@@ -143,11 +143,11 @@ static void note(GPtrArray *names, GPtrArray *notes, const MmCostFactor *f, cons
   for (guint i = 0; i < names->len; i++)
     if (g_strcmp0(names->pdata[i], f->name) == 0) return;
   g_ptr_array_add(names, (gpointer)f->name);
-  const char *src = f->fit ? NULL : f->curve ? f->curve->source : f->scalar->source;
   if (f->fit) {
     g_ptr_array_add(notes, mm_cost_fit_text(f->fit, d->calibration_source));
     return;
   }
+  const char *src = f->curve ? f->curve->source : f->scalar->source;
   g_ptr_array_add(notes, g_strdup_printf("%s (%s): %s", f->name,
                                          mm_provenance_names[f->curve ? f->curve->provenance : f->scalar->provenance],
                                          src ? src : "no source given"));
