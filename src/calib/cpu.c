@@ -453,6 +453,13 @@ static Stat time_gemm(const Harness *h, const GemmBufs *g, gsize m, gsize n, gsi
   return time_kernel(h, gemm_body, &gm);
 }
 
+/* One GEMM-like row (bench and kind @bench): its time, FLOPs and operand bytes. */
+static void gemm_point(const Harness *h, const char *bench, const GemmBufs *g, gsize m, gsize n, gsize k)
+{
+  double dm = (double)m, dn = (double)n, dk = (double)k;
+  row(h, bench, bench, "fp32", dm, dn, dk, 1, gemm_bytes(dm, dn, dk), 2.0 * dm * dn * dk, "cpu", time_gemm(h, g, m, n, k));
+}
+
 static gboolean bench_gemm(const Harness *h, GError **error)
 {
   static const gsize quick_dims[] = {64, 256}, full_dims[] = {64, 128, 256, 512};
@@ -462,11 +469,7 @@ static gboolean bench_gemm(const Harness *h, GError **error)
   if (!gemm_bufs(&g, dims[nd - 1] * dims[nd - 1], error)) return FALSE;
   for (guint a = 0; a < nd; a++)
     for (guint b = 0; b < nd; b++)
-      for (guint c = 0; c < nd; c++) {
-        gsize m = dims[a], n = dims[b], k = dims[c];
-        row(h, "gemm", "gemm", "fp32", (double)m, (double)n, (double)k, 1, gemm_bytes((double)m, (double)n, (double)k),
-            2.0 * (double)m * (double)n * (double)k, "cpu", time_gemm(h, &g, m, n, k));
-      }
+      for (guint c = 0; c < nd; c++) gemm_point(h, "gemm", &g, dims[a], dims[b], dims[c]);
   return TRUE;
 }
 
@@ -481,11 +484,7 @@ static gboolean bench_gemv(const Harness *h, GError **error)
   if (!gemm_bufs(&g, top * top, error)) return FALSE;
   for (guint r = 0; r < G_N_ELEMENTS(rows); r++)
     for (guint a = 0; a < nd; a++)
-      for (guint b = 0; b < nd; b++) {
-        gsize m = rows[r], n = dims[a], k = dims[b];
-        row(h, "gemv", "gemv", "fp32", (double)m, (double)n, (double)k, 1, gemm_bytes((double)m, (double)n, (double)k),
-            2.0 * (double)m * (double)n * (double)k, "cpu", time_gemm(h, &g, m, n, k));
-      }
+      for (guint b = 0; b < nd; b++) gemm_point(h, "gemv", &g, rows[r], dims[a], dims[b]);
   return TRUE;
 }
 
