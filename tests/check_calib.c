@@ -270,6 +270,10 @@ START_TEST(test_calibration_block_errors)
     {"\"calibration\":{\"provenance\":\"calibration\",\"source\":\"s\",\"fits\":{},\"overlap\":[{\"bench\":"
      "\"dil_gemm\",\"variant\":\"split_m=2\",\"time_ratio\":0}]}",
      "$.calibration.overlap[0].time_ratio"},
+    {"\"calibration\":{\"provenance\":\"calibration\",\"source\":\"s\",\"fits\":{},\"collectives\":[{\"bench\":"
+     "\"allreduce\",\"variant\":\"v\",\"ranks\":8,\"latency_us\":1,\"points\":2,\"measured_from\":1,"
+     "\"measured_to\":2}]}",
+     "$.calibration.collectives[0]"},
     {"\"calibration\":[]", "$.calibration"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -379,6 +383,64 @@ START_TEST(test_cli_cpu_end_to_end)
 }
 END_TEST
 
+/* Collective series: latency + bytes / bandwidth recovered from exact rows; bus bandwidth in
+ * the nccl-tests convention (all_reduce: 2 (n - 1) / n of the algorithm bandwidth). */
+START_TEST(test_fit_collectives)
+{
+  MmDevice dev;
+  load_device("", &dev);
+  g_autoptr(MmCalibTable) t = mm_calib_table_new();
+  const double lat = 20e-6, algbw = 100e9;
+  for (double b = 1 << 20; b <= (double)(1u << 31); b *= 2) {
+    double s = lat + b / algbw;
+    MmCalibRow r = {.bench = "allreduce", .m = 8, .n = 1, .k = 1, .batch = 1, .bytes = b, .variant = "out_of_place",
+                    .median_s = s, .min_s = s, .max_s = s};
+    mm_calib_table_add(t, &r);
+    /* another series (in place, half the speed) stays apart */
+    r.variant = "in_place", r.median_s = r.min_s = r.max_s = lat + 2 * b / algbw;
+    mm_calib_table_add(t, &r);
+  }
+  MmCalibResult res;
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_calib_fit(t, &dev, "collectives", &res, &error), "%s", error ? error->message : "");
+  const cJSON *c = cJSON_GetObjectItem(res.calibration, "collectives");
+  ck_assert_int_eq(cJSON_GetArraySize(c), 2);
+  const cJSON *o = cJSON_GetArrayItem(c, 0), *i = cJSON_GetArrayItem(c, 1);
+  ck_assert_str_eq(cJSON_GetObjectItem(o, "variant")->valuestring, "out_of_place");
+  ck_assert(fabs(cJSON_GetObjectItem(o, "latency_us")->valuedouble - 20) < 0.01);
+  ck_assert(fabs(cJSON_GetObjectItem(o, "bus_GBps")->valuedouble - 175) < 0.05); /* 100 x 2 x 7 / 8 */
+  ck_assert(fabs(cJSON_GetObjectItem(i, "bus_GBps")->valuedouble - 87.5) < 0.05);
+  ck_assert_int_eq(cJSON_GetObjectItem(o, "points")->valueint, 12);
+  /* the block loads */
+  g_autofree char *base_text = device_text("");
+  g_autoptr(cJSON) base = cJSON_Parse(base_text);
+  g_autofree char *text = mm_calib_device_text("dev.json", base, &res, "coll.json", &error);
+  ck_assert_msg(text != NULL, "%s", error ? error->message : "");
+  mm_calib_result_clear(&res);
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* A power-capped device: kernels slow by the clock derate, fitted or not. */
+START_TEST(test_clock_derate)
+{
+  MmDevice full, capped;
+  load_device("", &full);
+  load_device("\"clock_derate\":{\"value\":0.8,\"provenance\":\"estimate\",\"source\":\"500 W\"}", &capped);
+  ck_assert(full.clock_derate.value == 1.0 && capped.clock_derate.value == 0.8);
+  MmKernel k = {.kind = MM_KERNEL_GEMM, .dtype = MM_DTYPE_BF16, .m = 4096, .n = 4096, .k = 4096, .batch = 1};
+  double flops = 2.0 * 4096 * 4096 * 4096;
+  double a = mm_cost_kernel_s(&full, &k, flops, 0, NULL), b = mm_cost_kernel_s(&capped, &k, flops, 0, NULL);
+  ck_assert_msg(fabs(b / a - 1.25) < 1e-12, "%g", b / a);
+  /* memory-bound time does not change */
+  ck_assert(mm_cost_kernel_s(&full, &k, 0, 1e9, NULL) == mm_cost_kernel_s(&capped, &k, 0, 1e9, NULL));
+  g_autofree char *msg = device_error("\"clock_derate\":{\"value\":1.5,\"provenance\":\"estimate\"}");
+  ck_assert_msg(strstr(msg, "$.clock_derate.value") != NULL, "%s", msg);
+  mm_device_clear(&full);
+  mm_device_clear(&capped);
+}
+END_TEST
+
 static Suite *suite(void)
 {
   Suite *s = suite_create("calib");
@@ -394,6 +456,8 @@ static Suite *suite(void)
   tcase_add_test(tc, test_cli_errors);
   tcase_add_test(tc, test_use_calibrated);
   tcase_add_test(tc, test_cli_cpu_end_to_end);
+  tcase_add_test(tc, test_fit_collectives);
+  tcase_add_test(tc, test_clock_derate);
   suite_add_tcase(s, tc);
   return s;
 }

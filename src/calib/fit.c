@@ -279,6 +279,85 @@ static cJSON *overlap_json(const MmCalibTable *t)
   return arr;
 }
 
+/* ---- collectives and peer copies: latency + bytes / bandwidth per series ---- */
+
+static const char *const collective_benches[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast",
+                                                 "peer", NULL};
+
+/* nccl-tests' bus bandwidth over algorithm bandwidth on @ranks ranks. */
+static double bus_factor(const char *bench, double ranks)
+{
+  if (!strcmp(bench, "allreduce")) return 2.0 * (ranks - 1) / ranks;
+  if (!strcmp(bench, "broadcast") || !strcmp(bench, "peer")) return 1.0;
+  return (ranks - 1) / ranks;
+}
+
+/* The ranks a row ran on: collectives keep them in m, a peer copy is two. */
+static double row_ranks(const MmCalibRow *r) { return !strcmp(r->bench, "peer") ? 2 : r->m; }
+
+/* Whether @r belongs to the series @first starts: same bench, variant and ranks, with bytes. */
+static gboolean in_series(const MmCalibRow *r, const MmCalibRow *first)
+{
+  return !strcmp(r->bench, first->bench) && !strcmp(r->variant, first->variant) && row_ranks(r) == row_ranks(first) &&
+         r->bytes > 0;
+}
+
+/* Fits t = latency + bytes / bandwidth to one series (bench, ranks, variant) by least squares
+ * on relative error (closed form; the latency clamped at 0), and reports the bus bandwidth. */
+static cJSON *collective_fit(const MmCalibTable *t, const MmCalibRow *first, GString *rep)
+{
+  double S = 0, Sx = 0, Sxx = 0, St = 0, Sxt = 0, lo = INFINITY, hi = 0;
+  guint n = 0;
+  for (guint i = 0; i < t->rows->len; i++) {
+    const MmCalibRow *r = t->rows->pdata[i];
+    if (!in_series(r, first)) continue;
+    double w = 1.0 / (r->median_s * r->median_s), x = r->bytes;
+    S += w, Sx += w * x, Sxx += w * x * x, St += w * r->median_s, Sxt += w * x * r->median_s;
+    lo = MIN(lo, x), hi = MAX(hi, x), n++;
+  }
+  double det = S * Sxx - Sx * Sx;
+  double a = n >= 2 && det > 0 ? (St * Sxx - Sx * Sxt) / det : 0, b = n >= 2 && det > 0 ? (S * Sxt - Sx * St) / det : 0;
+  if (a < 0 || n < 2 || det <= 0) a = 0, b = Sxt / Sxx;
+  if (!(b > 0)) return NULL;
+  double s2 = 0, mx = 0;
+  for (guint i = 0; i < t->rows->len; i++) {
+    const MmCalibRow *r = t->rows->pdata[i];
+    if (!in_series(r, first)) continue;
+    double e = fabs(a + r->bytes * b - r->median_s) / r->median_s;
+    s2 += e * e, mx = MAX(mx, e);
+  }
+  const double ranks = row_ranks(first), bus = bus_factor(first->bench, ranks) / b;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "bench", first->bench);
+  cJSON_AddStringToObject(o, "variant", first->variant);
+  cJSON_AddNumberToObject(o, "ranks", ranks);
+  cJSON_AddNumberToObject(o, "latency_us", sig4(a * 1e6));
+  cJSON_AddNumberToObject(o, "bus_GBps", sig4(bus / 1e9));
+  cJSON_AddNumberToObject(o, "points", n);
+  cJSON_AddNumberToObject(o, "rms_rel_err", sig4(sqrt(s2 / n)));
+  cJSON_AddNumberToObject(o, "max_rel_err", sig4(mx));
+  cJSON_AddNumberToObject(o, "measured_from", lo);
+  cJSON_AddNumberToObject(o, "measured_to", hi);
+  g_string_append_printf(rep, "  %-14s %3.0f ranks %-22s latency %7.3g us  bus %7.4g GB/s  %3u sizes  rms %5.1f%%\n",
+                         first->bench, ranks, first->variant, a * 1e6, bus / 1e9, n, sqrt(s2 / n) * 100);
+  return o;
+}
+
+/* One fit per series, in the order the series first appear. */
+static cJSON *collectives_json(const MmCalibTable *t, GString *rep)
+{
+  cJSON *arr = cJSON_CreateArray();
+  for (guint i = 0; i < t->rows->len; i++) {
+    const MmCalibRow *r = t->rows->pdata[i];
+    if (mm_name_index(collective_benches, r->bench) < 0 || r->bytes <= 0) continue;
+    gboolean seen = FALSE;
+    for (guint j = 0; j < i && !seen; j++) seen = in_series(t->rows->pdata[j], r);
+    cJSON *o = seen ? NULL : collective_fit(t, r, rep);
+    if (o) cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}
+
 void mm_calib_result_clear(MmCalibResult *r)
 {
   if (!r) return;
@@ -367,6 +446,9 @@ gboolean mm_calib_fit(const MmCalibTable *t, const MmDevice *dev, const char *wh
                              memory ? "bandwidth_t0" : "roofline_t0", f.points, cf, f.memory_fraction, f.t0_s * 1e6,
                              f.rms_rel_err * 100, f.max_rel_err * 100, ho);
     }
+  cJSON *coll = collectives_json(t, rep);
+  if (cJSON_GetArraySize(coll) > 0) cJSON_AddItemToObject(cal, "collectives", coll);
+  else cJSON_Delete(coll);
   cJSON *ov = overlap_json(t);
   if (cJSON_GetArraySize(ov) > 0) {
     cJSON_AddItemToObject(cal, "overlap", ov);
@@ -374,10 +456,10 @@ gboolean mm_calib_fit(const MmCalibTable *t, const MmDevice *dev, const char *wh
   } else {
     cJSON_Delete(ov);
   }
-  if (n_fits == 0) {
+  if (n_fits == 0 && !cJSON_GetObjectItemCaseSensitive(cal, "collectives")) {
     g_set_error(error, MM_CALIB_ERROR, MM_CALIB_ERROR_FIT,
-                "%s: no kernel could be fitted: expected rows of gemm, gemv, attention, copy or lookup benches with "
-                "times above the launch overhead (docs/CALIBRATION.md)", what);
+                "%s: nothing could be fitted: expected rows of gemm, gemv, attention, copy or lookup benches with "
+                "times above the launch overhead, or collective sizes (docs/CALIBRATION.md)", what);
     mm_calib_result_clear(out);
     return FALSE;
   }

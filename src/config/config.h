@@ -248,6 +248,8 @@ typedef struct {
   double graph_launch_overhead_s; /* the same for kernels replayed from a CUDA/HIP graph */
   MmUtil util_gemm;   /* fraction of peak that GEMM-like ops reach */
   MmUtil util_hbm;    /* fraction of HBM bandwidth that memory-bound ops reach */
+  MmUtil clock_derate; /* fraction of the datasheet clocks the compute runs at (a power cap); 1 by default.
+                        * Scales the peak FLOP/s every kernel's time uses, not MFU's denominator */
   /* optional curves replacing util_gemm / util_hbm where they cover a kernel (NULL: none);
    * src/cost/cost.h reads them */
   MmEffCurve *compute_eff[MM_KERNEL_KIND_COUNT][MM_DTYPE_COUNT];

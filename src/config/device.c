@@ -29,6 +29,10 @@ static const MmField device_fields[] = {
    "CUDA Graphs blog ran 2.9-us kernels at 3.4 us each from a graph"},
   {"utilization", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "achievable fractions of peak, each {value, provenance, source}: keys gemm, hbm"},
+  {"clock_derate", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "fraction",
+   "{value, provenance, source}: the fraction of the datasheet clocks the compute runs at, for devices under a "
+   "power cap (some clusters run H100s at 500 W); scales the peak FLOP/s kernel times use (MFU keeps the "
+   "datasheet peak). Default 1"},
   {"efficiency", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "measured efficiency curves by kernel kind; where one covers a kernel it replaces the utilization scalar"},
   {"calibration", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
@@ -120,6 +124,9 @@ static const MmField calibration_fields[] = {
    "the run's provenance as text: device, platform, arch, driver_version, blas, power_limit, date, ..."},
   {"fits", MM_F_OBJECT, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "fitted models keyed KIND.DTYPE (compute: gemm.bf16, attention.bf16, ...) or hbm.KIND (memory)"},
+  {"collectives", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "latency + bytes / bandwidth per measured series (nccl/rccl-tests, peer copies): {bench, variant, ranks, "
+   "latency_us, bus_GBps, points, ...}; figures for the system's network fit (hardware/fits/)"},
   {"overlap", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "decomposition and contention measurements (DIL, CIL): {bench, variant, m, n, k, time_ratio} against "
    "the unsplit or lone run; recorded for the fine-grain overlap model"},
@@ -169,6 +176,27 @@ static const MmField overlap_fields[] = {
   {"k", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(k), NULL, "shape"},
   {"time_ratio", MM_F_NUM, TRUE, 1e-3, 1e3, 0, NULL, OR(ratio), "x",
    "time against the unsplit call (DIL) or the call alone (CIL)"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  char *bench, *variant;
+  double ranks, latency_us, bus_GBps, rms, max, lo, hi;
+  int64_t points;
+} CollRaw;
+#define CR(f) ((gssize)offsetof(CollRaw, f))
+
+static const MmField collective_fields[] = {
+  {"bench", MM_F_STR, TRUE, 0, 0, 0, NULL, CR(bench), NULL, "allreduce, allgather, reducescatter, alltoall, broadcast, peer"},
+  {"variant", MM_F_STR, TRUE, 0, 0, 0, NULL, CR(variant), NULL, "the series' tags (out_of_place, published, dma, ...)"},
+  {"ranks", MM_F_NUM, TRUE, 1, BIG, 0, NULL, CR(ranks), "GPUs", "ranks of the collective (2 for a peer copy)"},
+  {"latency_us", MM_F_NUM, TRUE, 0, 1e9, 0, NULL, CR(latency_us), "us", "fitted time of an empty call"},
+  {"bus_GBps", MM_F_NUM, TRUE, 1e-9, 1e9, 0, NULL, CR(bus_GBps), "GB/s", "fitted bus bandwidth (nccl-tests convention)"},
+  {"points", MM_F_INT, TRUE, 1, BIG, 0, NULL, CR(points), "sizes", "measurements fitted"},
+  {"rms_rel_err", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, CR(rms), "fraction", "root-mean-square relative error on them"},
+  {"max_rel_err", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, CR(max), "fraction", "largest relative error on them"},
+  {"measured_from", MM_F_NUM, TRUE, 0, 1e30, 0, NULL, CR(lo), "bytes", "smallest message measured"},
+  {"measured_to", MM_F_NUM, TRUE, 0, 1e30, 0, NULL, CR(hi), "bytes", "largest message measured"},
   MM_FIELDS_END,
 };
 
@@ -223,15 +251,27 @@ static gboolean parse_calibration(const MmJsonCtx *ctx, const cJSON *cal, MmDevi
     g_autofree char *ip = g_strdup_printf("$.calibration.measured.%s", it->string);
     if (!mm_json_expect(ctx, it, ip, cJSON_String, "a string", error)) return FALSE;
   }
-  const cJSON *ov = cJSON_GetObjectItemCaseSensitive(cal, "overlap");
-  guint i = 0;
-  for (const cJSON *it = ov ? ov->child : NULL; it; it = it->next, i++) {
-    g_autofree char *ip = g_strdup_printf("$.calibration.overlap[%u]", i);
-    if (!mm_json_expect(ctx, it, ip, cJSON_Object, "an object {bench, variant, time_ratio, ...}", error)) return FALSE;
-    OverlapRaw o = {0};
-    gboolean fine = mm_json_apply(ctx, it, ip, overlap_fields, &o, NULL, error);
-    g_free(o.bench), g_free(o.variant);
-    if (!fine) return FALSE;
+  /* the overlap and collective records are validated here; the models that use them read the file */
+  static const struct {
+    const char *key;
+    const MmField *fields;
+  } records[] = {{"overlap", overlap_fields}, {"collectives", collective_fields}};
+  for (guint r = 0; r < G_N_ELEMENTS(records); r++) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(cal, records[r].key);
+    guint i = 0;
+    for (const cJSON *it = arr ? arr->child : NULL; it; it = it->next, i++) {
+      g_autofree char *ip = g_strdup_printf("$.calibration.%s[%u]", records[r].key, i);
+      if (!mm_json_expect(ctx, it, ip, cJSON_Object, "an object {bench, variant, ...}", error)) return FALSE;
+      /* both record types begin with the strings bench and variant */
+      union {
+        OverlapRaw o;
+        CollRaw c;
+      } raw2;
+      memset(&raw2, 0, sizeof raw2);
+      gboolean fine = mm_json_apply(ctx, it, ip, records[r].fields, &raw2, NULL, error);
+      g_free(raw2.o.bench), g_free(raw2.o.variant);
+      if (!fine) return FALSE;
+    }
   }
   const cJSON *fits = cJSON_GetObjectItemCaseSensitive(cal, "fits");
   for (const cJSON *it = fits->child; it; it = it->next) {
@@ -377,6 +417,7 @@ void mm_device_clear(MmDevice *d)
   g_free(d->source);
   g_free(d->util_gemm.source);
   g_free(d->util_hbm.source);
+  g_free(d->clock_derate.source);
   for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) {
     for (int t = 0; t < MM_DTYPE_COUNT; t++) eff_curve_free(d->compute_eff[k][t]), eff_fit_free(d->compute_fit[k][t]);
     eff_curve_free(d->memory_eff[k]);
@@ -427,6 +468,10 @@ static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *
     return FALSE;
   if (!mm_json_apply(&ctx, cJSON_GetObjectItemCaseSensitive(util, "hbm"), "$.utilization.hbm",
                      util_fields, &out->util_hbm, NULL, error))
+    return FALSE;
+  const cJSON *derate = cJSON_GetObjectItemCaseSensitive(root, "clock_derate");
+  out->clock_derate = (MmUtil){1.0, MM_PROV_DATASHEET, NULL};
+  if (derate && !mm_json_apply(&ctx, derate, "$.clock_derate", util_fields, &out->clock_derate, NULL, error))
     return FALSE;
   const cJSON *eff = cJSON_GetObjectItemCaseSensitive(root, "efficiency");
   if (eff && !parse_efficiency(&ctx, eff, out, error)) return FALSE;
@@ -490,5 +535,6 @@ void mm__device_write_schema(FILE *out)
                        "shows per kernel which fit, curve or scalar it used.",
                        calibration_fields);
   mm_json_write_schema(out, "`calibration.fits.*`", "", fit_fields);
+  mm_json_write_schema(out, "`calibration.collectives[]`", "", collective_fields);
   mm_json_write_schema(out, "`calibration.overlap[]`", "", overlap_fields);
 }

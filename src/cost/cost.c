@@ -68,11 +68,17 @@ double mm_cost_fit_bytes(MmKernelKind kind, MmDtype dtype, double m, double n, d
   return (e * (m * k + k * n) + MAX(e, 2.0) * m * n) * batch;
 }
 
+/* The peak FLOP/s kernels of @dtype run against: the datasheet's at the device's clock derate. */
+static double peak(const MmDevice *dev, MmDtype dtype)
+{
+  return dev->peak_flops[dtype] * dev->clock_derate.value;
+}
+
 double mm_cost_fit_s(const MmDevice *dev, const MmEffFit *f, MmDtype dtype, double flops, double bytes)
 {
   double mem = bytes / (dev->hbm_bw_Bps * f->memory_fraction);
   if (f->memory) return mem + f->t0_s;
-  return MAX(flops / (dev->peak_flops[dtype] * f->compute_fraction), mem) + f->t0_s;
+  return MAX(flops / (peak(dev, dtype) * f->compute_fraction), mem) + f->t0_s;
 }
 
 static void factor(MmCostFactor *f, const MmUtil *scalar, const char *scalar_name, const MmEffCurve *curve,
@@ -103,7 +109,7 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   const MmEffFit *mf = dev->memory_fit[k->kind] ? dev->memory_fit[k->kind] : dev->memory_fit[MM_KERNEL_ELEMENTWISE];
   if (flops > 0 && cf) {
     double t = mm_cost_fit_s(dev, cf, k->dtype, flops, mm_cost_fit_bytes(k->kind, k->dtype, k->m, k->n, k->k, k->batch));
-    w.compute = (MmCostFactor){.util = flops / (dev->peak_flops[k->dtype] * t), .name = cf->name, .fit = cf,
+    w.compute = (MmCostFactor){.util = flops / (peak(dev, k->dtype) * t), .name = cf->name, .fit = cf,
                                .scalar = &dev->util_gemm, .point = -1};
     if (bytes > 0)
       w.memory = (MmCostFactor){.util = cf->memory_fraction, .name = cf->name, .fit = cf, .scalar = &dev->util_hbm,
@@ -113,7 +119,7 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
                               .name = mf->name, .fit = mf, .scalar = &dev->util_hbm, .point = -1};
   }
   /* the operation order of madmax's roofline since the start: results stay bit-identical */
-  w.compute_s = flops > 0 ? flops / (dev->peak_flops[k->dtype] * w.compute.util) : 0;
+  w.compute_s = flops > 0 ? flops / (peak(dev, k->dtype) * w.compute.util) : 0;
   w.memory_s = bytes > 0 ? bytes / (dev->hbm_bw_Bps * w.memory.util) : 0;
   w.memory_bound = w.memory_s > w.compute_s;
   if (why) *why = w;

@@ -37,7 +37,7 @@ double mm_cost_fit_bytes(MmKernelKind kind, MmDtype dtype, double m, double n, d
 double mm_cost_fit_s(const MmDevice *dev, const MmEffFit *f, MmDtype dtype, double flops, double bytes);
 
 /* Time of one call of kernel @k on device @dev: the roofline
- *   max(flops / (peak[dtype] x compute util), bytes / (hbm_bw x memory util))
+ *   max(flops / (peak[dtype] x clock_derate x compute util), bytes / (hbm_bw x memory util))
  * where @flops are the executed FLOPs and @bytes the HBM bytes of the call on one device
  * (0: that side takes no time). The compute util is the device's curve for (kind, dtype)
  * where it covers the shape (nearest point in log space, see docs/SCHEMA.md "efficiency"),

@@ -114,6 +114,7 @@ void mm_report_efficiency_json(cJSON *root, const MmScenario *s)
                                      "kernel, else the utilization scalar (docs/SCHEMA.md, efficiency)");
   util_json(o, "utilization.gemm", &d->util_gemm);
   util_json(o, "utilization.hbm", &d->util_hbm);
+  util_json(o, "clock_derate", &d->clock_derate);
   cJSON *curves = cJSON_AddArrayToObject(o, "curves");
   for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++)
     for (int t = 0; t < MM_DTYPE_COUNT; t++) curve_json(curves, d->compute_eff[k][t]);
@@ -198,4 +199,8 @@ void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
   }
   mm_table_print(t, out, "  ");
   for (guint i = 0; i < notes->len; i++) fprintf(out, "  %s\n", (const char *)notes->pdata[i]);
+  const MmUtil *cd = s ? &s->hw->device.clock_derate : NULL;
+  if (cd && cd->value != 1.0)
+    fprintf(out, "  clock_derate %.4g (%s): compute runs at that fraction of the datasheet peak; %s\n", cd->value,
+            mm_provenance_names[cd->provenance], cd->source ? cd->source : "no source given");
 }
