@@ -243,17 +243,36 @@ static gboolean same_shape(const MmCalibRow *a, const MmCalibRow *b)
   return a->m == b->m && a->n == b->n && a->k == b->k && a->batch == b->batch && !strcmp(a->dtype, b->dtype);
 }
 
-/* The reference a DIL/CIL row is measured against: the unsplit call (split_m=1, split=1) or
- * the call alone, of the same bench, shape and copier ("kernel"/"dma"), nearest before it. */
+/* The tag of @variant that starts with @prefix ("ranks=8"), or "" (transfer full). */
+static char *tag_with(const char *variant, const char *prefix)
+{
+  g_auto(GStrv) tags = g_strsplit(variant, ";", -1);
+  for (guint i = 0; tags[i]; i++)
+    if (g_str_has_prefix(tags[i], prefix)) return g_strdup(tags[i]);
+  return g_strdup("");
+}
+
+/* A row other rows of its bench are measured against: the unsplit call, the call alone, the
+ * bulk (unfused) pair. */
+static gboolean is_reference(const char *variant)
+{
+  return has_tag(variant, "alone") || has_tag(variant, "split_m=1") || has_tag(variant, "split=1") ||
+         has_tag(variant, "bulk");
+}
+
+/* The reference of a DIL, CIL or fused row: of the same bench, shape, copier ("kernel"/"dma")
+ * and ranks, the nearest before it. */
 static const MmCalibRow *overlap_reference(const MmCalibTable *t, guint at)
 {
   const MmCalibRow *r = t->rows->pdata[at];
   gboolean dma = has_tag(r->variant, "dma"), kernel = has_tag(r->variant, "kernel");
+  g_autofree char *ranks = tag_with(r->variant, "ranks=");
   for (guint j = at; j-- > 0;) {
     const MmCalibRow *q = t->rows->pdata[j];
-    if (strcmp(q->bench, r->bench) || !same_shape(q, r)) continue;
+    if (strcmp(q->bench, r->bench) || !same_shape(q, r) || !is_reference(q->variant)) continue;
     if (has_tag(q->variant, "dma") != dma || has_tag(q->variant, "kernel") != kernel) continue;
-    if (has_tag(q->variant, "alone") || has_tag(q->variant, "split_m=1") || has_tag(q->variant, "split=1")) return q;
+    g_autofree char *qr = tag_with(q->variant, "ranks=");
+    if (!strcmp(qr, ranks)) return q;
   }
   return NULL;
 }
@@ -263,8 +282,10 @@ static cJSON *overlap_json(const MmCalibTable *t)
   cJSON *arr = cJSON_CreateArray();
   for (guint i = 0; i < t->rows->len; i++) {
     const MmCalibRow *r = t->rows->pdata[i];
-    if (strncmp(r->bench, "dil_", 4) && strncmp(r->bench, "cil_", 4)) continue;
-    if (has_tag(r->variant, "alone") || has_tag(r->variant, "split_m=1") || has_tag(r->variant, "split=1")) continue;
+    if (!g_str_has_prefix(r->bench, "dil_") && !g_str_has_prefix(r->bench, "cil_") &&
+        !g_str_has_prefix(r->bench, "fused_"))
+      continue;
+    if (is_reference(r->variant)) continue;
     const MmCalibRow *ref = overlap_reference(t, i);
     if (!ref) continue;
     cJSON *o = cJSON_CreateObject();
@@ -452,7 +473,7 @@ gboolean mm_calib_fit(const MmCalibTable *t, const MmDevice *dev, const char *wh
   cJSON *ov = overlap_json(t);
   if (cJSON_GetArraySize(ov) > 0) {
     cJSON_AddItemToObject(cal, "overlap", ov);
-    g_string_append_printf(rep, "  overlap: %d DIL/CIL ratios recorded (calibration.overlap)\n", cJSON_GetArraySize(ov));
+    g_string_append_printf(rep, "  overlap: %d DIL, CIL and fused/bulk ratios recorded (calibration.overlap)\n", cJSON_GetArraySize(ov));
   } else {
     cJSON_Delete(ov);
   }

@@ -128,8 +128,8 @@ static const MmField calibration_fields[] = {
    "latency + bytes / bandwidth per measured series (nccl/rccl-tests, peer copies): {bench, variant, ranks, "
    "latency_us, bus_GBps, points, ...}; figures for the system's network fit (hardware/fits/)"},
   {"overlap", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
-   "decomposition and contention measurements (DIL, CIL): {bench, variant, m, n, k, time_ratio} against "
-   "the unsplit or lone run; recorded for the fine-grain overlap model"},
+   "decomposition, contention and fusion measurements (DIL, CIL, fused kernels): {bench, variant, m, n, k, "
+   "time_ratio} against the unsplit, lone or bulk run; recorded for the fused-kernel and overlap models"},
   MM_FIELDS_END,
 };
 
@@ -169,13 +169,14 @@ typedef struct {
 #define OR(f) ((gssize)offsetof(OverlapRaw, f))
 
 static const MmField overlap_fields[] = {
-  {"bench", MM_F_STR, TRUE, 0, 0, 0, NULL, OR(bench), NULL, "dil_gemm, dil_copy, cil_gemm, cil_copy"},
+  {"bench", MM_F_STR, TRUE, 0, 0, 0, NULL, OR(bench), NULL,
+   "dil_gemm, dil_copy, cil_gemm, cil_copy, fused_gemv_allreduce, ..."},
   {"variant", MM_F_STR, TRUE, 0, 0, 0, NULL, OR(variant), NULL, "split_m=4, dma;split=8, with=dma_copy, ..."},
   {"m", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(m), NULL, "shape"},
   {"n", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(n), NULL, "shape"},
   {"k", MM_F_NUM, FALSE, 0, BIG, 0, NULL, OR(k), NULL, "shape"},
   {"time_ratio", MM_F_NUM, TRUE, 1e-3, 1e3, 0, NULL, OR(ratio), "x",
-   "time against the unsplit call (DIL) or the call alone (CIL)"},
+   "time against the unsplit call (DIL), the call alone (CIL) or the bulk kernel + collective (fused)"},
   MM_FIELDS_END,
 };
 

@@ -5,7 +5,7 @@
  *
  *   madmax-calib [--out FILE] [--quick] [--reps N] [--only bench,bench,...]
  *
- * Benches: launch, copy, gemm, gemv, attention, lookup, dil, cil, peer (the names of the
+ * Benches: launch, copy, gemm, gemv, attention, lookup, dil, cil, peer, fused (the names of the
  * CSV's `bench` column start with these). The vendor BLAS (hipBLASLt / cuBLASLt) runs the
  * GEMMs when built with MM_CALIB_BLASLT=1; the plain tiled kernel always runs a few shapes
  * (variant "tiled") and checks the vendor's results. */
@@ -691,6 +691,184 @@ static void bench_cil()
 #endif
 }
 
+/* ---- fused GEMV + AllReduce (the AMD paper's scale-up form), P logical ranks ----------------
+ * Row-parallel GEMV: rank r holds rows [r K/P, (r+1) K/P) of W[K x N] and of x; its partial
+ * y_r = x_r W_r is all-reduced. Fused: one persistent kernel whose workgroups take tasks from a
+ * ticket counter. Phase 1, task (r, slice j): the partial of slice j's S columns, stored
+ * straight into the receive buffer of the slice's owner (rank j mod P: zero-copy put), a fence,
+ * then a flag per (slice, source rank). Phase 2, task j: the owner waits for its P flags,
+ * reduces in rank order 0..P-1, stores the sum into every rank's output (the all-gather) and
+ * sets a flag per (slice, destination). Tickets hand out every phase-1 task before any phase-2
+ * one, so a waiting workgroup only waits for tasks already running: no deadlock at any
+ * occupancy. Communication-aware order: each rank computes the slices other ranks own first.
+ * Bulk: a GEMV kernel for every partial, then a reduce + broadcast kernel (the collective).
+ * On one GPU the ranks' buffers share its memory: this measures the fused kernel's own costs
+ * (puts, fences, flags, waits, occupancy) against the bulk pair, not the interconnect. */
+
+/* One column chunk of a rank's partial: 64 columns from @col0, rows [k0, k1). The block's 256
+ * threads are 8 row groups x 32 lanes of 2 columns (32-bit loads); the 8 group sums are added
+ * in group order through shared memory, so bulk and fused results agree bit for bit.
+ * Stores the chunk into out[col] (col < n). */
+#define GV_COLS 64
+#define GV_GROUPS 8
+__device__ static void gemv_chunk(const uint16_t *__restrict__ W, const uint16_t *__restrict__ x, int k0, int k1,
+                                  int n, int col0, float *out)
+{
+  __shared__ float sum[GV_GROUPS][GV_COLS];
+  const int lane = threadIdx.x % 32, g = threadIdx.x / 32, c = col0 + 2 * lane;
+  const int len = (k1 - k0 + GV_GROUPS - 1) / GV_GROUPS, a = k0 + g * len, b = min(k1, a + len);
+  float s0 = 0.f, s1 = 0.f;
+  if (c + 1 < n)
+    for (int k = a; k < b; k++) {
+      const uint32_t w = *(const uint32_t *)&W[(size_t)k * n + c];
+      const float xv = bf16_to_f(x[k]);
+      s0 = __fmaf_rn(xv, bf16_to_f((uint16_t)(w & 0xFFFFu)), s0);
+      s1 = __fmaf_rn(xv, bf16_to_f((uint16_t)(w >> 16)), s1);
+    }
+  sum[g][2 * lane] = s0, sum[g][2 * lane + 1] = s1;
+  __syncthreads();
+  if (threadIdx.x < GV_COLS && col0 + (int)threadIdx.x < n) {
+    float t = 0.f;
+    for (int q = 0; q < GV_GROUPS; q++) t = t + sum[q][threadIdx.x];
+    out[col0 + threadIdx.x] = t;
+  }
+  __syncthreads();
+}
+
+/* Bulk 1: every rank's partial, part[r][n], one 64-column chunk per block. */
+__global__ void gemv_partials(const uint16_t *W, const uint16_t *x, float *part, int P, int K, int N)
+{
+  const int r = blockIdx.y;
+  gemv_chunk(W, x, r * (K / P), (r + 1) * (K / P), N, blockIdx.x * GV_COLS, part + (size_t)r * N);
+}
+
+/* Bulk 2: the all-reduce: sum in rank order, stored into every rank's output y[d][n]. */
+__global__ void reduce_broadcast(const float *part, float *y, int P, int N)
+{
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= N) return;
+  float s = 0.f;
+  for (int r = 0; r < P; r++) s = s + part[(size_t)r * N + col];
+  for (int d = 0; d < P; d++) y[(size_t)d * N + col] = s;
+}
+
+__global__ void fused_gemv_allreduce(const uint16_t *W, const uint16_t *x, float *recv, float *y,
+                                     unsigned *flag1, unsigned *flag2, unsigned *tickets, const int *order, int P,
+                                     int K, int N, int S, unsigned epoch)
+{
+  __shared__ int task;
+  const int nslices = (N + S - 1) / S, t1 = P * nslices, total = t1 + nslices;
+  for (;;) {
+    if (threadIdx.x == 0) task = (int)atomicAdd(&tickets[epoch], 1u);
+    __syncthreads();
+    const int t = task;
+    __syncthreads();
+    if (t >= total) return;
+    if (t < t1) {
+      const int r = t % P, j = order[r * nslices + t / P];
+      /* the put: the partial goes straight into the receive buffer of rank j % P */
+      for (int col0 = j * S; col0 < min(N, (j + 1) * S); col0 += GV_COLS)
+        gemv_chunk(W, x, r * (K / P), (r + 1) * (K / P), N, col0, recv + (size_t)r * N);
+      __threadfence_system();
+      __syncthreads();
+      if (threadIdx.x == 0) atomicExch(&flag1[j * P + r], epoch);
+    } else {
+      const int j = t - t1;
+      if (threadIdx.x == 0)
+        for (int r = 0; r < P; r++)
+          while (atomicAdd(&flag1[j * P + r], 0u) != epoch) {
+          }
+      __syncthreads();
+      __threadfence();
+      for (int col = j * S + threadIdx.x; col < min(N, (j + 1) * S); col += blockDim.x) {
+        float s = 0.f;
+        for (int r = 0; r < P; r++) s = s + *(volatile float *)&recv[(size_t)r * N + col];
+        for (int d = 0; d < P; d++) y[(size_t)d * N + col] = s; /* the all-gather puts */
+      }
+      __threadfence_system();
+      __syncthreads();
+      if (threadIdx.x == 0)
+        for (int d = 0; d < P; d++) atomicExch(&flag2[j * P + d], epoch);
+    }
+  }
+}
+
+static void bench_fused()
+{
+  const int K = 8192, N = 8192, threads = 256;
+  hipDeviceProp_t prop;
+  CHECK(hipGetDeviceProperties(&prop, 0));
+  int per_cu = 0;
+  CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, fused_gemv_allreduce, threads, 0));
+  uint16_t *W = (uint16_t *)dalloc((size_t)K * N * 2), *x = (uint16_t *)dalloc((size_t)K * 2);
+  fill(W, (size_t)K * N * 2, "bf16", 31), fill(x, (size_t)K * 2, "bf16", 32);
+  const size_t max_p = 8, max_slices = N / 64 + 1;
+  float *part = (float *)dalloc(max_p * N * 4), *recv = (float *)dalloc(max_p * N * 4);
+  float *yb = (float *)dalloc(max_p * N * 4), *yf = (float *)dalloc(max_p * N * 4);
+  unsigned *flag1 = (unsigned *)dalloc(max_p * max_slices * 4), *flag2 = (unsigned *)dalloc(max_p * max_slices * 4);
+  const size_t n_tickets = (size_t)1 << 20;
+  unsigned *tickets = (unsigned *)dalloc(n_tickets * 4);
+  int *order = (int *)dalloc(max_p * max_slices * 4);
+  CHECK(hipMemset(flag1, 0, max_p * max_slices * 4));
+  CHECK(hipMemset(flag2, 0, max_p * max_slices * 4));
+  CHECK(hipMemset(tickets, 0, n_tickets * 4));
+  unsigned epoch = 0;
+  int checked = 0, differ = 0;
+  const double flops = 2.0 * K * N, bytes = 2.0 * K * N + 2.0 * K;
+  for (int P : {2, 4, 8}) {
+    auto bulk = [&](int) {
+      gemv_partials<<<dim3(N / GV_COLS, P), threads, 0, stream>>>(W, x, part, P, K, N);
+      reduce_broadcast<<<(N + threads - 1) / threads, threads, 0, stream>>>(part, yb, P, N);
+    };
+    Stat b = time_calls(bulk);
+    row("fused_gemv_allreduce", "gemv", "bf16", 1, N, K, 1, bytes, flops, "bulk;ranks=" + std::to_string(P), b);
+    std::vector<float> ref((size_t)P * N), got((size_t)P * N);
+    CHECK(hipMemcpy(ref.data(), yb, ref.size() * 4, hipMemcpyDeviceToHost));
+    for (int S : {64, 256, 1024})
+      for (int aware = 0; aware < 2; aware++) {
+        const int nslices = (N + S - 1) / S;
+        std::vector<int> ord((size_t)P * nslices);
+        for (int r = 0; r < P; r++) {
+          int i = 0;
+          for (int pass = 0; pass < 2; pass++) /* aware: the slices other ranks own, then its own */
+            for (int j = 0; j < nslices; j++)
+              if (!aware ? pass == 0 : (pass == 0) == (j % P != r)) ord[(size_t)r * nslices + i++] = j;
+        }
+        CHECK(hipMemcpy(order, ord.data(), ord.size() * 4, hipMemcpyHostToDevice));
+        for (int wpc : {1, 2, 4}) {
+          if (wpc > per_cu) continue;
+          const int grid = prop.multiProcessorCount * wpc;
+          auto fused = [&](int) {
+            if (++epoch >= n_tickets) { /* epochs restart: no flag or ticket may hold an old one */
+              CHECK(hipMemsetAsync(tickets, 0, n_tickets * 4, stream));
+              CHECK(hipMemsetAsync(flag1, 0, max_p * max_slices * 4, stream));
+              CHECK(hipMemsetAsync(flag2, 0, max_p * max_slices * 4, stream));
+              epoch = 1;
+            }
+            fused_gemv_allreduce<<<grid, threads, 0, stream>>>(W, x, recv, yf, flag1, flag2, tickets, order, P, K, N,
+                                                              S, epoch);
+          };
+          Stat f = time_calls(fused);
+          CHECK(hipDeviceSynchronize());
+          CHECK(hipMemcpy(got.data(), yf, got.size() * 4, hipMemcpyDeviceToHost));
+          if (memcmp(got.data(), ref.data(), got.size() * 4) != 0) {
+            differ++;
+            note("check: fused gemv+allreduce P=%d S=%d differs from the bulk result", P, S);
+          }
+          checked++;
+          row("fused_gemv_allreduce", "gemv", "bf16", 1, N, K, 1, bytes, flops,
+              "fused;slices=" + std::to_string(S) + ";order=" + (aware ? "aware" : "oblivious") + ";ranks=" +
+                std::to_string(P) + ";wgs_per_cu=" + std::to_string(wpc),
+              f);
+        }
+      }
+  }
+  note("check: fused gemv+allreduce vs bulk, bit for bit: %d of %d variants %s", checked - differ, checked,
+       differ ? "agree (see the lines above)" : "agree (ok)");
+  hipFree(W), hipFree(x), hipFree(part), hipFree(recv), hipFree(yb), hipFree(yf);
+  hipFree(flag1), hipFree(flag2), hipFree(tickets), hipFree(order);
+}
+
 /* Peer copies between device 0 and 1 by kernel (zero-copy stores) and by DMA engine, where
  * two devices can reach each other. */
 static void bench_peer()
@@ -738,7 +916,7 @@ int main(int argc, char **argv)
     else {
       fprintf(stderr,
               "usage: madmax-calib [--out FILE] [--quick] [--reps N] [--only launch,copy,gemm,gemv,attention,"
-              "lookup,dil,cil,peer]\n");
+              "lookup,dil,cil,peer,fused]\n");
       return 1;
     }
   }
@@ -806,6 +984,7 @@ int main(int argc, char **argv)
   if (wanted("dil")) bench_dil();
   if (wanted("cil")) bench_cil();
   if (wanted("peer")) bench_peer();
+  if (wanted("fused")) bench_fused();
   CHECK(hipDeviceSynchronize());
   if (out != stdout) fclose(out);
   return 0;

@@ -63,6 +63,8 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipDeviceAttributeClockRate cudaDevAttrClockRate
 #define hipDeviceAttributeMemoryClockRate cudaDevAttrMemoryClockRate
 #define hipDeviceAttributeMemoryBusWidth cudaDevAttrGlobalMemoryBusWidth
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define hipMemsetAsync cudaMemsetAsync
 
 #if MM_CALIB_BLASLT
 #include <cublasLt.h>
