@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "config/json.h"
+#include "config/json.h" /* g_autoptr(cJSON) */
 #include "cost/cost.h"
 
 /* ---- which rows feed which fit ----------------------------------------------------- */

@@ -105,8 +105,9 @@ int mm_cmd_calibrate(int argc, char **argv)
     "(docs/CALIBRATION.md). Per kernel kind and dtype (GEMM, GEMV, attention):\n"
     "  time = max(flops / (peak x compute_fraction), bytes / (HBM bw x memory_fraction)) + t0\n"
     "and per memory-bound kind (copies, embedding lookups): bytes / (HBM bw x memory_fraction) + t0,\n"
-    "least squares on log time, every fourth call held out and predicted. The launch overhead\n"
-    "measured (an empty kernel) goes in launch_overhead_us. run, sweep, whatif, op and describe\n"
+    "least squares on log time, every fourth call held out and predicted; per collective series\n"
+    "(nccl/rccl-tests) latency + bytes / bandwidth. The launch overhead measured (an empty\n"
+    "kernel) goes in launch_overhead_us. run, sweep, whatif, op and describe\n"
     "then use the fits; describe shows per kernel which factor applied.\n\n"
     "  madmax calibrate --backend cpu --out results/cpu.json\n"
     "  scripts/calib-hip.sh results/mi300x.csv        # on the GPU: build and run the harness\n"
@@ -151,8 +152,7 @@ int mm_cmd_calibrate(int argc, char **argv)
     for (guint i = 0; from_csv[i]; i++)
       if (native ? !mm_calib_csv_read(from_csv[i], t, &error) : !mm_calib_convert(format, from_csv[i], t, &error))
         return mm_cli_fail(error);
-    g_autofree char *joined = g_strjoinv(", ", from_csv);
-    what = g_strdup(joined);
+    what = g_strjoinv(", ", from_csv);
   } else if (!strcmp(backend, "cpu")) {
     MmCalibCpuOptions opt = {.threads = (guint)threads, .quick = quick};
     if (!mm_calib_cpu_run(&opt, t, &error)) return mm_cli_fail(error);
