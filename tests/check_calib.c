@@ -105,6 +105,13 @@ START_TEST(test_csv_roundtrip)
   ck_assert_str_eq(o->source, "a paper; table 2 line");
   ck_assert_str_eq(mm_calib_table_meta(back, "power_limit"), "500 W; derated");
   ck_assert_str_eq(mm_calib_table_meta(back, "device"), "synthetic");
+  /* a header key given twice keeps both values */
+  g_autofree char *twice = g_strconcat("# check: a\n# check: b\n", HEADER,
+                                       "gemm,gemm,bf16,1,2,3,1,0,12,v,5,1e-6,1e-6,1e-6,\n", NULL);
+  g_autofree char *tp = mm_test_write("twice.csv", twice);
+  g_autoptr(MmCalibTable) tt = mm_calib_table_new();
+  ck_assert(mm_calib_csv_read(tp, tt, &error));
+  ck_assert_str_eq(mm_calib_table_meta(tt, "check"), "a | b");
 }
 END_TEST
 

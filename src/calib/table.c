@@ -101,7 +101,10 @@ gboolean mm_calib_csv_read(const char *path, MmCalibTable *t, GError **error)
       g_autofree char *key = colon ? g_strstrip(g_strndup(line + 1, colon - line - 1)) : NULL;
       if (key && *key && !strchr(key, ' ')) {
         g_autofree char *value = g_strstrip(g_strdup(colon + 1));
-        mm_calib_table_set_meta(t, key, value);
+        /* a key given twice (several checks) keeps both values */
+        const char *had = mm_calib_table_meta(t, key);
+        g_autofree char *both = had ? g_strconcat(had, " | ", value, NULL) : NULL;
+        mm_calib_table_set_meta(t, key, both ? both : value);
       }
       continue;
     }

@@ -793,6 +793,90 @@ __global__ void fused_gemv_allreduce(const uint16_t *W, const uint16_t *x, float
   }
 }
 
+/* ---- fused embedding + All2All: model-parallel tables -> data-parallel batch ----------------
+ * T tables of R x D split contiguously over P ranks; B samples, L rows summed per (sample,
+ * table). Rank d receives samples [d B/P, (d+1) B/P) of every table: out[d][b][t][D]. Fused:
+ * persistent ticketed tasks (rank r, slice of S samples): pool r's tables for the slice and
+ * store the result straight into the destination rank's output (the put), fence, flag per
+ * (slice, source); then per slice a consumer task waits for its P flags (the next layer's
+ * wait). Bulk: pool every rank's tables, then an All2All copy kernel. Sums in row order p =
+ * 0..L-1 in both, so the outputs agree bit for bit. */
+
+__device__ static inline float bag_sum(const float *__restrict__ tables, int b, int t, int T, int R, int D, int L,
+                                       int d)
+{
+  const float *tab = tables + (size_t)t * R * D;
+  float acc = 0.f;
+  for (int p = 0; p < L; p++) acc = acc + tab[(size_t)(mix((uint64_t)(b * T + t) * 1315423911u + p) % R) * D + d];
+  return acc;
+}
+
+/* Bulk 1: pooled[r][b][t_local][D] for every rank (one block per (sample, table)). */
+__global__ void bag_pool_all(const float *tables, float *pooled, int P, int B, int T, int R, int D, int L)
+{
+  const int b = blockIdx.x, t = blockIdx.y, r = t / (T / P), tl = t % (T / P);
+  for (int d = threadIdx.x; d < D; d += blockDim.x)
+    pooled[(((size_t)r * B + b) * (T / P) + tl) * D + d] = bag_sum(tables, b, t, T, R, D, L, d);
+}
+
+/* Bulk 2: the All2All: rank r's rows of samples of rank d into d's output. */
+__global__ void bag_alltoall(const float *pooled, float *out, int P, int B, int T, int D)
+{
+  const int b = blockIdx.x, t = blockIdx.y, r = t / (T / P), tl = t % (T / P), dst = b / (B / P), lb = b % (B / P);
+  for (int d = threadIdx.x; d < D; d += blockDim.x)
+    out[(((size_t)dst * (B / P) + lb) * T + t) * D + d] = pooled[(((size_t)r * B + b) * (T / P) + tl) * D + d];
+}
+
+__global__ void fused_bag_alltoall(const float *tables, float *out, unsigned *flags, unsigned *tickets, const int *order,
+                                   int P, int B, int T, int R, int D, int L, int S, unsigned epoch)
+{
+  __shared__ int task;
+  const int nslices = (B + S - 1) / S, t1 = P * nslices, total = t1 + nslices;
+  for (;;) {
+    if (threadIdx.x == 0) task = (int)atomicAdd(&tickets[epoch], 1u);
+    __syncthreads();
+    const int t = task;
+    __syncthreads();
+    if (t >= total) return;
+    if (t < t1) {
+      const int r = t % P, j = order[r * nslices + t / P];
+      /* every (sample, table, element) of the slice across the block's threads: independent
+       * gathers in flight, as the bulk kernel's many blocks have them */
+      const int tl = T / P, n = min(S, B - j * S) * tl * D;
+      for (int e = threadIdx.x; e < n; e += blockDim.x) {
+        const int b = j * S + e / (tl * D), tt = r * tl + (e / D) % tl, d = e % D;
+        const int dst = b / (B / P), lb = b % (B / P);
+        out[(((size_t)dst * (B / P) + lb) * T + tt) * D + d] = bag_sum(tables, b, tt, T, R, D, L, d); /* the put */
+      }
+      __threadfence_system();
+      __syncthreads();
+      if (threadIdx.x == 0) atomicExch(&flags[j * P + r], epoch);
+    } else if (threadIdx.x == 0) {
+      const int j = t - t1; /* the consumer of slice j waits for every source */
+      for (int r = 0; r < P; r++)
+        while (atomicAdd(&flags[j * P + r], 0u) != epoch) {
+        }
+    }
+  }
+}
+
+/* The order in which rank r takes its slices: aware, the slices other ranks own (slice j of
+ * @nslices belongs to rank owner(j)) first; oblivious, in index order. */
+static std::vector<int> slice_order(int P, int nslices, bool aware, int (*owner)(int j, int nslices, int P))
+{
+  std::vector<int> ord((size_t)P * nslices);
+  for (int r = 0; r < P; r++) {
+    int i = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int j = 0; j < nslices; j++)
+        if (!aware ? pass == 0 : (pass == 0) == (owner(j, nslices, P) != r)) ord[(size_t)r * nslices + i++] = j;
+  }
+  return ord;
+}
+
+static int owner_mod(int j, int, int P) { return j % P; }
+static int owner_block(int j, int nslices, int P) { return j / ((nslices + P - 1) / P); }
+
 static void bench_fused()
 {
   const int K = 8192, N = 8192, threads = 256;
@@ -827,13 +911,7 @@ static void bench_fused()
     for (int S : {64, 256, 1024})
       for (int aware = 0; aware < 2; aware++) {
         const int nslices = (N + S - 1) / S;
-        std::vector<int> ord((size_t)P * nslices);
-        for (int r = 0; r < P; r++) {
-          int i = 0;
-          for (int pass = 0; pass < 2; pass++) /* aware: the slices other ranks own, then its own */
-            for (int j = 0; j < nslices; j++)
-              if (!aware ? pass == 0 : (pass == 0) == (j % P != r)) ord[(size_t)r * nslices + i++] = j;
-        }
+        std::vector<int> ord = slice_order(P, nslices, aware, owner_mod);
         CHECK(hipMemcpy(order, ord.data(), ord.size() * 4, hipMemcpyHostToDevice));
         for (int wpc : {1, 2, 4}) {
           if (wpc > per_cu) continue;
@@ -867,6 +945,67 @@ static void bench_fused()
        differ ? "agree (see the lines above)" : "agree (ok)");
   hipFree(W), hipFree(x), hipFree(part), hipFree(recv), hipFree(yb), hipFree(yf);
   hipFree(flag1), hipFree(flag2), hipFree(tickets), hipFree(order);
+
+  /* embedding + All2All */
+  const int T = 64, R = 1 << 17, D = 128, L = 32, B = 2048, bag_threads = 512;
+  int bag_per_cu = 0;
+  CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&bag_per_cu, fused_bag_alltoall, bag_threads, 0));
+  float *tables = (float *)dalloc((size_t)T * R * D * 4);
+  fill(tables, (size_t)T * R * D * 4, "fp32", 33);
+  float *pooled = (float *)dalloc((size_t)B * T * D * 4), *ob = (float *)dalloc((size_t)B * T * D * 4);
+  float *of = (float *)dalloc((size_t)B * T * D * 4);
+  const int max_bslices = B / 8 + 1;
+  unsigned *bflags = (unsigned *)dalloc((size_t)max_p * max_bslices * 4);
+  unsigned *btickets = (unsigned *)dalloc(n_tickets * 4);
+  int *border = (int *)dalloc((size_t)max_p * max_bslices * 4);
+  CHECK(hipMemset(bflags, 0, (size_t)max_p * max_bslices * 4));
+  CHECK(hipMemset(btickets, 0, n_tickets * 4));
+  unsigned bepoch = 0;
+  const double bbytes = ((double)L + 1) * B * T * D * 4;
+  int bchecked = 0, bdiffer = 0;
+  for (int P : {2, 4, 8}) {
+    Stat b = time_calls([&](int) {
+      bag_pool_all<<<dim3(B, T), D, 0, stream>>>(tables, pooled, P, B, T, R, D, L);
+      bag_alltoall<<<dim3(B, T), D, 0, stream>>>(pooled, ob, P, B, T, D);
+    });
+    row("fused_embedding_alltoall", "lookup", "fp32", (double)B * L, D, 1, T, bbytes, 0,
+        "bulk;ranks=" + std::to_string(P), b);
+    std::vector<float> ref((size_t)B * T * D), got((size_t)B * T * D);
+    CHECK(hipMemcpy(ref.data(), ob, ref.size() * 4, hipMemcpyDeviceToHost));
+    for (int S : {8, 32})
+      for (int aware = 0; aware < 2; aware++) {
+        const int nslices = (B + S - 1) / S;
+        std::vector<int> ord = slice_order(P, nslices, aware, owner_block);
+        CHECK(hipMemcpy(border, ord.data(), ord.size() * 4, hipMemcpyHostToDevice));
+        for (int wpc : {1, 2, 4}) {
+          if (wpc > bag_per_cu) continue;
+          const int grid = prop.multiProcessorCount * wpc;
+          Stat f = time_calls([&](int) {
+            if (++bepoch >= n_tickets) {
+              CHECK(hipMemsetAsync(btickets, 0, n_tickets * 4, stream));
+              CHECK(hipMemsetAsync(bflags, 0, (size_t)max_p * max_bslices * 4, stream));
+              bepoch = 1;
+            }
+            fused_bag_alltoall<<<grid, bag_threads, 0, stream>>>(tables, of, bflags, btickets, border, P, B, T, R, D,
+                                                                L, S, bepoch);
+          });
+          CHECK(hipDeviceSynchronize());
+          CHECK(hipMemcpy(got.data(), of, got.size() * 4, hipMemcpyDeviceToHost));
+          if (memcmp(got.data(), ref.data(), got.size() * 4) != 0) {
+            bdiffer++;
+            note("check: fused embedding+all2all P=%d S=%d differs from the bulk result", P, S);
+          }
+          bchecked++;
+          row("fused_embedding_alltoall", "lookup", "fp32", (double)B * L, D, 1, T, bbytes, 0,
+              "fused;slices=" + std::to_string(S) + ";order=" + (aware ? "aware" : "oblivious") + ";ranks=" +
+                std::to_string(P) + ";wgs_per_cu=" + std::to_string(wpc),
+              f);
+        }
+      }
+  }
+  note("check: fused embedding+all2all vs bulk, bit for bit: %d of %d variants %s", bchecked - bdiffer, bchecked,
+       bdiffer ? "agree (see the lines above)" : "agree (ok)");
+  hipFree(tables), hipFree(pooled), hipFree(ob), hipFree(of), hipFree(bflags), hipFree(btickets), hipFree(border);
 }
 
 /* Peer copies between device 0 and 1 by kernel (zero-copy stores) and by DMA engine, where
