@@ -206,13 +206,16 @@ __global__ void copy_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y, 
  * accumulate, bf16 out: the layout the vendor path uses. 64 x 64 tiles, 256 threads of 4 x 4. */
 #define TT 64
 #define TK 16
-__global__ void tiled_gemm(const uint16_t *__restrict__ A, const uint16_t *__restrict__ B, uint16_t *__restrict__ C,
-                           int m, int n, int k)
+/* One 64 x 64 output tile at (row0, col0) of A^T B (A stored k x m, B k x n, both with
+ * leading dimension k) into @acc (thread (tx, ty) holds rows tx*4.., columns ty*4..). The
+ * plain kernel and the fused GEMM + All2All share it, so their results agree bit for bit. */
+__device__ static void tile_mm(const uint16_t *__restrict__ A, const uint16_t *__restrict__ B, int m, int n, int k,
+                               int row0, int col0, float acc[4][4])
 {
   __shared__ float As[TK][TT + 1], Bs[TK][TT + 1];
-  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  int row0 = blockIdx.x * TT, col0 = blockIdx.y * TT;
-  float acc[4][4] = {};
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
   for (int kk = 0; kk < k; kk += TK) {
     for (int e = threadIdx.x; e < TK * TT; e += 256) {
       int kq = e % TK, r = e / TK;
@@ -226,6 +229,14 @@ __global__ void tiled_gemm(const uint16_t *__restrict__ A, const uint16_t *__res
         for (int j = 0; j < 4; j++) acc[i][j] += As[kq][tx * 4 + i] * Bs[kq][ty * 4 + j];
     __syncthreads();
   }
+}
+
+__global__ void tiled_gemm(const uint16_t *__restrict__ A, const uint16_t *__restrict__ B, uint16_t *__restrict__ C,
+                           int m, int n, int k)
+{
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16, row0 = blockIdx.x * TT, col0 = blockIdx.y * TT;
+  float acc[4][4];
+  tile_mm(A, B, m, n, k, row0, col0, acc);
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 4; j++) {
       int r = row0 + tx * 4 + i, c = col0 + ty * 4 + j;
@@ -860,6 +871,77 @@ __global__ void fused_bag_alltoall(const float *tables, float *out, unsigned *fl
   }
 }
 
+/* ---- fused GEMM + All2All ------------------------------------------------------------------------
+ * Each of P logical ranks computes C_r = A_r^T B_r (M x N; the plain tiled kernel's 64 x 64
+ * tiles); rank d receives rows [d M/P, (d+1) M/P) of every rank's C: out[d][src][row][N]
+ * (fp32). Fused: persistent ticketed tasks (rank, tile) store the tile straight into its
+ * destination (the put), fence, flag; then per destination a consumer task waits for every
+ * tile meant for it. Bulk: the tiled GEMM of every rank, then an All2All copy. */
+
+__device__ static void put_tile(float *out, const float acc[4][4], int r, int row0, int col0, int P, int M, int N)
+{
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16, mp = M / P;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) {
+      const int row = row0 + tx * 4 + i, col = col0 + ty * 4 + j;
+      if (row < M && col < N) out[(((size_t)(row / mp) * P + r) * mp + row % mp) * N + col] = acc[i][j];
+    }
+}
+
+/* Bulk 1: every rank's C into c[r][col][row] (column-major, as the plain kernel stores). */
+__global__ void gemm_all(const uint16_t *A, const uint16_t *B, float *c, int M, int N, int K)
+{
+  const int r = blockIdx.z, tx = threadIdx.x % 16, ty = threadIdx.x / 16, row0 = blockIdx.x * TT, col0 = blockIdx.y * TT;
+  float acc[4][4];
+  tile_mm(A + (size_t)r * M * K, B + (size_t)r * N * K, M, N, K, row0, col0, acc);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) {
+      const int row = row0 + tx * 4 + i, col = col0 + ty * 4 + j;
+      if (row < M && col < N) c[((size_t)r * N + col) * M + row] = acc[i][j];
+    }
+}
+
+/* Bulk 2: the All2All. */
+__global__ void gemm_alltoall(const float *c, float *out, int P, int M, int N)
+{
+  const size_t total = (size_t)P * M * N;
+  const int mp = M / P;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const int col = (int)(e % N), row = (int)(e / N % M), r = (int)(e / ((size_t)M * N));
+    out[(((size_t)(row / mp) * P + r) * mp + row % mp) * N + col] = c[((size_t)r * N + col) * M + row];
+  }
+}
+
+__global__ void fused_gemm_alltoall(const uint16_t *A, const uint16_t *B, float *out, unsigned *flags,
+                                    unsigned *tickets, const int *order, int P, int M, int N, int K, unsigned epoch)
+{
+  __shared__ int task;
+  const int tm = (M + TT - 1) / TT, tn = (N + TT - 1) / TT, ntiles = tm * tn, t1 = P * ntiles, total = t1 + P;
+  for (;;) {
+    if (threadIdx.x == 0) task = (int)atomicAdd(&tickets[epoch], 1u);
+    __syncthreads();
+    const int t = task;
+    __syncthreads();
+    if (t >= total) return;
+    if (t < t1) {
+      const int r = t % P, q = order[r * ntiles + t / P], row0 = (q / tn) * TT, col0 = (q % tn) * TT;
+      float acc[4][4];
+      tile_mm(A + (size_t)r * M * K, B + (size_t)r * N * K, M, N, K, row0, col0, acc);
+      put_tile(out, acc, r, row0, col0, P, M, N);
+      __threadfence_system();
+      __syncthreads();
+      if (threadIdx.x == 0) atomicExch(&flags[q * P + r], epoch);
+    } else if (threadIdx.x == 0) {
+      const int d = t - t1, mp = M / P; /* destination d waits for the tiles of its rows from every rank */
+      for (int q = 0; q < ntiles; q++)
+        if ((q / tn) * TT / mp == d)
+          for (int r = 0; r < P; r++)
+            while (atomicAdd(&flags[q * P + r], 0u) != epoch) {
+            }
+    }
+  }
+}
+
 /* The order in which rank r takes its slices: aware, the slices other ranks own (slice j of
  * @nslices belongs to rank owner(j)) first; oblivious, in index order. */
 static std::vector<int> slice_order(int P, int nslices, bool aware, int (*owner)(int j, int nslices, int P))
@@ -1006,6 +1088,67 @@ static void bench_fused()
   note("check: fused embedding+all2all vs bulk, bit for bit: %d of %d variants %s", bchecked - bdiffer, bchecked,
        bdiffer ? "agree (see the lines above)" : "agree (ok)");
   hipFree(tables), hipFree(pooled), hipFree(ob), hipFree(of), hipFree(bflags), hipFree(btickets), hipFree(border);
+
+  /* GEMM + All2All */
+  const int GM = 1024, GN = 1024, GK = 1024, tiles = (GM / TT) * (GN / TT);
+  uint16_t *GA = (uint16_t *)dalloc((size_t)max_p * GM * GK * 2), *GB = (uint16_t *)dalloc((size_t)max_p * GN * GK * 2);
+  fill(GA, (size_t)max_p * GM * GK * 2, "bf16", 41), fill(GB, (size_t)max_p * GN * GK * 2, "bf16", 42);
+  float *gc = (float *)dalloc((size_t)max_p * GM * GN * 4), *gob = (float *)dalloc((size_t)max_p * GM * GN * 4);
+  float *gof = (float *)dalloc((size_t)max_p * GM * GN * 4);
+  unsigned *gflags = (unsigned *)dalloc((size_t)max_p * tiles * 4), *gtickets = (unsigned *)dalloc(n_tickets * 4);
+  int *gorder = (int *)dalloc((size_t)max_p * tiles * 4);
+  CHECK(hipMemset(gflags, 0, (size_t)max_p * tiles * 4));
+  CHECK(hipMemset(gtickets, 0, n_tickets * 4));
+  unsigned gepoch = 0;
+  int gchecked = 0, gdiffer = 0;
+  int gemm_per_cu = 0;
+  CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&gemm_per_cu, fused_gemm_alltoall, 256, 0));
+  for (int P : {2, 4, 8}) {
+    const double gflops = 2.0 * GM * GN * GK * P, gbytes = 2.0 * (GM * GK + GN * GK) * P + 8.0 * GM * GN * P;
+    Stat b = time_calls([&](int) {
+      gemm_all<<<dim3(GM / TT, GN / TT, P), 256, 0, stream>>>(GA, GB, gc, GM, GN, GK);
+      gemm_alltoall<<<4096, 256, 0, stream>>>(gc, gob, P, GM, GN);
+    });
+    row("fused_gemm_alltoall", "gemm", "bf16", GM, GN, GK, P, gbytes, gflops, "bulk;ranks=" + std::to_string(P), b);
+    std::vector<float> ref((size_t)P * GM * GN), got((size_t)P * GM * GN);
+    CHECK(hipMemcpy(ref.data(), gob, ref.size() * 4, hipMemcpyDeviceToHost));
+    for (int aware = 0; aware < 2; aware++) {
+      std::vector<int> ord((size_t)P * tiles);
+      for (int r = 0; r < P; r++) {
+        int i = 0;
+        for (int pass = 0; pass < 2; pass++)
+          for (int q = 0; q < tiles; q++)
+            if (!aware ? pass == 0 : (pass == 0) == ((q / (GN / TT)) * TT / (GM / P) != r)) ord[(size_t)r * tiles + i++] = q;
+      }
+      CHECK(hipMemcpy(gorder, ord.data(), ord.size() * 4, hipMemcpyHostToDevice));
+      for (int wpc : {1, 2, 4}) {
+        if (wpc > gemm_per_cu) continue;
+        const int grid = prop.multiProcessorCount * wpc;
+        Stat f = time_calls([&](int) {
+          if (++gepoch >= n_tickets) {
+            CHECK(hipMemsetAsync(gtickets, 0, n_tickets * 4, stream));
+            CHECK(hipMemsetAsync(gflags, 0, (size_t)max_p * tiles * 4, stream));
+            gepoch = 1;
+          }
+          fused_gemm_alltoall<<<grid, 256, 0, stream>>>(GA, GB, gof, gflags, gtickets, gorder, P, GM, GN, GK, gepoch);
+        });
+        CHECK(hipDeviceSynchronize());
+        CHECK(hipMemcpy(got.data(), gof, got.size() * 4, hipMemcpyDeviceToHost));
+        if (memcmp(got.data(), ref.data(), got.size() * 4) != 0) {
+          gdiffer++;
+          note("check: fused gemm+all2all P=%d differs from the bulk result", P);
+        }
+        gchecked++;
+        row("fused_gemm_alltoall", "gemm", "bf16", GM, GN, GK, P, gbytes, gflops,
+            std::string("fused;tile=64x64;order=") + (aware ? "aware" : "oblivious") +
+              ";ranks=" + std::to_string(P) + ";wgs_per_cu=" + std::to_string(wpc),
+            f);
+      }
+    }
+  }
+  note("check: fused gemm+all2all vs bulk, bit for bit: %d of %d variants %s", gchecked - gdiffer, gchecked,
+       gdiffer ? "agree (see the lines above)" : "agree (ok)");
+  hipFree(GA), hipFree(GB), hipFree(gc), hipFree(gob), hipFree(gof), hipFree(gflags), hipFree(gtickets), hipFree(gorder);
 }
 
 /* Peer copies between device 0 and 1 by kernel (zero-copy stores) and by DMA engine, where
