@@ -942,6 +942,45 @@ __global__ void fused_gemm_alltoall(const uint16_t *A, const uint16_t *B, float 
   }
 }
 
+/* What the calls of one fused kernel share: a ticket counter per call (the epoch), the flag
+ * arrays (cleared with the counters when the epochs wrap, so no flag holds an old epoch), and
+ * the bit-for-bit comparison of each variant's output with the bulk result. */
+struct FusedCalls {
+  unsigned *tickets;
+  size_t n_tickets;
+  std::vector<std::pair<void *, size_t>> flags;
+  unsigned epoch = 0;
+  int checked = 0, differ = 0;
+
+  FusedCalls(unsigned *t, size_t n, std::vector<std::pair<void *, size_t>> f) : tickets(t), n_tickets(n), flags(f) {}
+
+  unsigned next()
+  {
+    if (++epoch >= n_tickets) {
+      CHECK(hipMemsetAsync(tickets, 0, n_tickets * 4, stream));
+      for (auto &f : flags) CHECK(hipMemsetAsync(f.first, 0, f.second, stream));
+      epoch = 1;
+    }
+    return epoch;
+  }
+
+  void compare(const float *out, std::vector<float> &got, const std::vector<float> &ref, const char *what, int P)
+  {
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipMemcpy(got.data(), out, got.size() * 4, hipMemcpyDeviceToHost));
+    checked++;
+    if (memcmp(got.data(), ref.data(), got.size() * 4) == 0) return;
+    differ++;
+    note("check: fused %s P=%d differs from the bulk result", what, P);
+  }
+
+  void report(const char *what) const
+  {
+    note("check: fused %s vs bulk, bit for bit: %d of %d variants %s", what, checked - differ, checked,
+         differ ? "agree (see the lines above)" : "agree (ok)");
+  }
+};
+
 /* The order in which rank r takes its slices: aware, the slices other ranks own (slice j of
  * @nslices belongs to rank owner(j)) first; oblivious, in index order. */
 static std::vector<int> slice_order(int P, int nslices, bool aware, int (*owner)(int j, int nslices, int P))
@@ -978,8 +1017,7 @@ static void bench_fused()
   CHECK(hipMemset(flag1, 0, max_p * max_slices * 4));
   CHECK(hipMemset(flag2, 0, max_p * max_slices * 4));
   CHECK(hipMemset(tickets, 0, n_tickets * 4));
-  unsigned epoch = 0;
-  int checked = 0, differ = 0;
+  FusedCalls gv{tickets, n_tickets, {{flag1, max_p * max_slices * 4}, {flag2, max_p * max_slices * 4}}};
   const double flops = 2.0 * K * N, bytes = 2.0 * K * N + 2.0 * K;
   for (int P : {2, 4, 8}) {
     auto bulk = [&](int) {
@@ -998,24 +1036,12 @@ static void bench_fused()
         for (int wpc : {1, 2, 4}) {
           if (wpc > per_cu) continue;
           const int grid = prop.multiProcessorCount * wpc;
-          auto fused = [&](int) {
-            if (++epoch >= n_tickets) { /* epochs restart: no flag or ticket may hold an old one */
-              CHECK(hipMemsetAsync(tickets, 0, n_tickets * 4, stream));
-              CHECK(hipMemsetAsync(flag1, 0, max_p * max_slices * 4, stream));
-              CHECK(hipMemsetAsync(flag2, 0, max_p * max_slices * 4, stream));
-              epoch = 1;
-            }
+          Stat f = time_calls([&](int) {
+            unsigned e = gv.next();
             fused_gemv_allreduce<<<grid, threads, 0, stream>>>(W, x, recv, yf, flag1, flag2, tickets, order, P, K, N,
-                                                              S, epoch);
-          };
-          Stat f = time_calls(fused);
-          CHECK(hipDeviceSynchronize());
-          CHECK(hipMemcpy(got.data(), yf, got.size() * 4, hipMemcpyDeviceToHost));
-          if (memcmp(got.data(), ref.data(), got.size() * 4) != 0) {
-            differ++;
-            note("check: fused gemv+allreduce P=%d S=%d differs from the bulk result", P, S);
-          }
-          checked++;
+                                                              S, e);
+          });
+          gv.compare(yf, got, ref, "gemv+allreduce", P);
           row("fused_gemv_allreduce", "gemv", "bf16", 1, N, K, 1, bytes, flops,
               "fused;slices=" + std::to_string(S) + ";order=" + (aware ? "aware" : "oblivious") + ";ranks=" +
                 std::to_string(P) + ";wgs_per_cu=" + std::to_string(wpc),
@@ -1023,8 +1049,7 @@ static void bench_fused()
         }
       }
   }
-  note("check: fused gemv+allreduce vs bulk, bit for bit: %d of %d variants %s", checked - differ, checked,
-       differ ? "agree (see the lines above)" : "agree (ok)");
+  gv.report("gemv+allreduce");
   hipFree(W), hipFree(x), hipFree(part), hipFree(recv), hipFree(yb), hipFree(yf);
   hipFree(flag1), hipFree(flag2), hipFree(tickets), hipFree(order);
 
@@ -1042,9 +1067,8 @@ static void bench_fused()
   int *border = (int *)dalloc((size_t)max_p * max_bslices * 4);
   CHECK(hipMemset(bflags, 0, (size_t)max_p * max_bslices * 4));
   CHECK(hipMemset(btickets, 0, n_tickets * 4));
-  unsigned bepoch = 0;
+  FusedCalls eb{btickets, n_tickets, {{bflags, (size_t)max_p * max_bslices * 4}}};
   const double bbytes = ((double)L + 1) * B * T * D * 4;
-  int bchecked = 0, bdiffer = 0;
   for (int P : {2, 4, 8}) {
     Stat b = time_calls([&](int) {
       bag_pool_all<<<dim3(B, T), D, 0, stream>>>(tables, pooled, P, B, T, R, D, L);
@@ -1063,21 +1087,11 @@ static void bench_fused()
           if (wpc > bag_per_cu) continue;
           const int grid = prop.multiProcessorCount * wpc;
           Stat f = time_calls([&](int) {
-            if (++bepoch >= n_tickets) {
-              CHECK(hipMemsetAsync(btickets, 0, n_tickets * 4, stream));
-              CHECK(hipMemsetAsync(bflags, 0, (size_t)max_p * max_bslices * 4, stream));
-              bepoch = 1;
-            }
+            unsigned e = eb.next();
             fused_bag_alltoall<<<grid, bag_threads, 0, stream>>>(tables, of, bflags, btickets, border, P, B, T, R, D,
-                                                                L, S, bepoch);
+                                                                L, S, e);
           });
-          CHECK(hipDeviceSynchronize());
-          CHECK(hipMemcpy(got.data(), of, got.size() * 4, hipMemcpyDeviceToHost));
-          if (memcmp(got.data(), ref.data(), got.size() * 4) != 0) {
-            bdiffer++;
-            note("check: fused embedding+all2all P=%d S=%d differs from the bulk result", P, S);
-          }
-          bchecked++;
+          eb.compare(of, got, ref, "embedding+all2all", P);
           row("fused_embedding_alltoall", "lookup", "fp32", (double)B * L, D, 1, T, bbytes, 0,
               "fused;slices=" + std::to_string(S) + ";order=" + (aware ? "aware" : "oblivious") + ";ranks=" +
                 std::to_string(P) + ";wgs_per_cu=" + std::to_string(wpc),
@@ -1085,8 +1099,7 @@ static void bench_fused()
         }
       }
   }
-  note("check: fused embedding+all2all vs bulk, bit for bit: %d of %d variants %s", bchecked - bdiffer, bchecked,
-       bdiffer ? "agree (see the lines above)" : "agree (ok)");
+  eb.report("embedding+all2all");
   hipFree(tables), hipFree(pooled), hipFree(ob), hipFree(of), hipFree(bflags), hipFree(btickets), hipFree(border);
 
   /* GEMM + All2All */
@@ -1099,8 +1112,7 @@ static void bench_fused()
   int *gorder = (int *)dalloc((size_t)max_p * tiles * 4);
   CHECK(hipMemset(gflags, 0, (size_t)max_p * tiles * 4));
   CHECK(hipMemset(gtickets, 0, n_tickets * 4));
-  unsigned gepoch = 0;
-  int gchecked = 0, gdiffer = 0;
+  FusedCalls ga{gtickets, n_tickets, {{gflags, (size_t)max_p * tiles * 4}}};
   int gemm_per_cu = 0;
   CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&gemm_per_cu, fused_gemm_alltoall, 256, 0));
   for (int P : {2, 4, 8}) {
@@ -1125,20 +1137,10 @@ static void bench_fused()
         if (wpc > gemm_per_cu) continue;
         const int grid = prop.multiProcessorCount * wpc;
         Stat f = time_calls([&](int) {
-          if (++gepoch >= n_tickets) {
-            CHECK(hipMemsetAsync(gtickets, 0, n_tickets * 4, stream));
-            CHECK(hipMemsetAsync(gflags, 0, (size_t)max_p * tiles * 4, stream));
-            gepoch = 1;
-          }
-          fused_gemm_alltoall<<<grid, 256, 0, stream>>>(GA, GB, gof, gflags, gtickets, gorder, P, GM, GN, GK, gepoch);
+          unsigned e = ga.next();
+          fused_gemm_alltoall<<<grid, 256, 0, stream>>>(GA, GB, gof, gflags, gtickets, gorder, P, GM, GN, GK, e);
         });
-        CHECK(hipDeviceSynchronize());
-        CHECK(hipMemcpy(got.data(), gof, got.size() * 4, hipMemcpyDeviceToHost));
-        if (memcmp(got.data(), ref.data(), got.size() * 4) != 0) {
-          gdiffer++;
-          note("check: fused gemm+all2all P=%d differs from the bulk result", P);
-        }
-        gchecked++;
+        ga.compare(gof, got, ref, "gemm+all2all", P);
         row("fused_gemm_alltoall", "gemm", "bf16", GM, GN, GK, P, gbytes, gflops,
             std::string("fused;tile=64x64;order=") + (aware ? "aware" : "oblivious") +
               ";ranks=" + std::to_string(P) + ";wgs_per_cu=" + std::to_string(wpc),
@@ -1146,8 +1148,7 @@ static void bench_fused()
       }
     }
   }
-  note("check: fused gemm+all2all vs bulk, bit for bit: %d of %d variants %s", gchecked - gdiffer, gchecked,
-       gdiffer ? "agree (see the lines above)" : "agree (ok)");
+  ga.report("gemm+all2all");
   hipFree(GA), hipFree(GB), hipFree(gc), hipFree(gob), hipFree(gof), hipFree(gflags), hipFree(gtickets), hipFree(gorder);
 }
 
