@@ -16,6 +16,10 @@ int mm_cmd_schema(int argc, char **argv);
 int mm_cmd_run(int argc, char **argv);
 int mm_cmd_validate(int argc, char **argv);
 int mm_cmd_op(int argc, char **argv);
+/* madmax op emb-a2a | gemv-ar | gemm-a2a (cmd_op_kernel.c); ag-gemm | gemm-rs (cmd_op_overlap.c):
+ * argv[0] is "madmax op KIND" */
+int mm_cmd_op_kernel(int argc, char **argv);
+int mm_cmd_op_overlap(int argc, char **argv);
 int mm_cmd_plot(int argc, char **argv);
 int mm_cmd_sweep(int argc, char **argv);
 int mm_cmd_whatif(int argc, char **argv);

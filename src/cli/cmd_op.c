@@ -325,13 +325,23 @@ int mm_cmd_op(int argc, char **argv)
     FILE *out = argc < 2 ? stderr : stdout;
     fprintf(out, "usage: madmax op KIND [OPTIONS]   (madmax op KIND --help)\n\n"
                  "  collective   one collective alone: time, algorithm and bus bandwidth, per-link bytes\n"
-                 "  sparse       embedding-gradient synchronization: dense vs sparse vs host-staged\n");
+                 "  sparse       embedding-gradient synchronization: dense vs sparse vs host-staged\n"
+                 "  emb-a2a      fused embedding pooling + All2All (slice puts) vs bulk\n"
+                 "  gemv-ar      fused GEMV + AllReduce (zero-copy slice puts) vs bulk\n"
+                 "  gemm-a2a     fused GEMM + All2All (tile puts) vs bulk\n"
+                 "  ag-gemm      AllGather + GEMM: serial, shard overlap, FiCCO schedules, collective matmul\n"
+                 "  gemm-rs      GEMM + ReduceScatter: serial vs decomposed overlap\n");
     return argc < 2 ? MM_EXIT_INPUT : MM_EXIT_OK;
   }
   g_autofree char *name = g_strdup_printf("madmax op %s", argv[1]);
   argv[1] = name;
   if (strcmp(argv[1] + 10, "collective") == 0) return op_collective(argc - 1, argv + 1);
   if (strcmp(argv[1] + 10, "sparse") == 0) return op_sparse(argc - 1, argv + 1);
+  if (strcmp(argv[1] + 10, "emb-a2a") == 0 || strcmp(argv[1] + 10, "gemv-ar") == 0 ||
+      strcmp(argv[1] + 10, "gemm-a2a") == 0)
+    return mm_cmd_op_kernel(argc - 1, argv + 1);
+  if (strcmp(argv[1] + 10, "ag-gemm") == 0 || strcmp(argv[1] + 10, "gemm-rs") == 0)
+    return mm_cmd_op_overlap(argc - 1, argv + 1);
   fprintf(stderr, "madmax: unknown op '%s'\nTry 'madmax op --help'.\n", argv[1] + 10);
   return MM_EXIT_INPUT;
 }

@@ -237,6 +237,21 @@ typedef struct {
   double lo, hi;            /* the range measured: FLOPs (compute) or bytes (memory) per call */
 } MmEffFit;
 
+/* Coefficients of fused compute-collective kernels: persistent workgroups, slice puts, flags,
+ * occupancy (the device file's optional "fused" object; parsed by src/config/device_fused.c,
+ * used by src/fused; docs/FUSED.md). Absent keys take their documented defaults. */
+typedef struct {
+  MmUtil compute_units; /* placeholder: filled in by the fused-kernel work */
+} MmFusedCoeffs;
+
+/* Coefficients of decomposed compute-communication overlap: decomposition (DIL) and contention
+ * (CIL) losses, DMA engines (the device file's optional "overlap" object; parsed by
+ * src/config/device_overlap.c, used by src/fused; docs/FUSED.md). Absent keys take their
+ * documented defaults. */
+typedef struct {
+  MmUtil dil_gemm; /* placeholder: filled in by the decomposed-overlap work */
+} MmOverlapCoeffs;
+
 typedef struct {
   char *path;
   char *name;
@@ -258,6 +273,8 @@ typedef struct {
   MmEffFit *compute_fit[MM_KERNEL_KIND_COUNT][MM_DTYPE_COUNT];
   MmEffFit *memory_fit[MM_KERNEL_KIND_COUNT];
   char *calibration_source; /* calibration.source (NULL: no calibration block) */
+  MmFusedCoeffs fused;      /* "fused" (defaults when absent) */
+  MmOverlapCoeffs overlap;  /* "overlap" (defaults when absent) */
 } MmDevice;
 
 typedef enum {

@@ -38,6 +38,10 @@ static const MmField device_fields[] = {
   {"calibration", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "fitted efficiency models written by `madmax calibrate` (docs/CALIBRATION.md); they take precedence over "
    "curves and scalars for the kernels they fit"},
+  {"fused", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "coefficients of fused compute-collective kernels (slice puts, flags, occupancy; docs/FUSED.md)"},
+  {"overlap", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "coefficients of decomposed compute-communication overlap (DIL, CIL, DMA engines; docs/FUSED.md)"},
   MM_FIELDS_END,
 };
 
@@ -425,6 +429,8 @@ void mm_device_clear(MmDevice *d)
     eff_fit_free(d->memory_fit[k]);
   }
   g_free(d->calibration_source);
+  mm__device_fused_clear(d);
+  mm__device_overlap_clear(d);
   memset(d, 0, sizeof *d);
 }
 
@@ -477,7 +483,9 @@ static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *
   const cJSON *eff = cJSON_GetObjectItemCaseSensitive(root, "efficiency");
   if (eff && !parse_efficiency(&ctx, eff, out, error)) return FALSE;
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
-  return cal == NULL || parse_calibration(&ctx, cal, out, error);
+  if (cal && !parse_calibration(&ctx, cal, out, error)) return FALSE;
+  if (!mm__device_parse_fused(&ctx, cJSON_GetObjectItemCaseSensitive(root, "fused"), out, error)) return FALSE;
+  return mm__device_parse_overlap(&ctx, cJSON_GetObjectItemCaseSensitive(root, "overlap"), out, error);
 }
 
 static gboolean device_from_root(const char *path, const cJSON *root, MmDevice *out, GError **error)
@@ -538,4 +546,6 @@ void mm__device_write_schema(FILE *out)
   mm_json_write_schema(out, "`calibration.fits.*`", "", fit_fields);
   mm_json_write_schema(out, "`calibration.collectives[]`", "", collective_fields);
   mm_json_write_schema(out, "`calibration.overlap[]`", "", overlap_fields);
+  mm__device_fused_schema(out);
+  mm__device_overlap_schema(out);
 }

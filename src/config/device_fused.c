@@ -1,0 +1,31 @@
+/* device_fused: the device file's "fused" object, coefficients of fused compute-collective
+ * kernels (docs/FUSED.md): one row each, with its default and the default's source. */
+#include <stddef.h>
+
+#include "internal.h"
+
+#define FZ(f) ((gssize)offsetof(MmDevice, fused.f))
+
+static const MmCoeffRow fused_rows[] = {
+  {"compute_units", 1, 1e6, 1, "CUs/SMs", 104, MM_PROV_DATASHEET, "AMD Instinct MI210 datasheet: 104 compute units",
+   FZ(compute_units), "compute units (AMD) or streaming multiprocessors (NVIDIA) a persistent kernel spreads over"},
+  MM_COEFF_ROWS_END,
+};
+
+gboolean mm__device_parse_fused(const MmJsonCtx *ctx, const cJSON *obj, MmDevice *out, GError **error)
+{
+  return mm__coeffs_parse(ctx, obj, "$.fused", fused_rows, out, error);
+}
+
+void mm__device_fused_clear(MmDevice *d)
+{
+  mm__coeffs_clear(fused_rows, d);
+}
+
+void mm__device_fused_schema(FILE *out)
+{
+  mm__coeffs_schema(out, "`fused`",
+                    "Coefficients of fused compute-collective kernels, each `{value, provenance, source}`; an "
+                    "absent key takes the default below.",
+                    fused_rows);
+}
