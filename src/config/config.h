@@ -241,7 +241,10 @@ typedef struct {
  * occupancy (the device file's optional "fused" object; parsed by src/config/device_fused.c,
  * used by src/fused; docs/FUSED.md). Absent keys take their documented defaults. */
 typedef struct {
-  MmUtil compute_units; /* placeholder: filled in by the fused-kernel work */
+  MmUtil compute_units;  /* CUs/SMs a persistent kernel spreads over */
+  MmUtil occupancy_loss; /* fraction of occupancy the communication API's registers cost */
+  MmUtil put_latency_s;  /* issuing one non-blocking put (API latency), seconds */
+  MmUtil flag_s;         /* per slice: WG_Done book-keeping, fence and flag put, seconds */
 } MmFusedCoeffs;
 
 /* Coefficients of decomposed compute-communication overlap: decomposition (DIL) and contention

@@ -9,6 +9,16 @@
 static const MmCoeffRow fused_rows[] = {
   {"compute_units", 1, 1e6, 1, "CUs/SMs", 104, MM_PROV_DATASHEET, "AMD Instinct MI210 datasheet: 104 compute units",
    FZ(compute_units), "compute units (AMD) or streaming multiprocessors (NVIDIA) a persistent kernel spreads over"},
+  {"occupancy_loss", 0, 0.99, 1, "fraction", 0.125, MM_PROV_PAPER,
+   "Fused computation-collective paper (AMD), Sec. III: the fused embedding + All-to-All kernel runs at 12.5% lower "
+   "occupancy than the embedding kernel (ROC_SHMEM registers)",
+   FZ(occupancy_loss), "occupancy a fused kernel loses to the communication API's registers"},
+  {"put_latency_us", 0, 1e4, 1e-6, "us", 2, MM_PROV_ESTIMATE,
+   "estimate: GPU-initiated put issue cost of a few microseconds (the paper names the API latency without a figure)",
+   FZ(put_latency_s), "issuing one non-blocking put from a workgroup"},
+  {"flag_us", 0, 1e4, 1e-6, "us", 1, MM_PROV_ESTIMATE,
+   "estimate: a remote fence and a flag put per slice (the paper names the book-keeping without a figure)",
+   FZ(flag_s), "per slice: WG_Done book-keeping, the remote fence and the flag put"},
   MM_COEFF_ROWS_END,
 };
 
