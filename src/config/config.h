@@ -390,6 +390,23 @@ typedef enum { MM_DEG_NUMBER, MM_DEG_NODE, MM_DEG_NODES, MM_DEG_ALL } MmDegreeSp
 typedef enum { MM_CP_RING, MM_CP_ALL_GATHER } MmCpImpl;
 extern const char *const mm_cp_impl_names[];
 
+/* How a level's collectives overlap the compute they feed or follow (docs/tp-overlap.md):
+ * bulk (one collective, then the GEMM), or decomposed into per-step transfers and partial
+ * GEMMs. tp levels (with sequence parallelism): collective_matmul (XLA), async_tp (PyTorch
+ * symmetric memory), userbuffers (Megatron-LM / NeMo, Transformer Engine); ep levels:
+ * pipelined (All2All and expert GEMMs in chunks); mp levels: fused (the fused embedding +
+ * All2All kernel of the AMD fused-kernel paper). */
+typedef enum {
+  MM_OVERLAP_BULK,
+  MM_OVERLAP_COLLECTIVE_MATMUL,
+  MM_OVERLAP_ASYNC_TP,
+  MM_OVERLAP_USERBUFFERS,
+  MM_OVERLAP_PIPELINED,
+  MM_OVERLAP_FUSED,
+  MM_OVERLAP_COUNT
+} MmOverlap;
+extern const char *const mm_overlap_names[];
+
 #define MM_MAX_LEVELS 6
 
 typedef struct {
@@ -402,6 +419,9 @@ typedef struct {
   gboolean experts_sharded;   /* tp levels of MoE blocks: every rank holds a slice of every expert */
   int zero;             /* ddp levels: ZeRO stage 0 (plain), 1 (optimizer states sharded), 2 (+ gradients) */
   MmCpImpl cp_impl;     /* cp levels */
+  MmOverlap overlap;    /* tp, ep and mp levels: bulk or a decomposed overlap */
+  double overlap_min_bytes; /* tp overlap: collectives with a smaller full buffer stay bulk */
+  int64_t overlap_chunks;   /* ep pipelined, mp fused: pieces the exchange and its compute are split into */
 } MmLevel;
 
 typedef struct {

@@ -131,7 +131,26 @@ typedef struct {
   int64_t zero;
   int kv_exchange;
   int experts;
+  int overlap;
+  double overlap_min_MiB;
+  int64_t overlap_chunks;
 } LevelRaw;
+
+const char *const mm_overlap_names[] = {"bulk", "collective_matmul", "async_tp", "userbuffers", "pipelined", "fused",
+                                        NULL};
+
+/* Which overlap values a level's strategy takes (a row per strategy; others take only bulk). */
+static const struct {
+  MmStrategy strategy;
+  uint32_t values; /* 1 << MmOverlap */
+  const char *allowed;
+} overlap_rows[] = {
+  {MM_STRAT_TP, (1u << MM_OVERLAP_BULK) | (1u << MM_OVERLAP_COLLECTIVE_MATMUL) | (1u << MM_OVERLAP_ASYNC_TP) |
+                    (1u << MM_OVERLAP_USERBUFFERS),
+   "bulk, collective_matmul, async_tp or userbuffers"},
+  {MM_STRAT_EP, (1u << MM_OVERLAP_BULK) | (1u << MM_OVERLAP_PIPELINED), "bulk or pipelined"},
+  {MM_STRAT_MP, (1u << MM_OVERLAP_BULK) | (1u << MM_OVERLAP_FUSED), "bulk or fused"},
+};
 
 static const char *const expert_tp_names[] = {"spread", "sharded", NULL};
 
@@ -175,6 +194,20 @@ static const MmField level_fields[] = {
   {"kv_exchange", MM_F_ENUM, FALSE, 0, 0, MM_CP_RING, mm_cp_impl_names, (gssize)offsetof(LevelRaw, kv_exchange),
    NULL, "cp levels: ring (ring attention: K/V chunks passed around the group, overlapped with attention "
    "blocks) or all_gather (K/V gathered before attention, as Llama 3)"},
+  {"overlap", MM_F_ENUM, FALSE, 0, 0, MM_OVERLAP_BULK, mm_overlap_names, (gssize)offsetof(LevelRaw, overlap), NULL,
+   "how the level's collectives overlap the GEMMs they feed (docs/tp-overlap.md). tp levels with sequence "
+   "parallelism: bulk (one collective, then the GEMM), collective_matmul (XLA: AllGather+GEMM and GEMM+ReduceScatter "
+   "as a loop of bidirectional collective-permutes and partial GEMMs), async_tp (PyTorch symmetric memory: p-1 "
+   "copy-engine peer copies overlapping partial GEMMs), userbuffers (Megatron-LM --tp-comm-overlap / NeMo, "
+   "Transformer Engine: ring exchange for AllGather, 4-way pipelined split for ReduceScatter); ep levels: bulk or "
+   "pipelined (dispatch All2All, expert GEMMs and combine All2All in overlap_chunks chunks); mp levels: bulk or "
+   "fused (the embedding lookup and its All2All as one fused kernel putting slices as they finish)"},
+  {"overlap_min_MiB", MM_F_NUM, FALSE, 0, 1e9, 0, NULL, (gssize)offsetof(LevelRaw, overlap_min_MiB), "MiB",
+   "tp overlap: AllGathers and ReduceScatters whose full buffer is smaller stay bulk (XLA's "
+   "xla_gpu_threshold_for_windowed_einsum_mib)"},
+  {"overlap_chunks", MM_F_INT, FALSE, 2, 1024, 4, NULL, (gssize)offsetof(LevelRaw, overlap_chunks), "chunks",
+   "ep pipelined and mp fused: pieces the exchange and its compute are split into (Tutel's pipelining degree; "
+   "the fused kernel's slices are grouped into this many)"},
   MM_FIELDS_END,
 };
 
@@ -189,6 +222,51 @@ void mm_parallel_free(MmParallelConfig *c)
   for (guint i = 0; i < c->n_strategies; i++) g_free(c->strategies[i].key);
   g_free(c->strategies);
   g_free(c);
+}
+
+/* "overlap" and its parameters: a value the level's strategy takes; tp overlap needs sequence
+ * parallelism (it decomposes the AllGather and ReduceScatter that SP puts around the GEMMs; Megatron-LM's
+ * --tp-comm-overlap likewise requires --sequence-parallel). */
+static gboolean check_overlap(const MmJsonCtx *ctx, const char *jp, const MmLevel *l, guint64 present, GError **error)
+{
+#define HAS(key) ((present >> mm_json_field_index(level_fields, key)) & 1)
+  g_autofree char *op = g_strdup_printf("%s.overlap", jp);
+  const char *allowed = NULL;
+  uint32_t values = 1u << MM_OVERLAP_BULK;
+  for (guint i = 0; i < G_N_ELEMENTS(overlap_rows); i++)
+    if (overlap_rows[i].strategy == l->strategy) values = overlap_rows[i].values, allowed = overlap_rows[i].allowed;
+  if (HAS("overlap") && !allowed) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, op, "\"overlap\" applies to tp, ep and mp levels only (this "
+                  "is a %s level)", mm_strategy_names[l->strategy]);
+    return FALSE;
+  }
+  if (!(values & (1u << l->overlap))) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, op, "\"%s\" does not apply to %s levels; they take %s",
+                  mm_overlap_names[l->overlap], mm_strategy_names[l->strategy], allowed);
+    return FALSE;
+  }
+  const gboolean tp_overlap = l->strategy == MM_STRAT_TP && l->overlap != MM_OVERLAP_BULK;
+  if (tp_overlap && !l->sequence_parallel) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, op,
+                  "\"%s\" decomposes the AllGather and ReduceScatter of sequence parallelism: use strategy \"sp\" "
+                  "or \"sequence_parallel\": true (Megatron-LM's --tp-comm-overlap needs --sequence-parallel too)",
+                  mm_overlap_names[l->overlap]);
+    return FALSE;
+  }
+  if (HAS("overlap_min_MiB") && !tp_overlap) {
+    g_autofree char *kp = g_strdup_printf("%s.overlap_min_MiB", jp);
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, kp, "\"overlap_min_MiB\" applies to tp levels with a "
+                  "non-bulk \"overlap\" only");
+    return FALSE;
+  }
+  if (HAS("overlap_chunks") && l->overlap != MM_OVERLAP_PIPELINED && l->overlap != MM_OVERLAP_FUSED) {
+    g_autofree char *kp = g_strdup_printf("%s.overlap_chunks", jp);
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, kp, "\"overlap_chunks\" applies to ep levels with "
+                  "\"overlap\": \"pipelined\" and mp levels with \"overlap\": \"fused\" only");
+    return FALSE;
+  }
+#undef HAS
+  return TRUE;
 }
 
 static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, MmLevel *out,
@@ -224,6 +302,9 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
   out->experts_sharded = raw.experts == 1;
   out->zero = (int)raw.zero;
   out->cp_impl = (MmCpImpl)raw.kv_exchange;
+  out->overlap = (MmOverlap)raw.overlap;
+  out->overlap_min_bytes = raw.overlap_min_MiB * 1048576.0;
+  out->overlap_chunks = raw.overlap_chunks;
   static const struct {
     const char *key;
     MmStrategy only;
@@ -238,6 +319,7 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
       return FALSE;
     }
   }
+  if (!check_overlap(ctx, jp, out, present, error)) return FALSE;
   if (((present >> mm_json_field_index(level_fields, "sharding")) & 1) && out->strategy != MM_STRAT_MP) {
     g_autofree char *shp = g_strdup_printf("%s.sharding", jp);
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, shp, "\"sharding\" applies to mp levels only");

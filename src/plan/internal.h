@@ -101,6 +101,8 @@ typedef struct {
   gboolean *chunk_trained;           /* runs a backward */
   uint32_t cur_chunk;
 
+  uint32_t n_fused; /* fused / decomposed op groups emitted (MmOpInfo.fused) */
+
   GatherItem *gq;
   uint32_t n_gq, gq_emitted, gq_pos;
   uint32_t *gq_op; /* gather op of each item */
@@ -192,3 +194,18 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error);
 
 /* iteration.c: one stage's schedule of chunk forwards and backwards */
 void mm__lower_program(Lower *L);
+
+/* overlap.c: decomposed TP collectives and the fused embedding exchange (docs/tp-overlap.md) */
+/* Compute pieces a decomposition of a p-way collective runs (p, or userbuffers' pipeline splits). */
+uint32_t mm__overlap_pieces(MmOverlap mode, gboolean comm_first, int64_t p);
+/* One of @pieces token-dimension pieces of part @part of layer @li, launch included. */
+double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces);
+/* Async TP's final local reduction of p partial shards of @shard bytes. */
+double mm__reduce_s(const Lower *L, double shard, int64_t p);
+/* Emits the TP collective @kind (AllGather before the compute when @comm_first, else ReduceScatter
+ * after it) of @bytes (the full buffer) over block @block's @mask levels, decomposed per @mode
+ * with the GEMM as @pieces pieces described by @info (one piece's time and work), after @d.
+ * Returns the op that ends it (the last piece or transfer). */
+uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind kind, gboolean comm_first,
+                             uint32_t mask, double bytes, const MmOpInfo *info, uint32_t pieces, double extra_s,
+                             const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);

@@ -54,6 +54,9 @@ typedef struct {
   gboolean experts_sharded;               /* without ep: experts split over the TP ranks, not spread */
   int zero;                               /* ZeRO stage of its ddp levels (0: plain DDP) */
   MmCpImpl cp_impl;
+  MmOverlap tp_overlap, ep_overlap, mp_overlap; /* of its tp, ep, mp levels (bulk: none) */
+  double tp_overlap_min_bytes;            /* tp overlap: smaller AllGathers / ReduceScatters stay bulk */
+  int64_t overlap_chunks;                 /* ep pipelined, mp fused: pieces */
   gboolean frozen;                        /* no weight gradients, no optimizer state */
   MmDtype compute_dtype, grad_dtype;
   const MmOptimizer *optimizer;           /* (transfer none) */
@@ -326,6 +329,8 @@ typedef struct {
   double time_s;      /* duration alone (collectives: on idle links) */
   double fixed_s;     /* the engine's fixed part: compute time, or a collective's latency */
   uint8_t algorithm;  /* collectives: MmAlgorithm chosen */
+  uint8_t overlap;    /* MmOverlap of its fused group (bulk when fused is 0) */
+  uint32_t fused;     /* the decomposed (overlapped) or fused op it is a piece of: a group id from 1, 0: none */
 } MmOpInfo;
 
 typedef struct {

@@ -197,6 +197,20 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->sp |= l->sequence_parallel;
     if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->experts_sharded |= l->experts_sharded;
     if (l->strategy == MM_STRAT_CP) bs->cp_impl = l->cp_impl;
+    if (l->degree > 1 && l->overlap != MM_OVERLAP_BULK) {
+      MmOverlap *o = l->strategy == MM_STRAT_TP ? &bs->tp_overlap : l->strategy == MM_STRAT_EP ? &bs->ep_overlap
+                                                                                                  : &bs->mp_overlap;
+      if (*o != MM_OVERLAP_BULK && *o != l->overlap) {
+        g_autofree char *op = g_strdup_printf("%s[%u].overlap", jp, i);
+        mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, op,
+                      "every %s level of a list must use the same overlap (\"%s\" here, \"%s\" before)",
+                      mm_strategy_names[l->strategy], mm_overlap_names[l->overlap], mm_overlap_names[*o]);
+        return FALSE;
+      }
+      *o = l->overlap;
+      if (l->strategy == MM_STRAT_TP) bs->tp_overlap_min_bytes = MAX(bs->tp_overlap_min_bytes, l->overlap_min_bytes);
+      else bs->overlap_chunks = l->overlap_chunks;
+    }
     if (l->strategy != MM_STRAT_DDP) continue;
     if (bs->zero >= 0 && bs->zero != l->zero) {
       g_autofree char *zp = g_strdup_printf("%s[%u].zero", jp, i);

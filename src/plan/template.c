@@ -25,6 +25,7 @@ typedef enum {
   T_WSEG, /* weight gradient beside the chain's last collective */
   T_SIDE, /* a collective off the chain that the next T_WSEG waits for (SP: the input re-gather) */
   T_RING, /* ring attention: the segment in `ring` pieces, K/V passed around the cp group between them */
+  T_FUSED, /* a TP AllGather + GEMM or GEMM + ReduceScatter decomposed per the block's overlap (overlap.c) */
 } TKind;
 
 typedef struct {
@@ -34,6 +35,11 @@ typedef struct {
   uint32_t mask;  /* strategies whose levels form the group */
   double coll_bytes;
   Seg seg;        /* first / last: offsets from the unit's first layer */
+  /* T_FUSED: the collective first (AllGather + GEMM) or last; the GEMM's pieces, one piece's
+   * time (launch included), the time of a closing reduction (async TP's ReduceScatter) */
+  uint8_t comm_first;
+  uint32_t pieces;
+  double piece_s, extra_s;
 } TItem;
 
 struct Template {
@@ -93,15 +99,51 @@ static void t_compute(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, 
   else mm__seg_add(L, seg, li, part);
 }
 
+/* Whether the block's TP overlap decomposes placement collective @c (moving @kind of @bytes,
+ * in the backward when @bwd) together with part @part of layer @li: a TP AllGather or
+ * ReduceScatter at or above the size threshold, next to a GEMM that costs time. Userbuffers
+ * leaves the backward ReduceScatter of the input gradient bulk: Transformer Engine overlaps it
+ * with the weight-gradient GEMM instead ("bulk" method), as the plan already does. */
+static gboolean tp_fusable(const Lower *L, uint32_t li, Part part, const MmPlaceColl *c, uint8_t kind, double bytes,
+                           gboolean bwd)
+{
+  const MmBlockSetup *bs = &L->s->blocks[L->g->layers[li].block];
+  if (bs->tp_overlap == MM_OVERLAP_BULK || c->reason != MM_REASON_TP || c->mask != MASK(MM_STRAT_TP)) return FALSE;
+  if (kind != MM_COLL_ALL_GATHER && kind != MM_COLL_REDUCE_SCATTER) return FALSE;
+  if (bytes <= 0 || bytes < bs->tp_overlap_min_bytes || mm_plan_mask_degree(bs, c->mask) <= 1) return FALSE;
+  if (bs->tp_overlap == MM_OVERLAP_USERBUFFERS && bwd && kind == MM_COLL_REDUCE_SCATTER) return FALSE;
+  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  return pc->time_s > 0 && !pc->lookup;
+}
+
+/* The TP collective @c of layer @li fused with the layer's part @part (a T_FUSED item). */
+static void t_fused(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, Part part, const MmPlaceColl *c,
+                    uint8_t kind, double bytes, gboolean comm_first)
+{
+  t_seg(t, seg, f, T_SEG);
+  const MmBlockSetup *bs = &L->s->blocks[L->g->layers[li].block];
+  const int64_t p = mm_plan_mask_degree(bs, c->mask);
+  TItem it = {.kind = T_FUSED, .coll = kind, .reason = MM_REASON_TP, .mask = c->mask, .coll_bytes = bytes,
+              .seg = {.what = MM_OP_COMPUTE}, .comm_first = (uint8_t)comm_first};
+  mm__seg_add(L, &it.seg, li, part);
+  it.seg.first -= f;
+  it.seg.last -= f;
+  it.pieces = mm__overlap_pieces(bs->tp_overlap, comm_first, p);
+  it.piece_s = mm__piece_s(L, li, part, it.pieces);
+  if (bs->tp_overlap == MM_OVERLAP_ASYNC_TP && !comm_first) it.extra_s = mm__reduce_s(L, bytes / (double)p, p);
+  t_push(t, &it);
+}
+
 /* The forward collectives of @p on one side of the compute: before it outermost first,
- * after it innermost first. */
-static void t_fwd_colls(Template *t, Seg *seg, uint32_t f, const MmPlacement *p, gboolean after)
+ * after it innermost first; @skip (may be NULL) is fused with the compute instead. */
+static void t_fwd_colls(Template *t, Seg *seg, uint32_t f, const MmPlacement *p, gboolean after,
+                        const MmPlaceColl *skip)
 {
   for (int pass = 0; pass < 2; pass++) {
     const uint8_t outer = (uint8_t)(after ? pass : 1 - pass);
     for (uint32_t i = 0; i < p->n_colls; i++) {
       const MmPlaceColl *c = &p->colls[i];
-      if (c->after == after && c->outer == outer && c->fwd != MM_COLL_NONE)
+      if (c != skip && c->after == after && c->outer == outer && c->fwd != MM_COLL_NONE)
         t_coll(t, seg, f, T_COLL, (MmCollKind)c->fwd, (MmReason)c->reason, c->mask, c->fwd_bytes);
     }
   }
@@ -117,9 +159,21 @@ static void record_fwd(Lower *L, uint32_t u, Template *t)
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = f; li < f + un->n_layers; li++) {
     const MmPlacement *p = mm__place(L, li);
-    t_fwd_colls(t, &seg, f, p, FALSE);
-    t_compute(L, t, &seg, f, li, PART_FWD, p);
-    t_fwd_colls(t, &seg, f, p, TRUE);
+    const MmPlaceColl *fb = NULL, *fa = NULL; /* a TP AllGather fused with the GEMM, a ReduceScatter after it */
+    for (uint32_t i = 0; i < p->n_colls && !p->ring_mask; i++) {
+      const MmPlaceColl *c = &p->colls[i];
+      if (!tp_fusable(L, li, PART_FWD, c, c->fwd, c->fwd_bytes, FALSE)) continue;
+      if (!c->after && c->fwd == MM_COLL_ALL_GATHER) fb = c;
+      if (c->after && c->fwd == MM_COLL_REDUCE_SCATTER && !fb) fa = c;
+    }
+    t_fwd_colls(t, &seg, f, p, FALSE, fb);
+    if (fb || fa) {
+      const MmPlaceColl *c = fb ? fb : fa;
+      t_fused(L, t, &seg, f, li, PART_FWD, c, c->fwd, c->fwd_bytes, fb != NULL);
+    } else {
+      t_compute(L, t, &seg, f, li, PART_FWD, p);
+    }
+    t_fwd_colls(t, &seg, f, p, TRUE, fa);
   }
   t_seg(t, &seg, f, T_SEG);
 }
@@ -148,10 +202,19 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
   for (uint32_t li = f + un->n_layers; li-- > f;) {
     const MmPlacement *p = mm__place(L, li);
     const gboolean input_grad = li != f || need_input_grad;
+    /* TP overlap: the output gradient's AllGather fused with the input-gradient GEMM (row-parallel
+     * layers), or that GEMM with the ReduceScatter of the input gradient (column-parallel) */
+    const MmPlaceColl *fb = NULL, *fa = NULL;
+    for (uint32_t i = 0; i < p->n_colls && input_grad && !p->ring_mask; i++) {
+      const MmPlaceColl *c = &p->colls[i];
+      if (!tp_fusable(L, li, PART_BWD_IN, c, c->bwd, c->bwd_bytes, TRUE)) continue;
+      if (c->after && c->bwd == MM_COLL_ALL_GATHER) fb = c;
+      if (!c->after && c->bwd == MM_COLL_REDUCE_SCATTER && !fb) fa = c;
+    }
     for (int pass = 0; pass < 2; pass++)
       for (uint32_t i = p->n_colls; i-- > 0;) {
         const MmPlaceColl *c = &p->colls[i];
-        if (c->after && c->outer == 1 - pass && c->bwd != MM_COLL_NONE)
+        if (c != fb && c->after && c->outer == 1 - pass && c->bwd != MM_COLL_NONE)
           t_coll(t, &seg, f, T_COLL, (MmCollKind)c->bwd, (MmReason)c->reason, c->mask, c->bwd_bytes);
       }
     for (uint32_t i = 0; i < p->n_colls; i++) {
@@ -159,7 +222,12 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
       if (!c->after && c->regather_bytes > 0 && input_grad)
         t_coll(t, &seg, f, T_SIDE, MM_COLL_ALL_GATHER, (MmReason)c->reason, c->mask, c->regather_bytes);
     }
-    if (input_grad) t_compute(L, t, &seg, f, li, PART_BWD_IN, p);
+    if (fb || fa) {
+      const MmPlaceColl *c = fb ? fb : fa;
+      t_fused(L, t, &seg, f, li, PART_BWD_IN, c, c->bwd, c->bwd_bytes, fb != NULL);
+    } else if (input_grad) {
+      t_compute(L, t, &seg, f, li, PART_BWD_IN, p);
+    }
     gboolean wgrad_done = !trained;
     for (int pass = 0; pass < 2; pass++) {
       if (pass == 1 && !wgrad_done) {
@@ -169,7 +237,7 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
       for (uint32_t i = p->n_colls; i-- > 0;) {
         const MmPlaceColl *c = &p->colls[i];
         if (c->after || c->outer != pass || c->bwd == MM_COLL_NONE || (c->input_grad_only && !input_grad)) continue;
-        t_coll(t, &seg, f, T_COLL, (MmCollKind)c->bwd, (MmReason)c->reason, c->mask, c->bwd_bytes);
+        if (c != fa) t_coll(t, &seg, f, T_COLL, (MmCollKind)c->bwd, (MmReason)c->reason, c->mask, c->bwd_bytes);
         if (c->wgrad_beside && !wgrad_done) {
           mm__seg_add(L, &seg, li, PART_BWD_W);
           t_seg(t, &seg, f, T_WSEG);
@@ -257,6 +325,18 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
     }
     if (it->kind == T_RING) {
       last = *last_compute = replay_ring(L, it, un, u, micro, phase, &d);
+      d = mm__deps_one(last);
+      continue;
+    }
+    if (it->kind == T_FUSED) {
+      MmOpInfo pi = seg_info(&it->seg, un, u, micro, phase, 1.0 / (double)it->pieces);
+      pi.time_s = pi.fixed_s = it->piece_s;
+      pi.kernels = 1;
+      coll_deps = d;
+      last = mm__emit_tp_overlap(L, un->block, L->s->blocks[un->block].tp_overlap, (MmCollKind)it->coll,
+                                 it->comm_first, it->mask, it->coll_bytes, &pi, it->pieces, it->extra_s, &d, u, micro,
+                                 phase);
+      *last_compute = L->last_on[MM_STREAM_COMPUTE];
       d = mm__deps_one(last);
       continue;
     }

@@ -32,6 +32,46 @@ static int span_cmp(const void *x, const void *y)
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
+/* Fused group [@a, @b) of @pr's ops (contiguous: the plan emits a group's pieces together):
+ * compute only, communication only, both, stalled. @buf holds b - a spans. */
+static void fused_group(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, uint32_t a, uint32_t b, Span *buf,
+                        MmRunMetrics *r)
+{
+  guint nc = 0, nm = 0;
+  Span *comm = buf + (b - a);
+  MmTime lo = t0[a], hi = t1[a];
+  gboolean sorted = TRUE;
+  for (uint32_t i = a; i < b; i++) {
+    lo = MIN(lo, t0[i]);
+    hi = MAX(hi, t1[i]);
+    if (pr->info[i].what == MM_OP_COLLECTIVE) {
+      if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){t0[i], t1[i]}) > 0) sorted = FALSE;
+      comm[nm++] = (Span){t0[i], t1[i]};
+    } else {
+      buf[nc++] = (Span){t0[i], t1[i]}; /* one compute stream: disjoint, in order */
+    }
+  }
+  if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
+  nm = union_spans(comm, nm, comm);
+  double comp = 0, cm = 0, both = 0;
+  for (guint i = 0; i < nc; i++) comp += mm_time_to_s(buf[i].b - buf[i].a);
+  for (guint i = 0; i < nm; i++) {
+    cm += mm_time_to_s(comm[i].b - comm[i].a);
+    for (guint k = 0; k < nc; k++) {
+      MmTime x = MAX(buf[k].a, comm[i].a), y = MIN(buf[k].b, comm[i].b);
+      if (y > x) both += mm_time_to_s(y - x);
+    }
+  }
+  const double span = mm_time_to_s(hi - lo);
+  r->fused_groups++;
+  r->fused_ops += b - a;
+  r->fused_compute_s += comp - both;
+  r->fused_comm_s += cm - both;
+  r->fused_both_s += both;
+  r->fused_stalled_s += MAX(0.0, span - (comp + cm - both));
+  r->fused_span_s += span;
+}
+
 /* Busy union of the compute stream and of all communication streams of class @c:
  * serialized sums, overlap and idle time. */
 static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMetrics *r)
@@ -71,6 +111,18 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
       comm[nm++] = (Span){a, b};
       break;
     }
+  }
+  g_autofree Span *scratch = NULL; /* for the fused groups' spans */
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i + 1;
+    if (pr->info[i].fused == 0) {
+      i = j;
+      continue;
+    }
+    while (j < n && pr->info[j].fused == pr->info[i].fused) j++;
+    if (!scratch) scratch = g_new(Span, 2 * (gsize)n + 1);
+    fused_group(pr, t0, t1, i, j, scratch, r);
+    i = j;
   }
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
@@ -212,6 +264,16 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics
   cJSON_AddNumberToObject(ov, "hidden_comm_s", r->hidden_comm_s);
   cJSON_AddNumberToObject(ov, "comm_active_s", r->comm_active_s);
   cJSON_AddNumberToObject(ov, "compute_active_s", r->compute_active_s);
+  if (r->fused_groups > 0) {
+    cJSON *fu = cJSON_AddObjectToObject(root, "fused");
+    cJSON_AddNumberToObject(fu, "groups", r->fused_groups);
+    cJSON_AddNumberToObject(fu, "ops", r->fused_ops);
+    cJSON_AddNumberToObject(fu, "compute_only_s", r->fused_compute_s);
+    cJSON_AddNumberToObject(fu, "comm_only_s", r->fused_comm_s);
+    cJSON_AddNumberToObject(fu, "compute_and_comm_s", r->fused_both_s);
+    cJSON_AddNumberToObject(fu, "stalled_s", r->fused_stalled_s);
+    cJSON_AddNumberToObject(fu, "span_s", r->fused_span_s);
+  }
   cJSON *sts = cJSON_AddArrayToObject(root, "streams");
   for (int k = 0; k < MM_STREAM_COUNT; k++) {
     cJSON *o = cJSON_CreateObject();
@@ -276,6 +338,14 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
   g_autofree char *hi = mm_fmt_seconds(r->hidden_comm_s);
   fprintf(out, "  exposed comm       %s (%.1f%% of communication time; %s hidden under compute)\n", ex,
           100.0 * r->exposed_comm_fraction, hi);
+  if (r->fused_groups > 0) {
+    g_autofree char *fc = mm_fmt_seconds(r->fused_compute_s);
+    g_autofree char *fm = mm_fmt_seconds(r->fused_comm_s);
+    g_autofree char *fb = mm_fmt_seconds(r->fused_both_s);
+    g_autofree char *fs = mm_fmt_seconds(r->fused_stalled_s);
+    fprintf(out, "  fused / overlapped %u ops in %u groups: computing %s, communicating %s, both %s, stalled %s\n",
+            r->fused_ops, r->fused_groups, fc, fm, fb, fs);
+  }
   if (r->idle_s > 1e-3 * r->iteration_time_s) {
     g_autofree char *id = mm_fmt_seconds(r->idle_s);
     fprintf(out, "  idle               %s (%.1f%% of the iteration: pipeline bubble, waiting for peers)\n", id,
@@ -452,6 +522,8 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
       append_us(g, b - a);
       char num[G_ASCII_DTOSTR_BUF_SIZE];
       g_string_append_printf(g, ",\"args\":{\"op\":%u,\"micro_step\":%u", i, in->micro);
+      if (in->fused)
+        g_string_append_printf(g, ",\"fused_group\":%u,\"overlap\":\"%s\"", in->fused, mm_overlap_names[in->overlap]);
       if (p->scenario->pp > 1) g_string_append_printf(g, ",\"chunk\":%u", in->chunk);
       if (in->what == MM_OP_COLLECTIVE) {
         g_string_append_printf(g, ",\"strategy\":\"%s\",\"group_size\":%u,\"bytes\":%s", mm_reason_names[in->reason],
