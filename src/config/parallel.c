@@ -253,6 +253,11 @@ static gboolean check_overlap(const MmJsonCtx *ctx, const char *jp, const MmLeve
                   mm_overlap_names[l->overlap]);
     return FALSE;
   }
+  if (l->overlap == MM_OVERLAP_FUSED && l->sharding == MM_SHARD_ROW) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, op, "\"fused\" fuses the lookup with its All2All: "
+                  "row-wise sharding exchanges partial sums by ReduceScatter; use sharding \"table\" or \"column\"");
+    return FALSE;
+  }
   if (HAS("overlap_min_MiB") && !tp_overlap) {
     g_autofree char *kp = g_strdup_printf("%s.overlap_min_MiB", jp);
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, kp, "\"overlap_min_MiB\" applies to tp levels with a "

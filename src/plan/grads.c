@@ -43,7 +43,8 @@ void mm__hoist_mp_backward(Lower *L, IterState *st, uint32_t micro)
     }
     if (!ready) continue;
     if (!any) mm__deps_add(L, &d, fwd[e]);
-    st->mp_bwd[e] = mm__emit_mp_exchange(L, mm__block_last_unit(L, e), micro, MM_PHASE_BWD, &d);
+    if (mm__mp_fused(L, e)) st->mp_bwd[e] = mm__emit_fused_exchange_bwd(L, e, micro, &d, &st->mp_bwd_first[e]);
+    else st->mp_bwd[e] = mm__emit_mp_exchange(L, mm__block_last_unit(L, e), micro, MM_PHASE_BWD, &d);
   }
 }
 

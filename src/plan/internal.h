@@ -111,6 +111,7 @@ typedef struct {
 typedef struct {
   uint32_t *fwd_out;  /* m x blocks: the op producing a block's output, per micro-batch */
   uint32_t *bwd_out, *mp_bwd;
+  uint32_t *mp_bwd_first; /* fused exchange: the first op of a block's backward All2All chunks */
   gboolean *bwd_done;
   double *bucket_bytes; /* 2 x blocks: non-expert, expert gradients waiting for their AllReduce */
   uint32_t *bucket_dep;
@@ -209,3 +210,14 @@ double mm__reduce_s(const Lower *L, double shard, int64_t p);
 uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind kind, gboolean comm_first,
                              uint32_t mask, double bytes, const MmOpInfo *info, uint32_t pieces, double extra_s,
                              const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);
+/* Block @b's sharded tables exchange their pooled outputs through the fused embedding + All2All kernel. */
+gboolean mm__mp_fused(const Lower *L, guint b);
+/* Forward: the lookups of units [@u0, @u1) of block @b in chunks, each chunk's All2All after it.
+ * Returns the last transfer (the block's output). */
+uint32_t mm__emit_fused_lookup_fwd(Lower *L, guint b, uint32_t u0, uint32_t u1, uint32_t micro, const Deps *in);
+/* Backward: the gradient All2All in chunks after @d; *@first_op gets the first op. Returns the last. */
+uint32_t mm__emit_fused_exchange_bwd(Lower *L, guint b, uint32_t micro, const Deps *d, uint32_t *first_op);
+/* Backward: the embedding backward of units [@u0, @u1) in chunks, chunk i after the i-th All2All
+ * chunk of [@a2a_first, @a2a_last]. Returns the last compute op. */
+uint32_t mm__emit_fused_lookup_bwd(Lower *L, guint b, uint32_t u0, uint32_t u1, uint32_t micro, const Deps *in,
+                                   uint32_t a2a_first, uint32_t a2a_last);

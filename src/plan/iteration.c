@@ -37,6 +37,10 @@ static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
       bin = *in;
     }
     uint32_t out = NONE;
+    if (mm__mp_fused(L, b)) {
+      fwd[b] = last = mm__emit_fused_lookup_fwd(L, b, u0, u1, mi, &bin);
+      continue;
+    }
     for (uint32_t u = u0; u < u1; u++) {
       Deps d = out == NONE ? bin : mm__deps_one(out);
       if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, FALSE));
@@ -92,6 +96,11 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     for (guint i = 0; i < bk->n_inputs; i++) need_in |= bk->inputs[i] >= L->first_trained;
     const uint32_t bf = L->g->block_first_unit[b];
     uint32_t out = NONE;
+    if (mm__mp_fused(L, b) && st->mp_bwd[b] != NONE) {
+      out = mm__emit_fused_lookup_bwd(L, b, u0, u1, mi, &grad, st->mp_bwd_first[b], st->mp_bwd[b]);
+      for (uint32_t u = u1; u-- > u0;) mm__sync_grads(L, st, u, mi, out);
+      u1 = u0; /* lowered */
+    }
     for (uint32_t u = u1; u-- > u0;) {
       Deps d = out == NONE ? grad : mm__deps_one(out);
       if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, TRUE));
@@ -176,6 +185,7 @@ void mm__lower_program(Lower *L)
   for (gsize i = 0; i < (gsize)m * nb; i++) st.fwd_out[i] = NONE;
   st.bwd_out = g_new(uint32_t, nb);
   st.mp_bwd = g_new(uint32_t, nb);
+  st.mp_bwd_first = g_new(uint32_t, nb);
   st.bwd_done = g_new0(gboolean, nb);
   st.bucket_bytes = g_new0(double, 2 * nb);
   st.bucket_dep = g_new(uint32_t, 2 * nb);
@@ -236,6 +246,7 @@ void mm__lower_program(Lower *L)
   g_free(st.fwd_out);
   g_free(st.bwd_out);
   g_free(st.mp_bwd);
+  g_free(st.mp_bwd_first);
   g_free(st.bwd_done);
   g_free(st.bucket_bytes);
   g_free(st.bucket_dep);

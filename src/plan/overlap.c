@@ -186,3 +186,126 @@ uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind k
   mm__deps_add(L, &rd, copy);
   return piece(L, &red, &rd, group, mode);
 }
+
+/* ---- fused embedding + All2All ------------------------------------------ *
+ * The fused kernel of the AMD fused-kernel paper (Sec. III): persistent workgroups pool the
+ * embeddings of a slice (32 pooled outputs) and the last one to finish puts the slice to its
+ * destination, then a flag after a fence; remote slices are computed first. The plan keeps
+ * the lookup on the compute stream and the exchange on a comm stream, in overlap_chunks
+ * pieces: chunk i's All2All goes as soon as chunk i's lookups are done. The kernel's own
+ * costs come from the device's "fused" coefficients: the lookup slowed by the occupancy the
+ * communication API's registers cost, and per slice a put and the flag book-keeping, spread
+ * over the compute units' workgroups. */
+
+/* Pooled outputs per slice: the paper's evaluated slice size (Sec. IV, "slice size of 32
+ * embeddings"). */
+#define FUSED_SLICE_EMBEDDINGS 32.0
+
+gboolean mm__mp_fused(const Lower *L, guint b)
+{
+  return L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && L->s->blocks[b].degree[MM_STRAT_MP] > 1 &&
+         L->s->blocks[b].mp_overlap == MM_OVERLAP_FUSED;
+}
+
+/* The fused kernel's time for the lookups @seg of block @b exchanging @bytes per device. */
+static double fused_lookup_s(const Lower *L, guint b, const Seg *seg, double bytes)
+{
+  const MmFusedCoeffs *fc = &L->hw->device.fused;
+  const MmBlock *bk = &L->m->blocks[b];
+  const double kernel_s = MAX(0.0, seg->time_s - (double)seg->kernels * L->launch_s);
+  const double slice_bytes = FUSED_SLICE_EMBEDDINGS * (double)bk->dim * mm_dtype_bytes(bk->dtype);
+  const double slices = ceil(bytes / slice_bytes);
+  const double units = MAX(1.0, fc->compute_units.value);
+  return kernel_s / (1.0 - fc->occupancy_loss.value) + slices * (fc->put_latency_s.value + fc->flag_s.value) / units +
+         L->launch_s;
+}
+
+static MmOpInfo lookup_info(const Lower *L, const Seg *seg, uint32_t u, uint32_t micro, MmPhase phase, double frac,
+                            double time_s, uint32_t group)
+{
+  (void)L;
+  return (MmOpInfo){
+    .what = MM_OP_LOOKUP, .phase = (uint8_t)phase, .unit = u, .micro = micro, .first_layer = seg->first,
+    .last_layer = seg->last, .kernels = 1, .flops = seg->flops * frac, .model_flops = seg->model_flops * frac,
+    .bytes = seg->bytes * frac, .time_s = time_s, .fixed_s = time_s, .overlap = MM_OVERLAP_FUSED, .fused = group,
+  };
+}
+
+static Seg block_seg(Lower *L, uint32_t u0, uint32_t u1, gboolean bwd)
+{
+  Seg seg = {.what = MM_OP_LOOKUP};
+  for (uint32_t u = u0; u < u1; u++) {
+    const MmUnit *un = &L->g->units[u];
+    for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+      if (!bwd) {
+        mm__seg_add(L, &seg, li, PART_FWD);
+      } else {
+        mm__seg_add(L, &seg, li, PART_BWD_IN);
+        if (!L->s->blocks[un->block].frozen) mm__seg_add(L, &seg, li, PART_BWD_W);
+      }
+    }
+  }
+  return seg;
+}
+
+uint32_t mm__emit_fused_lookup_fwd(Lower *L, guint b, uint32_t u0, uint32_t u1, uint32_t micro, const Deps *in)
+{
+  const int64_t C = L->s->blocks[b].overlap_chunks;
+  const uint32_t u = u1 - 1;
+  MmCollKind kind;
+  const double bytes = mm_plan_mp_exchange(L->s, L->g, b, MM_PHASE_FWD, &kind);
+  const Seg seg = block_seg(L, u0, u1, FALSE);
+  const double piece_s = fused_lookup_s(L, b, &seg, bytes) / (double)C;
+  const uint32_t group = ++L->n_fused;
+  Deps d;
+  deps_copy(&d, in);
+  uint32_t out = NONE;
+  for (int64_t i = 0; i < C; i++) {
+    const MmOpInfo info = lookup_info(L, &seg, u, micro, MM_PHASE_FWD, 1.0 / (double)C, piece_s, group);
+    const uint32_t c = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+    d = mm__deps_one(c);
+    const uint32_t first = L->n_ops;
+    const Deps cd = mm__deps_one(c);
+    out = mm__emit_coll(L, b, MM_STRAT_MASK(MM_STRAT_MP), kind, MM_REASON_MP, bytes / (double)C, &cd, u, micro,
+                        MM_PHASE_FWD);
+    mark(L, first, group, MM_OVERLAP_FUSED);
+  }
+  return out;
+}
+
+uint32_t mm__emit_fused_exchange_bwd(Lower *L, guint b, uint32_t micro, const Deps *d, uint32_t *first_op)
+{
+  const int64_t C = L->s->blocks[b].overlap_chunks;
+  const uint32_t u = mm__block_last_unit(L, b);
+  MmCollKind kind;
+  const double bytes = mm_plan_mp_exchange(L->s, L->g, b, MM_PHASE_BWD, &kind);
+  const uint32_t group = ++L->n_fused, first = L->n_ops;
+  uint32_t out = NONE;
+  for (int64_t i = 0; i < C; i++) /* FIFO on the comm stream: each chunk after the previous one */
+    out = mm__emit_coll(L, b, MM_STRAT_MASK(MM_STRAT_MP), kind, MM_REASON_MP, bytes / (double)C, d, u, micro,
+                        MM_PHASE_BWD);
+  mark(L, first, group, MM_OVERLAP_FUSED);
+  *first_op = first;
+  return out;
+}
+
+uint32_t mm__emit_fused_lookup_bwd(Lower *L, guint b, uint32_t u0, uint32_t u1, uint32_t micro, const Deps *in,
+                                   uint32_t a2a_first, uint32_t a2a_last)
+{
+  const int64_t C = L->s->blocks[b].overlap_chunks;
+  const uint32_t per = (a2a_last - a2a_first + 1) / (uint32_t)C, group = L->info[a2a_last].fused;
+  g_assert(per >= 1 && (a2a_last - a2a_first + 1) % (uint32_t)C == 0);
+  MmCollKind kind;
+  const double bytes = mm_plan_mp_exchange(L->s, L->g, b, MM_PHASE_BWD, &kind);
+  const Seg seg = block_seg(L, u0, u1, TRUE);
+  const double piece_s = fused_lookup_s(L, b, &seg, bytes) / (double)C;
+  uint32_t c = NONE;
+  for (int64_t i = 0; i < C; i++) {
+    Deps d;
+    deps_copy(&d, in);
+    mm__deps_add(L, &d, a2a_first + (uint32_t)(i + 1) * per - 1);
+    const MmOpInfo info = lookup_info(L, &seg, u1 - 1, micro, MM_PHASE_BWD, 1.0 / (double)C, piece_s, group);
+    c = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+  }
+  return c;
+}

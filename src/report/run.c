@@ -32,44 +32,79 @@ static int span_cmp(const void *x, const void *y)
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
-/* Fused group [@a, @b) of @pr's ops (contiguous: the plan emits a group's pieces together):
- * compute only, communication only, both, stalled. @buf holds b - a spans. */
-static void fused_group(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, uint32_t a, uint32_t b, Span *buf,
-                        MmRunMetrics *r)
+/* One fused group: the ops @idx[0..@m) of @pr (compute pieces on one stream, transfers on
+ * others): wall time computing only, communicating only, both, and stalled inside its span.
+ * @buf holds 2 @m spans. */
+static void fused_group(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, const uint32_t *idx, guint m,
+                        Span *buf, MmRunMetrics *r)
 {
   guint nc = 0, nm = 0;
-  Span *comm = buf + (b - a);
-  MmTime lo = t0[a], hi = t1[a];
-  gboolean sorted = TRUE;
-  for (uint32_t i = a; i < b; i++) {
+  Span *comm = buf + m;
+  MmTime lo = t0[idx[0]], hi = t1[idx[0]];
+  for (guint k = 0; k < m; k++) {
+    const uint32_t i = idx[k];
     lo = MIN(lo, t0[i]);
     hi = MAX(hi, t1[i]);
-    if (pr->info[i].what == MM_OP_COLLECTIVE) {
-      if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){t0[i], t1[i]}) > 0) sorted = FALSE;
-      comm[nm++] = (Span){t0[i], t1[i]};
-    } else {
-      buf[nc++] = (Span){t0[i], t1[i]}; /* one compute stream: disjoint, in order */
-    }
+    if (pr->info[i].what == MM_OP_COLLECTIVE) comm[nm++] = (Span){t0[i], t1[i]};
+    else buf[nc++] = (Span){t0[i], t1[i]};
   }
-  if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
+  qsort(comm, nm, sizeof(Span), span_cmp);
+  qsort(buf, nc, sizeof(Span), span_cmp);
   nm = union_spans(comm, nm, comm);
+  nc = union_spans(buf, nc, buf);
   double comp = 0, cm = 0, both = 0;
   for (guint i = 0; i < nc; i++) comp += mm_time_to_s(buf[i].b - buf[i].a);
+  guint j = 0;
   for (guint i = 0; i < nm; i++) {
     cm += mm_time_to_s(comm[i].b - comm[i].a);
-    for (guint k = 0; k < nc; k++) {
+    while (j < nc && buf[j].b <= comm[i].a) j++;
+    for (guint k = j; k < nc && buf[k].a < comm[i].b; k++) {
       MmTime x = MAX(buf[k].a, comm[i].a), y = MIN(buf[k].b, comm[i].b);
       if (y > x) both += mm_time_to_s(y - x);
     }
   }
   const double span = mm_time_to_s(hi - lo);
   r->fused_groups++;
-  r->fused_ops += b - a;
+  r->fused_ops += m;
   r->fused_compute_s += comp - both;
   r->fused_comm_s += cm - both;
   r->fused_both_s += both;
   r->fused_stalled_s += MAX(0.0, span - (comp + cm - both));
   r->fused_span_s += span;
+}
+
+typedef struct {
+  uint32_t group, op;
+} FusedRef;
+
+static int fused_cmp(const void *x, const void *y)
+{
+  const FusedRef *a = x, *b = y;
+  if (a->group != b->group) return a->group < b->group ? -1 : 1;
+  return a->op < b->op ? -1 : a->op > b->op;
+}
+
+/* Every fused group of @pr (its pieces need not be contiguous: a backward exchange is emitted
+ * before the compute it feeds). */
+static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, MmRunMetrics *r)
+{
+  const uint32_t n = pr->n_ops;
+  guint nf = 0;
+  for (uint32_t i = 0; i < n; i++) nf += pr->info[i].fused != 0;
+  if (nf == 0) return;
+  g_autofree FusedRef *refs = g_new(FusedRef, nf);
+  g_autofree uint32_t *idx = g_new(uint32_t, nf);
+  g_autofree Span *buf = g_new(Span, 2 * (gsize)nf);
+  nf = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (pr->info[i].fused) refs[nf++] = (FusedRef){pr->info[i].fused, i};
+  qsort(refs, nf, sizeof *refs, fused_cmp);
+  for (guint a = 0; a < nf;) {
+    guint b = a;
+    while (b < nf && refs[b].group == refs[a].group) idx[b - a] = refs[b].op, b++;
+    fused_group(pr, t0, t1, idx, b - a, buf, r);
+    a = b;
+  }
 }
 
 /* Busy union of the compute stream and of all communication streams of class @c:
@@ -112,18 +147,7 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
       break;
     }
   }
-  g_autofree Span *scratch = NULL; /* for the fused groups' spans */
-  for (uint32_t i = 0; i < n;) {
-    uint32_t j = i + 1;
-    if (pr->info[i].fused == 0) {
-      i = j;
-      continue;
-    }
-    while (j < n && pr->info[j].fused == pr->info[i].fused) j++;
-    if (!scratch) scratch = g_new(Span, 2 * (gsize)n + 1);
-    fused_group(pr, t0, t1, i, j, scratch, r);
-    i = j;
-  }
+  fused_groups(pr, t0, t1, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
   nm = union_spans(comm, nm, comm);
