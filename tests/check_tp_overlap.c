@@ -288,6 +288,32 @@ START_TEST(test_dlrm_fused_faster)
 }
 END_TEST
 
+/* ep pipelined: Mixtral's dispatch and combine in chunks around the experts, forward and backward;
+ * less exposed All2All, the same per-device answer. */
+START_TEST(test_ep_pipelined)
+{
+  const char *bulk = "configs/mixtral-pretrain-ep.json";
+  const char *pipe = "{\"name\":\"m\",\"task\":\"pretrain\",\"global_batch\":512,\"micro_batch\":2,\"recompute\":\"full\","
+                     "\"parallelism\":{\"transformer\":[{\"strategy\":\"ep\",\"degree\":8,\"overlap\":\"pipelined\"},"
+                     "{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}],\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\","
+                     "\"zero\":1}]}}";
+  g_autoptr(Sim) b = mm_test_sim_ok("models/mixtral-8x7b.json", H100, bulk, 8);
+  g_autoptr(Sim) p = mm_test_sim_ok("models/mixtral-8x7b.json", H100, pipe, 8);
+  ck_assert_uint_gt(p->metrics.fused_groups, 0);
+  ck_assert_double_lt(p->metrics.exposed_comm_s, b->metrics.exposed_comm_s);
+  ck_assert_double_lt(p->metrics.iteration_time_s, b->metrics.iteration_time_s);
+  guint comp, comm, bwd;
+  count_fused(p, &comp, &comm, &bwd);
+  ck_assert_uint_eq(comm, 2 * comp); /* a dispatch and a combine chunk per expert chunk */
+  ck_assert_uint_gt(bwd, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(Sim) q = mm_test_sim("models/mixtral-8x7b.json", H100, pipe, &(MmSimOptions){.nodes = 8, .per_device = TRUE},
+                                 &error);
+  ck_assert_msg(q != NULL, "%s", error ? error->message : "");
+  ck_assert_double_eq(q->metrics.iteration_time_s, p->metrics.iteration_time_s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
   Suite *s = suite_create("tp_overlap");
@@ -304,6 +330,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_deterministic);
   tcase_add_test(tc, test_serving);
   tcase_add_test(tc, test_dlrm_fused_faster);
+  tcase_add_test(tc, test_ep_pipelined);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -221,3 +221,9 @@ uint32_t mm__emit_fused_exchange_bwd(Lower *L, guint b, uint32_t micro, const De
  * chunk of [@a2a_first, @a2a_last]. Returns the last compute op. */
 uint32_t mm__emit_fused_lookup_bwd(Lower *L, guint b, uint32_t u0, uint32_t u1, uint32_t micro, const Deps *in,
                                    uint32_t a2a_first, uint32_t a2a_last);
+/* ep pipelined: @first_bytes exchanged in @chunks All2All chunks after @d, the experts (@info: one
+ * chunk's time and work) per chunk, the @second_bytes exchange per chunk after them. Returns the
+ * last op. */
+uint32_t mm__emit_ep_pipelined(Lower *L, guint block, uint32_t mask, double first_bytes, double second_bytes,
+                               const MmOpInfo *info, uint32_t chunks, const Deps *d, uint32_t unit, uint32_t micro,
+                               MmPhase phase);

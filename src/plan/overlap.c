@@ -309,3 +309,39 @@ uint32_t mm__emit_fused_lookup_bwd(Lower *L, guint b, uint32_t u0, uint32_t u1, 
   }
   return c;
 }
+
+/* ---- ep pipelined -------------------------------------------------------- */
+
+uint32_t mm__emit_ep_pipelined(Lower *L, guint block, uint32_t mask, double first_bytes, double second_bytes,
+                               const MmOpInfo *info, uint32_t chunks, const Deps *d, uint32_t unit, uint32_t micro,
+                               MmPhase phase)
+{
+  const uint32_t group = ++L->n_fused;
+  /* the first exchange's chunks in order on the comm stream; chunk i's experts once it is in;
+   * the second exchange's chunk i once they are done (after every first-exchange chunk on the
+   * FIFO comm stream) */
+  g_autofree uint32_t *in = g_new(uint32_t, chunks);
+  for (uint32_t i = 0; i < chunks; i++) {
+    const uint32_t first = L->n_ops;
+    in[i] = mm__emit_coll(L, block, mask, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, first_bytes / (double)chunks, d, unit,
+                          micro, phase);
+    mark(L, first, group, MM_OVERLAP_PIPELINED);
+  }
+  uint32_t out = NONE;
+  for (uint32_t i = 0; i < chunks; i++) {
+    Deps cd;
+    deps_copy(&cd, d);
+    mm__deps_add(L, &cd, in[i]);
+    MmOpInfo pi = *info;
+    pi.fused = group;
+    pi.overlap = MM_OVERLAP_PIPELINED;
+    const uint32_t c = mm__emit(L, MM_STREAM_COMPUTE, &cd, &pi, NULL, MM_NO_COLL, 0, 0, 0);
+    const Deps od = mm__deps_one(c);
+    const uint32_t first = L->n_ops;
+    out = mm__emit_coll(L, block, mask, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, second_bytes / (double)chunks, &od, unit,
+                        micro, phase);
+    mark(L, first, group, MM_OVERLAP_PIPELINED);
+    if (out == NONE) out = c;
+  }
+  return out;
+}

@@ -26,6 +26,7 @@ typedef enum {
   T_SIDE, /* a collective off the chain that the next T_WSEG waits for (SP: the input re-gather) */
   T_RING, /* ring attention: the segment in `ring` pieces, K/V passed around the cp group between them */
   T_FUSED, /* a TP AllGather + GEMM or GEMM + ReduceScatter decomposed per the block's overlap (overlap.c) */
+  T_EPPIPE, /* ep pipelined: dispatch All2All, the expert layers, combine All2All in chunks (seg: the experts) */
 } TKind;
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
   uint8_t comm_first;
   uint32_t pieces;
   double piece_s, extra_s;
+  double coll2_bytes; /* T_EPPIPE: the second exchange (combine forward, dispatch's gradient backward) */
 } TItem;
 
 struct Template {
@@ -134,6 +136,74 @@ static void t_fused(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, Pa
   t_push(t, &it);
 }
 
+/* ---- ep pipelined: dispatch, experts and combine in chunks ------------- *
+ * Tutel (Hwang et al., MLSys 2023) and Megatron-Core's MoE overlap split a MoE layer's tokens
+ * into chunks so that one chunk's All2All overlaps another's expert GEMMs. The region is the
+ * layers from the one whose placement dispatches (an ep All2All before it) to the one that
+ * combines (after it), with no other collective in between. */
+
+/* The dispatch collective of layer @li when the block pipelines its ep exchange (else NULL). */
+static const MmPlaceColl *ep_dispatch(const Lower *L, uint32_t li)
+{
+  const MmBlockSetup *bs = &L->s->blocks[L->g->layers[li].block];
+  if (bs->ep_overlap != MM_OVERLAP_PIPELINED) return NULL;
+  const MmPlacement *p = mm__place(L, li);
+  for (uint32_t i = 0; i < p->n_colls; i++) {
+    const MmPlaceColl *c = &p->colls[i];
+    if (!c->after && c->reason == MM_REASON_MOE && c->mask == MASK(MM_STRAT_EP) && c->fwd == MM_COLL_ALL_TO_ALL)
+      return c;
+  }
+  return NULL;
+}
+
+/* The layer ending the pipelined region that starts at @first (inside unit [.., @end)), *@combine
+ * its combine collective; NONE when the region holds other collectives or does not close. */
+static uint32_t ep_region_end(const Lower *L, uint32_t first, uint32_t end, const MmPlaceColl **combine)
+{
+  for (uint32_t li = first; li < end; li++) {
+    const MmPlacement *p = mm__place(L, li);
+    const MmPlaceColl *comb = NULL;
+    uint32_t others = 0;
+    if (p->ring_mask) return NONE;
+    for (uint32_t i = 0; i < p->n_colls; i++) {
+      const MmPlaceColl *c = &p->colls[i];
+      if (c->reason == MM_REASON_MOE && c->mask == MASK(MM_STRAT_EP) && c->fwd == MM_COLL_ALL_TO_ALL &&
+          (c->after ? TRUE : li == first)) {
+        if (c->after) comb = c;
+      } else {
+        others++;
+      }
+    }
+    if (others) return NONE;
+    if (comb) {
+      *combine = comb;
+      return li;
+    }
+  }
+  return NONE;
+}
+
+/* A T_EPPIPE item over layers [@a, @b] of the parts in @parts (bit per Part). */
+static void t_eppipe(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t a, uint32_t b, uint32_t parts,
+                     double first_bytes, double second_bytes)
+{
+  t_seg(t, seg, f, T_SEG);
+  const int64_t C = L->s->blocks[L->g->layers[a].block].overlap_chunks;
+  TItem it = {.kind = T_EPPIPE, .coll = MM_COLL_ALL_TO_ALL, .reason = MM_REASON_MOE, .mask = MASK(MM_STRAT_EP),
+              .coll_bytes = first_bytes, .coll2_bytes = second_bytes, .seg = {.what = MM_OP_COMPUTE},
+              .pieces = (uint32_t)C};
+  for (uint32_t li = a; li <= b; li++)
+    for (int part = PART_FWD; part <= PART_BWD_W; part++)
+      if (parts & (1u << part)) {
+        const double before = it.seg.time_s;
+        mm__seg_add(L, &it.seg, li, (Part)part);
+        if (it.seg.time_s > before) it.piece_s += mm__piece_s(L, li, (Part)part, (uint32_t)C);
+      }
+  it.seg.first -= f;
+  it.seg.last -= f;
+  if (it.seg.kernels > 0) t_push(t, &it);
+}
+
 /* The forward collectives of @p on one side of the compute: before it outermost first,
  * after it innermost first; @skip (may be NULL) is fused with the compute instead. */
 static void t_fwd_colls(Template *t, Seg *seg, uint32_t f, const MmPlacement *p, gboolean after,
@@ -159,6 +229,15 @@ static void record_fwd(Lower *L, uint32_t u, Template *t)
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = f; li < f + un->n_layers; li++) {
     const MmPlacement *p = mm__place(L, li);
+    const MmPlaceColl *disp = ep_dispatch(L, li), *comb = NULL;
+    const uint32_t last = disp ? ep_region_end(L, li, f + un->n_layers, &comb) : NONE;
+    if (last != NONE) {
+      t_fwd_colls(t, &seg, f, p, FALSE, disp);
+      t_eppipe(L, t, &seg, f, li, last, 1u << PART_FWD, disp->fwd_bytes, comb->fwd_bytes);
+      t_fwd_colls(t, &seg, f, mm__place(L, last), TRUE, comb);
+      li = last;
+      continue;
+    }
     const MmPlaceColl *fb = NULL, *fa = NULL; /* a TP AllGather fused with the GEMM, a ReduceScatter after it */
     for (uint32_t i = 0; i < p->n_colls && !p->ring_mask; i++) {
       const MmPlaceColl *c = &p->colls[i];
@@ -202,6 +281,20 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
   for (uint32_t li = f + un->n_layers; li-- > f;) {
     const MmPlacement *p = mm__place(L, li);
     const gboolean input_grad = li != f || need_input_grad;
+    /* ep pipelined: the region [a, li] ending here, its gradients in chunks between the combine's
+     * gradient All2All and the dispatch's */
+    uint32_t a = NONE;
+    const MmPlaceColl *comb = NULL, *disp = NULL;
+    for (uint32_t j = f; j <= li && a == NONE; j++) {
+      const MmPlaceColl *d = ep_dispatch(L, j);
+      if (d && ep_region_end(L, j, f + un->n_layers, &comb) == li && j > f) a = j, disp = d;
+    }
+    if (a != NONE) {
+      t_eppipe(L, t, &seg, f, a, li, (1u << PART_BWD_IN) | (trained ? 1u << PART_BWD_W : 0u), comb->bwd_bytes,
+               disp->bwd_bytes);
+      li = a;
+      continue;
+    }
     /* TP overlap: the output gradient's AllGather fused with the input-gradient GEMM (row-parallel
      * layers), or that GEMM with the ReduceScatter of the input gradient (column-parallel) */
     const MmPlaceColl *fb = NULL, *fa = NULL;
@@ -325,6 +418,16 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
     }
     if (it->kind == T_RING) {
       last = *last_compute = replay_ring(L, it, un, u, micro, phase, &d);
+      d = mm__deps_one(last);
+      continue;
+    }
+    if (it->kind == T_EPPIPE) {
+      MmOpInfo pi = seg_info(&it->seg, un, u, micro, phase, 1.0 / (double)it->pieces);
+      pi.time_s = pi.fixed_s = it->piece_s;
+      coll_deps = d;
+      last = mm__emit_ep_pipelined(L, un->block, it->mask, it->coll_bytes, it->coll2_bytes, &pi, it->pieces, &d, u,
+                                   micro, phase);
+      *last_compute = L->last_on[MM_STREAM_COMPUTE];
       d = mm__deps_one(last);
       continue;
     }
