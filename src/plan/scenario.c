@@ -197,7 +197,8 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->sp |= l->sequence_parallel;
     if (l->strategy == MM_STRAT_TP && l->degree > 1) bs->experts_sharded |= l->experts_sharded;
     if (l->strategy == MM_STRAT_CP) bs->cp_impl = l->cp_impl;
-    if (l->degree > 1 && l->overlap != MM_OVERLAP_BULK) {
+    if (l->degree > 1 && l->overlap != MM_OVERLAP_BULK &&
+        (l->strategy == MM_STRAT_TP || l->strategy == MM_STRAT_EP || l->strategy == MM_STRAT_MP)) {
       MmOverlap *o = l->strategy == MM_STRAT_TP ? &bs->tp_overlap : l->strategy == MM_STRAT_EP ? &bs->ep_overlap
                                                                                                   : &bs->mp_overlap;
       if (*o != MM_OVERLAP_BULK && *o != l->overlap) {

@@ -139,8 +139,10 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
     const MmLevel *l = &bs->levels[i];
     const char *name = l->strategy == MM_STRAT_TP && l->sequence_parallel ? "tp+sp" : mm_strategy_names[l->strategy];
     const char *zero = l->strategy == MM_STRAT_DDP && l->zero > 0 ? (l->zero == 1 ? " zero-1" : " zero-2") : "";
-    g_string_append_printf(str, "%s(%s%s %" G_GINT64_FORMAT " %s)", i ? ", " : "", name, zero, l->degree,
+    g_string_append_printf(str, "%s(%s%s %" G_GINT64_FORMAT " %s", i ? ", " : "", name, zero, l->degree,
                            group_scope(s, bs, i));
+    if (l->overlap != MM_OVERLAP_BULK) g_string_append_printf(str, ", overlap %s", mm_overlap_names[l->overlap]);
+    g_string_append(str, ")");
   }
   g_string_append(str, ")");
   return g_string_free(str, FALSE);
@@ -236,6 +238,13 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
       if (bs->levels[k].strategy == MM_STRAT_DDP) cJSON_AddNumberToObject(lo, "zero", bs->levels[k].zero);
       if (bs->levels[k].strategy == MM_STRAT_CP)
         cJSON_AddStringToObject(lo, "kv_exchange", mm_cp_impl_names[bs->levels[k].cp_impl]);
+      if (bs->levels[k].overlap != MM_OVERLAP_BULK) {
+        cJSON_AddStringToObject(lo, "overlap", mm_overlap_names[bs->levels[k].overlap]);
+        if (bs->levels[k].strategy == MM_STRAT_TP)
+          cJSON_AddNumberToObject(lo, "overlap_min_bytes", bs->levels[k].overlap_min_bytes);
+        else
+          cJSON_AddNumberToObject(lo, "overlap_chunks", (double)bs->levels[k].overlap_chunks);
+      }
       cJSON_AddItemToArray(lv, lo);
     }
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");

@@ -31,6 +31,9 @@ static const MmField space_fields[] = {
    "ZeRO stages (0, 1, 2) of the ddp levels; default: 0"},
   {"nodes", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "nodes",
    "node counts of the system's design; default: the system's"},
+  {"tp_overlap", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "TP communication overlap of the sp candidates (bulk, collective_matmul, async_tp, userbuffers; "
+   "docs/tp-overlap.md): each listed value is a candidate of its own; default: bulk only"},
   MM_FIELDS_END,
 };
 
@@ -67,12 +70,13 @@ typedef struct {
   MmStrategy st;
   gboolean sp;
   MmShardKind sharding;
+  MmOverlap overlap; /* sp candidates: their TP overlap */
 } Cand;
 
 static MmLevel cand_level(const Cand *c, int64_t degree, MmDegreeSpec spec)
 {
   MmLevel l = {.strategy = c->st, .spec = spec, .degree = degree, .sharding = c->sharding,
-               .sequence_parallel = c->sp};
+               .sequence_parallel = c->sp, .overlap = c->overlap};
   return l;
 }
 
@@ -118,8 +122,8 @@ static void hierarchies(MmBlockKind kind, const Cand *cands, guint n, const int6
 
 /* The candidates of block kind @kind: @names (strategy names, "sp", "mp" in every sharding)
  * or every strategy whose row applies. */
-static GArray *kind_candidates(const MmModel *m, MmBlockKind kind, const cJSON *names, const MmJsonCtx *ctx,
-                               const char *jp, GError **error)
+static GArray *kind_candidates(const MmModel *m, MmBlockKind kind, const cJSON *names, const int *tp_overlap,
+                               guint n_tp_overlap, const MmJsonCtx *ctx, const char *jp, GError **error)
 {
   gboolean experts = FALSE;
   for (guint i = 0; i < m->n_blocks; i++) experts |= m->blocks[i].kind == kind && m->blocks[i].experts > 0;
@@ -157,17 +161,17 @@ static GArray *kind_candidates(const MmModel *m, MmBlockKind kind, const cJSON *
     }
     if (st == MM_STRAT_MP) {
       for (int k = MM_SHARD_TABLE; k <= MM_SHARD_COLUMN && listed; k++) {
-        Cand x = {st, FALSE, (MmShardKind)k};
+        Cand x = {st, FALSE, (MmShardKind)k, MM_OVERLAP_BULK};
         g_array_append_val(c, x);
       }
       continue;
     }
     if (listed) {
-      Cand x = {(MmStrategy)st, FALSE, MM_SHARD_TABLE};
+      Cand x = {(MmStrategy)st, FALSE, MM_SHARD_TABLE, MM_OVERLAP_BULK};
       g_array_append_val(c, x);
     }
-    if (want_sp) {
-      Cand x = {MM_STRAT_TP, TRUE, MM_SHARD_TABLE};
+    for (guint o = 0; want_sp && o < n_tp_overlap; o++) {
+      Cand x = {MM_STRAT_TP, TRUE, MM_SHARD_TABLE, (MmOverlap)tp_overlap[o]};
       g_array_append_val(c, x);
     }
   }
@@ -292,7 +296,11 @@ MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **
     for (int i = 0; i < 3; i++) sp->zero[i] = i;
     sp->n_zero = 3;
   }
+  g_autofree int *tp_overlap = g_new0(int, 1); /* bulk */
+  guint n_tp_overlap = 1;
   if (root) {
+    static const char *const tp_overlap_names[] = {"bulk", "collective_matmul", "async_tp", "userbuffers", NULL};
+    if (!name_list(&ctx, root, "tp_overlap", tp_overlap_names, 0, &tp_overlap, &n_tp_overlap, error)) return NULL;
     static const char *const zero_names[] = {"0", "1", "2", NULL};
     if (!int_list(&ctx, root, "degrees", 2, 1 << 20, &deg, &n_deg, error) ||
         !int_list(&ctx, root, "pipeline_degrees", 1, 1 << 20, &sp->pp, &sp->n_pp, error) ||
@@ -347,7 +355,7 @@ MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **
     if (!present) continue;
     const cJSON *names = strat ? cJSON_GetObjectItemCaseSensitive(strat, mm_block_kind_names[varied_kinds[k]]) : NULL;
     g_autofree char *jp = g_strdup_printf("$.strategies.%s", mm_block_kind_names[varied_kinds[k]]);
-    GArray *cands = kind_candidates(m, varied_kinds[k], names, &ctx, jp, error);
+    GArray *cands = kind_candidates(m, varied_kinds[k], names, tp_overlap, n_tp_overlap, &ctx, jp, error);
     if (!cands) {
       for (guint j = 0; j < kinds->len; j++) g_free(g_array_index(kinds, MmSweepKind, j).choices);
       g_array_free(kinds, TRUE);
@@ -382,6 +390,7 @@ static MmStrategyEntry follow(const MmStrategyEntry *src, MmBlockKind kind)
     if (!row || !(row->kinds & MM_KIND(kind)) || e.levels[i].strategy == MM_STRAT_EP) {
       e.levels[i].strategy = MM_STRAT_DDP;
       e.levels[i].sequence_parallel = FALSE;
+      e.levels[i].overlap = MM_OVERLAP_BULK;
     }
   }
   return e;
@@ -435,6 +444,7 @@ char *mm_sweep_entry_text(const MmStrategyEntry *e)
     const char *name = l->strategy == MM_STRAT_TP && l->sequence_parallel ? "sp" : mm_strategy_names[l->strategy];
     g_string_append_printf(s, "%s%s", i ? ">" : "", name);
     if (l->strategy == MM_STRAT_MP) g_string_append_printf(s, "(%s)", shard[l->sharding]);
+    if (l->overlap != MM_OVERLAP_BULK) g_string_append_printf(s, "(%s)", mm_overlap_names[l->overlap]);
     if (l->spec == MM_DEG_ALL) g_string_append(s, "*");
     else g_string_append_printf(s, "%" G_GINT64_FORMAT, l->degree);
   }
