@@ -285,6 +285,13 @@ START_TEST(test_dlrm_fused_faster)
   ck_assert_double_gt(f->metrics.embedding_s, b->metrics.embedding_s);
   ck_assert_double_eq_tol(f->metrics.comm_by_kind_s[MM_COLL_ALL_REDUCE], b->metrics.comm_by_kind_s[MM_COLL_ALL_REDUCE],
                           1e-12);
+  /* one class per device gives the same answer */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(Sim) q = mm_test_sim("models/dlrm-fused-paper.json", hw, "configs/dlrm-fused-paper.json",
+                                 &(MmSimOptions){.per_device = TRUE}, &error);
+  ck_assert_msg(q != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_eq(q->plan->n_classes, 128);
+  ck_assert_double_eq(q->metrics.iteration_time_s, f->metrics.iteration_time_s);
 }
 END_TEST
 

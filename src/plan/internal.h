@@ -202,7 +202,7 @@ uint32_t mm__overlap_pieces(MmOverlap mode, gboolean comm_first, int64_t p);
 /* One of @pieces token-dimension pieces of part @part of layer @li, launch included. */
 double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces);
 /* Async TP's final local reduction of p partial shards of @shard bytes. */
-double mm__reduce_s(const Lower *L, double shard, int64_t p);
+double mm__reduce_s(const Lower *L, guint block, double shard, int64_t p);
 /* Emits the TP collective @kind (AllGather before the compute when @comm_first, else ReduceScatter
  * after it) of @bytes (the full buffer) over block @block's @mask levels, decomposed per @mode
  * with the GEMM as @pieces pieces described by @info (one piece's time and work), after @d.

@@ -36,9 +36,9 @@ double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces)
 
 /* The time of the local reduction async TP's GEMM + ReduceScatter ends with: @p partial
  * shards of @shard bytes read, one written (memory-bound, through the cost unit). */
-double mm__reduce_s(const Lower *L, double shard, int64_t p)
+double mm__reduce_s(const Lower *L, guint block, double shard, int64_t p)
 {
-  const MmKernel k = {MM_KERNEL_ELEMENTWISE, L->s->blocks[0].compute_dtype, 1, 1, 1, 1};
+  const MmKernel k = {MM_KERNEL_ELEMENTWISE, L->s->blocks[block].compute_dtype, 1, 1, 1, 1};
   return mm_cost_kernel_s(&L->s->hw->device, &k, 0, shard * (double)(p + 1), NULL) + L->launch_s;
 }
 

@@ -132,7 +132,7 @@ static void t_fused(Lower *L, Template *t, Seg *seg, uint32_t f, uint32_t li, Pa
   it.seg.last -= f;
   it.pieces = mm__overlap_pieces(bs->tp_overlap, comm_first, p);
   it.piece_s = mm__piece_s(L, li, part, it.pieces);
-  if (bs->tp_overlap == MM_OVERLAP_ASYNC_TP && !comm_first) it.extra_s = mm__reduce_s(L, bytes / (double)p, p);
+  if (bs->tp_overlap == MM_OVERLAP_ASYNC_TP && !comm_first) it.extra_s = mm__reduce_s(L, L->g->layers[li].block, bytes / (double)p, p);
   t_push(t, &it);
 }
 
