@@ -67,9 +67,9 @@ START_TEST(test_overlap_hides_communication)
   /* the same GEMM FLOPs, split into pieces */
   ck_assert_double_eq_tol(x->plan->model_flops_per_iteration, bulk->plan->model_flops_per_iteration,
                           1e-9 * bulk->plan->model_flops_per_iteration);
-  /* the group's accounting adds up to its spans */
-  ck_assert_double_eq_tol(r->fused_compute_s + r->fused_comm_s + r->fused_both_s + r->fused_stalled_s,
-                          r->fused_span_s, 1e-6 * r->fused_span_s);
+  /* the groups' accounting fits in their spans (the rest: the compute stream running other work) */
+  ck_assert_double_le(r->fused_compute_s + r->fused_comm_s + r->fused_both_s + r->fused_stalled_s,
+                      r->fused_span_s * (1 + 1e-9));
   /* forward and backward both decomposed (the backward's mirrored pairs) */
   guint comp, comm, bwd;
   count_fused(x, &comp, &comm, &bwd);

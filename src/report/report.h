@@ -81,9 +81,9 @@ typedef struct {
   double idle_s;           /* neither computing nor communicating: pipeline bubble, waiting for peers */
   double bubble_fraction;  /* 1 - compute_active / iteration */
   /* fused and decomposed (overlapped) ops, over their groups (MmOpInfo.fused): wall time a group
-   * spent computing only, communicating only, both at once, and stalled (inside its span, doing
-   * neither: a piece waiting for its shard); their communication overlapping their compute counts
-   * as hidden above */
+   * spent computing only, communicating only, both at once, and stalled (inside its span, neither
+   * its transfers nor the compute stream busy: a piece waiting for its shard); their communication
+   * overlapping their compute counts as hidden above */
   uint32_t fused_groups, fused_ops;
   double fused_compute_s, fused_comm_s, fused_both_s, fused_stalled_s, fused_span_s;
   double stream_busy_s[MM_STREAM_COUNT];

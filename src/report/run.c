@@ -33,10 +33,13 @@ static int span_cmp(const void *x, const void *y)
 }
 
 /* One fused group: the ops @idx[0..@m) of @pr (compute pieces on one stream, transfers on
- * others): wall time computing only, communicating only, both, and stalled inside its span.
- * @buf holds 2 @m spans. */
+ * others): wall time computing only, communicating only, both, and stalled: inside its span,
+ * neither its transfers nor the compute stream (@all, @n_all: every compute span of the class,
+ * in order) busy, i.e. waiting for a shard. The compute stream running other work between a
+ * group's pieces (a backward exchange emitted early) is not a stall. @buf holds 2 @m + @n_all
+ * spans. */
 static void fused_group(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, const uint32_t *idx, guint m,
-                        Span *buf, MmRunMetrics *r)
+                        const Span *all, guint n_all, Span *buf, MmRunMetrics *r)
 {
   guint nc = 0, nm = 0;
   Span *comm = buf + m;
@@ -64,12 +67,27 @@ static void fused_group(const MmPlanProgram *pr, const MmTime *t0, const MmTime 
     }
   }
   const double span = mm_time_to_s(hi - lo);
+  /* busy inside the span: the group's transfers with every compute span, clipped */
+  Span *busy = comm + nm;
+  guint nb = 0;
+  for (guint i = 0; i < nm; i++) busy[nb++] = comm[i];
+  guint lo_i = 0, hi_i = n_all;
+  while (lo_i < hi_i) { /* the first compute span ending after lo */
+    const guint mid = (lo_i + hi_i) / 2;
+    if (all[mid].b <= lo) lo_i = mid + 1;
+    else hi_i = mid;
+  }
+  for (guint k = lo_i; k < n_all && all[k].a < hi; k++) busy[nb++] = (Span){MAX(all[k].a, lo), MIN(all[k].b, hi)};
+  qsort(busy, nb, sizeof(Span), span_cmp);
+  nb = union_spans(busy, nb, busy);
+  double active = 0;
+  for (guint i = 0; i < nb; i++) active += mm_time_to_s(busy[i].b - busy[i].a);
   r->fused_groups++;
   r->fused_ops += m;
   r->fused_compute_s += comp - both;
   r->fused_comm_s += cm - both;
   r->fused_both_s += both;
-  r->fused_stalled_s += MAX(0.0, span - (comp + cm - both));
+  r->fused_stalled_s += MAX(0.0, span - active);
   r->fused_span_s += span;
 }
 
@@ -86,7 +104,8 @@ static int fused_cmp(const void *x, const void *y)
 
 /* Every fused group of @pr (its pieces need not be contiguous: a backward exchange is emitted
  * before the compute it feeds). */
-static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, MmRunMetrics *r)
+static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, const Span *all, guint n_all,
+                         MmRunMetrics *r)
 {
   const uint32_t n = pr->n_ops;
   guint nf = 0;
@@ -94,7 +113,7 @@ static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime
   if (nf == 0) return;
   g_autofree FusedRef *refs = g_new(FusedRef, nf);
   g_autofree uint32_t *idx = g_new(uint32_t, nf);
-  g_autofree Span *buf = g_new(Span, 2 * (gsize)nf);
+  g_autofree Span *buf = g_new(Span, 2 * (gsize)nf + n_all + 1);
   nf = 0;
   for (uint32_t i = 0; i < n; i++)
     if (pr->info[i].fused) refs[nf++] = (FusedRef){pr->info[i].fused, i};
@@ -102,7 +121,7 @@ static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime
   for (guint a = 0; a < nf;) {
     guint b = a;
     while (b < nf && refs[b].group == refs[a].group) idx[b - a] = refs[b].op, b++;
-    fused_group(pr, t0, t1, idx, b - a, buf, r);
+    fused_group(pr, t0, t1, idx, b - a, all, n_all, buf, r);
     a = b;
   }
 }
@@ -147,7 +166,7 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
       break;
     }
   }
-  fused_groups(pr, t0, t1, r);
+  fused_groups(pr, t0, t1, comp, nc, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
   nm = union_spans(comm, nm, comm);
