@@ -260,6 +260,16 @@ START_TEST(test_torus)
   double expect = (2.0 * 7.0 / 8.0 * S + 2.0 * 15.0 / 16.0 * S / 8.0) / (2.0 * link);
   ck_assert_double_eq_tol(o.time_s - o.latency_s, expect, expect * 1e-9);
   ck_assert_double_eq_tol(o.latency_s, 2.0 * (7 + 15) * 0.7e-6, 1e-12);
+  /* a pairwise All2All over the whole torus: every remote byte crosses the mean shortest-path
+   * distance, (8^2/4 x 16 + 16^2/4 x 8) / 127 links, all four links of each node loaded alike */
+  MmCommCost a = cost(hw, MM_COLL_ALL_TO_ALL, S, 128, 1, MM_ALGO_PAIRWISE);
+  const double hops = (16.0 * 16.0 + 64.0 * 8.0) / 127.0;
+  double a_expect = 127.0 / 128.0 * S * hops / (4.0 * link);
+  ck_assert_double_eq_tol(a.time_s - a.latency_s, a_expect, a_expect * 1e-9);
+  /* a group of 8 nodes is not the whole torus: no forwarding charged */
+  MmCommCost a8 = cost(hw, MM_COLL_ALL_TO_ALL, S, 8, 1, MM_ALGO_PAIRWISE);
+  double a8_expect = 7.0 / 8.0 * S / (4.0 * link);
+  ck_assert_double_eq_tol(a8.time_s - a8.latency_s, a8_expect, a8_expect * 1e-9);
   /* the dims must multiply to the node count */
   g_autofree char *bad = g_strdup_printf(
     "{\"name\":\"torus\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":100,\"inter_node\":{\"topology\":\"torus2d\","

@@ -311,13 +311,32 @@ static Steps in_network_steps(const Ctx *x) { return (Steps){2.0, x->k2 > 1 ? 2.
 
 /* ---- pairwise All2All: every pair at once */
 
+/* The links a remote byte crosses on average when a group spanning a whole torus sends to every
+ * other node by shortest dimension-ordered paths (1 elsewhere: a switched network's one hop).
+ * Along a ring of k nodes the distances to all k sum to k^2/4 (k even) or (k^2 - 1)/4 (odd);
+ * each dimension's sum recurs once per node of the other dimensions, and the mean is over the
+ * nodes - 1 destinations. Forwarded bytes load the intermediate nodes' links as much as the
+ * sender's, so by symmetry every node's links carry its own remote bytes times this. */
+static double torus_hops(const Ctx *x)
+{
+  const MmHardware *hw = x->hw;
+  if (!(x->k2 > 1 && hw->inter.n_dims > 0 && x->k2 == (double)hw->nodes)) return 1.0;
+  double sum = 0;
+  for (guint d = 0; d < hw->inter.n_dims; d++) {
+    const double k = (double)hw->inter.dims[d];
+    const double ring = fmod(k, 2.0) == 0 ? k * k / 4.0 : (k * k - 1.0) / 4.0;
+    sum += ring * (double)hw->nodes / k;
+  }
+  return sum / ((double)hw->nodes - 1.0);
+}
+
 static void pairwise_traffic(const Ctx *x, MmCommCost *o)
 {
   /* remote shares leave through the NICs, local ones over the intra links; with uneven routing
    * the busiest rank sets the pace */
   double sk = x->c->skew > 1.0 ? x->c->skew : 1.0;
   put_intra(x, o, (x->k1 - 1.0) / x->p * x->S * sk);
-  put(o, x->links->nic, (x->p - x->k1) / x->p * x->S * sk);
+  put(o, x->links->nic, (x->p - x->k1) / x->p * x->S * sk * torus_hops(x));
 }
 
 static Steps one_step(const Ctx *x) { return on_group(x, 1); }
