@@ -86,8 +86,8 @@ static cJSON *spec_json(const MmFusedSpec *s)
   }
   cJSON_AddNumberToObject(j, "slice_wgs", (double)s->slice_wgs);
   cJSON_AddNumberToObject(j, "wg_elems", (double)s->wg_elems);
-  cJSON_AddNumberToObject(j, "wg_waves", (double)s->wg_waves);
-  cJSON_AddNumberToObject(j, "wave_bytes", s->wave_bytes);
+  cJSON_AddNumberToObject(j, "wg_threads", (double)s->wg_threads);
+  cJSON_AddNumberToObject(j, "thread_bytes", s->thread_bytes);
   cJSON_AddNumberToObject(j, "occupancy_frac", s->occupancy);
   return j;
 }

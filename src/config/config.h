@@ -246,6 +246,7 @@ typedef struct {
   MmUtil put_latency_s;  /* issuing one non-blocking put (API latency), seconds */
   MmUtil flag_s;         /* per slice: WG_Done book-keeping, fence and flag put, seconds */
   MmUtil waves_per_cu;   /* resident waves (warps) per CU (SM) at full occupancy */
+  MmUtil wave_lanes;     /* threads per wave (64) or warp (32) */
   MmUtil mem_latency_s;  /* HBM load latency a wave waits on (Little's law), seconds */
   MmUtil contention;     /* HBM efficiency lost as demand exceeds the achievable bandwidth (0..1) */
 } MmFusedCoeffs;

@@ -22,6 +22,9 @@ static const MmCoeffRow fused_rows[] = {
   {"waves_per_cu", 1, 1024, 1, "waves", 32, MM_PROV_DATASHEET,
    "AMD CDNA2 ISA / white paper: a CU has 4 SIMDs of up to 8 resident waves each (32 waves per CU)",
    FZ(waves_per_cu), "resident waves (AMD) or warps (NVIDIA) per CU/SM at full occupancy"},
+  {"wave_lanes", 1, 1024, 1, "threads", 64, MM_PROV_DATASHEET,
+   "AMD CDNA2 ISA: a wavefront is 64 work-items (NVIDIA: a warp is 32 threads)",
+   FZ(wave_lanes), "threads per wave (AMD) or warp (NVIDIA)"},
   {"mem_latency_ns", 1, 1e5, 1e-9, "ns", 600, MM_PROV_ESTIMATE,
    "estimate: pointer-chase microbenchmarks of HBM GPUs (CDNA2, Ampere, Hopper) put a load that misses the caches "
    "at roughly 500-700 ns; the middle is taken",

@@ -98,9 +98,9 @@ typedef struct {
   int64_t slice_wgs;    /* logical WGs per slice (emb-a2a 32, gemv-ar 1, gemm-a2a 1) */
   int64_t wg_elems;     /* output elements per logical WG (emb-a2a: dim, one vector; gemv-ar 256 rows;
                          * gemm-a2a 128 x 128) */
-  int64_t wg_waves;     /* waves per WG (256 threads of 64: 4) */
-  double wave_bytes;    /* HBM bytes a wave keeps in flight (emb-a2a 512: two 64-lane fp32 gathers; gemv-ar
-                         * 1024: one 16-byte load per lane; gemm-a2a 1024) */
+  int64_t wg_threads;   /* threads per WG (256) */
+  double thread_bytes;  /* HBM bytes a thread keeps in flight (emb-a2a 8: two fp32 gathers; gemv-ar, gemm-a2a
+                         * 16: one 16-byte load) */
   double occupancy;     /* fused kernel's, a fraction of the plain kernel's full occupancy (0: 1 -
                          * occupancy_loss; at most that) */
   MmFusedSchedule schedule;
@@ -170,7 +170,7 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
 /* The achieved HBM rate of a memory-bound kernel at @occupancy (of full) on @dev, and the
  * factor by which contention inflates its HBM traffic (>= 1): Little's law for parallelism,
  * row-buffer contention above the achievable bandwidth @hbm_Bps. Exposed for tests and docs. */
-double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double wave_bytes, double hbm_Bps, double *inflate);
+double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double thread_bytes, double hbm_Bps, double *inflate);
 
 
 /* ==== decomposed overlap: shard overlap, FiCCO, collective matmul =========== */

@@ -17,7 +17,7 @@ typedef struct {
   MmDtype dtype;
   int64_t slice_wgs;  /* Sec. IV-A: 32 logical WGs per embedding slice; GEMV/GEMM: a WG's tile */
   int64_t wg_elems;   /* output elements per logical WG (emb-a2a: 0 = one vector of dim) */
-  double wave_bytes;  /* bytes in flight per wave */
+  double thread_bytes; /* bytes in flight per thread */
   MmKernelKind kind;
   MmCollKind coll;
   gboolean two_phase; /* reduce-scatter, reduce, all-gather (GEMV + AllReduce) */
@@ -25,13 +25,13 @@ typedef struct {
 } OpRow;
 
 static const OpRow op_rows[MM_FUSED_OP_COUNT] = {
-  /* emb-a2a: PyTorch's EmbeddingBag kernel, one thread per feature: each wave gathers 64 fp32 of
-   * a row per load, two loads in flight (512 B); fp32 tables as in the public DLRM code */
-  [MM_FUSED_EMB_A2A] = {MM_DTYPE_FP32, 32, 0, 512, MM_KERNEL_LOOKUP, MM_COLL_ALL_TO_ALL, FALSE, TRUE},
-  /* gemv-ar: 8 output rows per WG (a wave per 2 rows), 16-byte loads per lane (1 KiB per wave) */
-  [MM_FUSED_GEMV_AR] = {MM_DTYPE_FP16, 1, 8, 1024, MM_KERNEL_GEMV, MM_COLL_ALL_REDUCE, TRUE, FALSE},
+  /* emb-a2a: PyTorch's EmbeddingBag kernel, one thread per feature: each thread gathers one fp32
+   * of a row per load, two loads in flight (8 B); fp32 tables as in the public DLRM code */
+  [MM_FUSED_EMB_A2A] = {MM_DTYPE_FP32, 32, 0, 8, MM_KERNEL_LOOKUP, MM_COLL_ALL_TO_ALL, FALSE, TRUE},
+  /* gemv-ar: 8 output rows per WG, one 16-byte load in flight per thread */
+  [MM_FUSED_GEMV_AR] = {MM_DTYPE_FP16, 1, 8, 16, MM_KERNEL_GEMV, MM_COLL_ALL_REDUCE, TRUE, FALSE},
   /* gemm-a2a: Triton's GEMM tile 128 x 128 */
-  [MM_FUSED_GEMM_A2A] = {MM_DTYPE_FP16, 1, 128 * 128, 1024, MM_KERNEL_GEMM, MM_COLL_ALL_TO_ALL, FALSE, FALSE},
+  [MM_FUSED_GEMM_A2A] = {MM_DTYPE_FP16, 1, 128 * 128, 16, MM_KERNEL_GEMM, MM_COLL_ALL_TO_ALL, FALSE, FALSE},
 };
 
 void mm_fused_spec_defaults(const MmHardware *hw, MmFusedSpec *s)
@@ -55,8 +55,8 @@ void mm_fused_spec_defaults(const MmHardware *hw, MmFusedSpec *s)
   if (!s->k) s->k = 4096;
   if (!s->slice_wgs) s->slice_wgs = row->slice_wgs;
   if (!s->wg_elems) s->wg_elems = row->wg_elems ? row->wg_elems : s->dim;
-  if (!s->wg_waves) s->wg_waves = 4;
-  if (!(s->wave_bytes > 0)) s->wave_bytes = row->wave_bytes;
+  if (!s->wg_threads) s->wg_threads = 256;
+  if (!(s->thread_bytes > 0)) s->thread_bytes = row->thread_bytes;
   if (!(s->occupancy > 0)) s->occupancy = 1.0 - hw->device.fused.occupancy_loss.value;
 }
 
@@ -108,7 +108,7 @@ gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError 
               {"dim", s->dim, (int64_t)1 << 20},     {"pooling", s->pooling, (int64_t)1 << 20},
               {"m", s->m, (int64_t)1 << 30},         {"n", s->n, (int64_t)1 << 30},
               {"k", s->k, (int64_t)1 << 30},         {"slice-wgs", s->slice_wgs, (int64_t)1 << 20},
-              {"wg-elems", s->wg_elems, (int64_t)1 << 30}, {"wg-waves", s->wg_waves, 64}};
+              {"wg-elems", s->wg_elems, (int64_t)1 << 30}, {"wg-threads", s->wg_threads, 4096}};
   for (guint i = 0; i < G_N_ELEMENTS(ints); i++)
     if (ints[i].v < 1 || ints[i].v > ints[i].max)
       return invalid(error, "%s: %" G_GINT64_FORMAT " is not in [1, %" G_GINT64_FORMAT "]", ints[i].name, ints[i].v,
@@ -123,22 +123,23 @@ gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError 
   if (!(s->occupancy > 0 && s->occupancy <= max_occ + 1e-12))
     return invalid(error, "occupancy: %g is not in (0, %g] (the plain kernel's full occupancy less the fused "
                    "kernel's occupancy_loss)", s->occupancy, max_occ);
-  if (!(s->wave_bytes > 0 && s->wave_bytes <= 1 << 20))
-    return invalid(error, "wave-bytes: %g is not in (0, 1048576]", s->wave_bytes);
+  if (!(s->thread_bytes > 0 && s->thread_bytes <= 4096))
+    return invalid(error, "thread-bytes: %g is not in (0, 4096]", s->thread_bytes);
   if (mm_dtype_bytes(s->dtype) <= 0) return invalid(error, "dtype: unknown dtype %d", (int)s->dtype);
   return TRUE;
 }
 
-/* Little's law: W waves per CU, each with @wave_bytes in flight for a load latency, pull
- * CUs x W x wave_bytes / latency; HBM serves at most @hbm_Bps. Demand beyond that queues, and
+/* Little's law: W waves per CU of wave_lanes threads, each thread with @thread_bytes in flight
+ * for a load latency, pull CUs x W x lanes x thread_bytes / latency; HBM serves at most @hbm_Bps. Demand beyond that queues, and
  * the queued fraction (1 - 1/x, x = demand / hbm) of accesses conflicts in the row buffers,
  * each losing `contention` of its efficiency: traffic inflates by 1 / (1 - contention (1 - 1/x)).
  * Returns the rate the waves sustain (<= @hbm_Bps). docs/fused-kernels.md, "occupancy". */
-double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double wave_bytes, double hbm_Bps, double *inflate)
+double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double thread_bytes, double hbm_Bps, double *inflate)
 {
   const MmFusedCoeffs *f = &dev->fused;
   const double waves = occupancy * f->waves_per_cu.value;
-  const double demand = f->compute_units.value * waves * wave_bytes / f->mem_latency_s.value;
+  const double demand =
+    f->compute_units.value * waves * f->wave_lanes.value * thread_bytes / f->mem_latency_s.value;
   const double x = demand / hbm_Bps;
   const double queued = x > 1 ? 1.0 - 1.0 / x : 0.0;
   if (inflate) *inflate = 1.0 / (1.0 - f->contention.value * queued);
@@ -215,11 +216,11 @@ static void raw_at(const MmHardware *hw, const MmFusedSpec *s, const Shape *sh, 
   const MmFusedCoeffs *f = &hw->device.fused;
   const double cus = f->compute_units.value;
   /* fewer logical WGs than the grid holds leave waves idle: the occupancy that counts */
-  const double full = cus * f->waves_per_cu.value / (double)s->wg_waves;
+  const double full = cus * f->waves_per_cu.value * f->wave_lanes.value / (double)s->wg_threads;
   const double physical = MAX(1.0, floor(full * occupancy));
   const double used = MIN(physical, (double)sh->wgs);
   const double occ = occupancy * used / physical;
-  *rate = mm_fused_mem_rate(&hw->device, occ, s->wave_bytes, sh->hbm_Bps, inflate);
+  *rate = mm_fused_mem_rate(&hw->device, occ, s->thread_bytes, sh->hbm_Bps, inflate);
   /* compute needs a WG per CU to reach its roofline */
   const double fill = MIN(1.0, used / cus);
   *sm_s = MAX(sh->compute_s / fill, sh->bytes / *rate);
@@ -517,7 +518,8 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   /* the fused kernel's grid, lanes and lane groups */
   const KernelAt at = kernel_at(hw, s, &sh, s->occupancy);
   Build b = {.hw = hw, .s = s, .sh = &sh, .res = &res, .rate_Bps = at.rate_Bps, .inflate = at.inflate};
-  b.physical = MAX(1.0, floor(f->compute_units.value * f->waves_per_cu.value * s->occupancy / (double)s->wg_waves));
+  b.physical = MAX(1.0, floor(f->compute_units.value * f->waves_per_cu.value * f->wave_lanes.value * s->occupancy /
+                              (double)s->wg_threads));
   const int64_t slices = sh.per_dest * R;
   b.L = MAX(1, MIN((int64_t)(b.physical / (double)s->slice_wgs), sh.per_dest));
   b.G = MIN(b.L, MAX_GROUPS);
