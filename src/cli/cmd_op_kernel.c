@@ -30,7 +30,7 @@ static const ShapeOpt shape_opts[] = {
   {"pooling", offsetof(MmFusedSpec, pooling), EMB, "Rows pooled per bag (default 70)"},
   {"m", offsetof(MmFusedSpec, m), GEMV | GEMM, "Output rows (gemv-ar default 16384; gemm-a2a 8192 tokens)"},
   {"n", offsetof(MmFusedSpec, n), GEMM, "Output columns (default 4096)"},
-  {"k", offsetof(MmFusedSpec, k), GEMV | GEMM, "Reduction dimension on one GPU (gemv-ar default 1024; gemm-a2a 4096)"},
+  {"k", offsetof(MmFusedSpec, k), GEMV | GEMM, "Reduction dimension on one GPU (default 4096)"},
   {"slice-wgs", offsetof(MmFusedSpec, slice_wgs), EMB | GEMV | GEMM,
    "Logical WGs per slice (emb-a2a 32; gemv-ar, gemm-a2a 1: a WG's tile)"},
 };
@@ -249,7 +249,7 @@ static char *plot_script(const GString *titles, guint blocks, const char *op)
     "set output 'fused-slices.png'\n"
     "set xlabel 'time (us)'\nset ylabel 'slices (cumulative)'\nset key left top\nset grid\n"
     "titles = '%s'\n"
-    "plot for [i=0:%u] 'fused-slices.dat' index i using 1:2 with steps lw 1.5 dt (i %% 2 ? 2 : 1) title word(titles, i+1)\n",
+    "plot for [i=0:%u] 'fused-slices.dat' index i using 1:2 with steps lw 1.5 lc i/2+1 dt i%%2+1 title word(titles, i+1)\n",
     op, titles->str, blocks - 1);
 }
 
@@ -318,17 +318,17 @@ int mm_cmd_op_kernel(int argc, char **argv)
   ctx = g_option_context_new(what[op]);
   g_option_context_add_main_entries(ctx, (GOptionEntry *)(void *)all->data, NULL);
   static const char *const summary[MM_FUSED_OP_COUNT] = {
-    "DLRM's embedding pooling fused with the All2All that follows it (the AMD fused-kernel paper,\n"
-    "Sec. III-A): a persistent kernel runs one logical WG per (table, sample) bag; 32 of them form a\n"
-    "slice of pooled vectors; the last WG of a slice puts it to the rank that owns those samples (a\n"
-    "NIC put between nodes, zero-copy stores inside one) and sets its flag after a fence.\n"
-    "Shapes are the paper's labels {global batch | tables per GPU}; lists run every combination.",
-    "Tensor-parallel decode's GEMV fused with its AllReduce (Sec. III-B): each logical WG computes a\n"
-    "tile of y = A x (A: m x k, this GPU's shard of k); tiles owned by a peer are stored straight into\n"
-    "its memory (zero-copy, no local store), one ready flag per peer per physical WG; each GPU then\n"
-    "reduces its 1/ranks of the tiles and stores them to every peer (two-phase direct).",
-    "An MoE expert's GEMM fused with the All2All combine (Sec. III-B, the Triton kernel): 128 x 128\n"
-    "output tiles are stored to the rank that owns their tokens (m is split over the ranks).",
+    ("DLRM's embedding pooling fused with the All2All that follows it (the AMD fused-kernel paper,\n"
+     "Sec. III-A): a persistent kernel runs one logical WG per (table, sample) bag; 32 of them form a\n"
+     "slice of pooled vectors; the last WG of a slice puts it to the rank that owns those samples (a\n"
+     "NIC put between nodes, zero-copy stores inside one) and sets its flag after a fence.\n"
+     "Shapes are the paper's labels {global batch | tables per GPU}; lists run every combination."),
+    ("Tensor-parallel decode's GEMV fused with its AllReduce (Sec. III-B): each logical WG computes a\n"
+     "tile of y = A x (A: m x k, this GPU's shard of k); tiles owned by a peer are stored straight into\n"
+     "its memory (zero-copy, no local store), one ready flag per peer per physical WG; each GPU then\n"
+     "reduces its 1/ranks of the tiles and stores them to every peer (two-phase direct)."),
+    ("An MoE expert's GEMM fused with the All2All combine (Sec. III-B, the Triton kernel): 128 x 128\n"
+     "output tiles are stored to the rank that owns their tokens (m is split over the ranks)."),
   };
   g_autofree char *sum = g_strdup_printf(
     "%s\n\nPrints, per shape and schedule: the baseline (launch + kernel + launch + collective, the\n"
@@ -338,17 +338,17 @@ int mm_cmd_op_kernel(int argc, char **argv)
     summary[op]);
   g_option_context_set_summary(ctx, sum);
   static const char *const examples[MM_FUSED_OP_COUNT] = {
-    "Examples:\n"
-    "  madmax op emb-a2a --hardware hardware/mi210-4.json --batch 512,1024,2048 --tables 64,128,256\n"
-    "  madmax op emb-a2a --hardware hardware/mi210-2x4.json --ranks 2 --stride 4 --batch 2048 --tables 256\n"
-    "  madmax op emb-a2a --hardware hardware/mi210-4.json --occupancy 0.25 --schedule aware\n"
-    "  madmax op emb-a2a --hardware hardware/mi210-4.json --trace emb.json --plot figs/\n",
-    "Examples:\n"
-    "  madmax op gemv-ar --hardware hardware/mi210-4.json --m 8192,16384,32768,65536\n"
-    "  madmax op gemv-ar --hardware hardware/mi210-4.json --m 65536 --k 2048 --json -\n",
-    "Examples:\n"
-    "  madmax op gemm-a2a --hardware hardware/mi210-4.json --m 4096,8192,16384\n"
-    "  madmax op gemm-a2a --hardware hardware/mi300x-8.json --m 16384 --n 4096 --k 14336\n",
+    ("Examples:\n"
+     "  madmax op emb-a2a --hardware hardware/mi210-4.json --batch 512,1024,2048 --tables 64,128,256\n"
+     "  madmax op emb-a2a --hardware hardware/mi210-2x4.json --ranks 2 --stride 4 --batch 2048 --tables 256\n"
+     "  madmax op emb-a2a --hardware hardware/mi210-4.json --occupancy 0.25 --schedule aware\n"
+     "  madmax op emb-a2a --hardware hardware/mi210-4.json --trace emb.json --plot figs/\n"),
+    ("Examples:\n"
+     "  madmax op gemv-ar --hardware hardware/mi210-4.json --m 8192,16384,32768,65536\n"
+     "  madmax op gemv-ar --hardware hardware/mi210-4.json --m 65536 --k 2048 --json -\n"),
+    ("Examples:\n"
+     "  madmax op gemm-a2a --hardware hardware/mi210-4.json --m 4096,8192,16384\n"
+     "  madmax op gemm-a2a --hardware hardware/mi300x-8.json --m 16384 --n 4096 --k 14336\n"),
   };
   g_option_context_set_description(ctx, examples[op]);
   gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
