@@ -209,6 +209,33 @@ START_TEST(test_gemm_alltoall)
 }
 END_TEST
 
+/* The aware schedule inside a node or one rank per node runs one class for every rank; one class
+ * per rank (flags as cross-rank engine collectives) gives the same times. */
+START_TEST(test_symmetric_classes_agree)
+{
+  const struct {
+    const char *file;
+    MmFusedSpec spec;
+  } cases[] = {
+    {"hardware/mi210-4.json", {.op = MM_FUSED_GEMV_AR, .m = 32768}},
+    {"hardware/mi210-4.json", {.op = MM_FUSED_GEMM_A2A, .m = 4096}},
+    {"hardware/mi210-4.json", {.op = MM_FUSED_EMB_A2A, .batch = 512, .tables = 16}},
+    {"hardware/mi210-2x4.json", {.op = MM_FUSED_EMB_A2A, .ranks = 2, .stride = 4, .batch = 512, .tables = 16}},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(MmHardware) hw = load_hw(cases[i].file);
+    MmFusedSpec s = cases[i].spec;
+    g_autoptr(MmFusedResult) one = run_ok(hw, &s);
+    s.per_rank = TRUE;
+    g_autoptr(MmFusedResult) all = run_ok(hw, &s);
+    ck_assert_double_eq_tol(one->fused_s, all->fused_s, 1e-12 + 1e-9 * all->fused_s);
+    ck_assert_double_eq_tol(one->compute_s, all->compute_s, 1e-12 + 1e-9 * all->fused_s);
+    ck_assert_double_eq_tol(one->both_s, all->both_s, 1e-12 + 1e-9 * all->fused_s);
+    ck_assert_uint_lt(one->events, all->events);
+  }
+}
+END_TEST
+
 /* 100K logical WGs in well under a second (the slice-level simulation's budget). */
 START_TEST(test_speed)
 {
@@ -331,6 +358,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_embedding_gains);
   tcase_add_test(tc, test_occupancy_tradeoff);
   tcase_add_test(tc, test_gemm_alltoall);
+  tcase_add_test(tc, test_symmetric_classes_agree);
   tcase_add_test(tc, test_speed);
   tcase_add_test(tc, test_cli);
   suite_add_tcase(s, tc);

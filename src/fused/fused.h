@@ -105,6 +105,8 @@ typedef struct {
                          * occupancy_loss; at most that) */
   MmFusedSchedule schedule;
   gboolean timeline;    /* keep the per-slice timeline (MmFusedResult.slices) */
+  gboolean per_rank;    /* one engine class per rank even where one stands for all (the aware schedule
+                         * inside a node or one rank per node); for checks: both agree */
 } MmFusedSpec;
 
 /* Fills the zero fields of @s with the op's defaults for @hw (ranks: gpus_per_node). */

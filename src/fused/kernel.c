@@ -286,6 +286,8 @@ typedef struct {
   double inflate;
   int64_t L;         /* lanes: slices in flight at once */
   int64_t G, gsz;    /* lane groups, lanes per group */
+  gboolean symmetric; /* one class stands for every rank: a flag from rank d - j arrives when this
+                       * rank's own puts to d + j are done (the rotated schedule, same links) */
   double sm_slice, hbm_in_slice, hbm_out_slice, slice_bytes; /* per slice: SM-ps, HBM work (inputs, output) */
 } Build;
 
@@ -380,15 +382,21 @@ static void build_device(const Build *b, int64_t d, Dev *dv)
      * tiles and their all-gather (Sec. III-B: one ready flag per peer per physical WG) */
     const double tile_bytes = b->slice_bytes;
     for (int64_t l = 0; l < G; l++) {
-      for (int64_t q = 0; q < R; q++)
+      for (int64_t q = 0; q < R && !b->symmetric; q++)
         if (q != d && last_put[l * R + q] != NONE)
           p2p(p, 2 * Gu + (uint32_t)l, &last_put[l * R + q], 1, coll_id(b, 1, l, d, q), (int32_t)((q - d) * s->stride));
       if (own[l] == 0) continue;
       uint32_t waits[64];
       uint32_t nw = 0;
-      for (int64_t src = 0; src < R; src++)
-        if (src != d) waits[nw++] = p2p(p, 3 * Gu + (uint32_t)l, NULL, 0, coll_id(b, 1, l, src, d),
-                                        (int32_t)((src - d) * s->stride));
+      for (int64_t src = 0; src < R; src++) {
+        if (src == d) continue;
+        if (!b->symmetric) {
+          waits[nw++] = p2p(p, 3 * Gu + (uint32_t)l, NULL, 0, coll_id(b, 1, l, src, d), (int32_t)((src - d) * s->stride));
+        } else {
+          const uint32_t mine = last_put[l * R + (2 * d - src + 2 * R) % R];
+          if (mine != NONE) waits[nw++] = mine;
+        }
+      }
       /* reads R partial tiles, writes the sum: memory-bound at the kernel's rate */
       const double rb = (double)own[l] * tile_bytes * (double)(R + 1);
       const uint32_t rres[2] = {res->sm, res->hbm};
@@ -410,7 +418,7 @@ static void build_device(const Build *b, int64_t d, Dev *dv)
 
   /* device-level flags: to each peer once every put to it is done; from each peer */
   g_autoptr(GArray) deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  for (int64_t q = 0; q < R; q++) {
+  for (int64_t q = 0; q < R && !b->symmetric; q++) {
     if (q == d) continue;
     g_array_set_size(deps, 0);
     for (int64_t l = 0; l < G; l++)
@@ -421,6 +429,13 @@ static void build_device(const Build *b, int64_t d, Dev *dv)
   g_array_set_size(deps, 0);
   for (int64_t src = 0; src < R; src++) {
     if (src == d) continue;
+    if (b->symmetric) {
+      for (int64_t l = 0; l < G; l++) {
+        const uint32_t mine = last_put[l * R + (2 * d - src + 2 * R) % R];
+        if (mine != NONE) g_array_append_val(deps, mine);
+      }
+      continue;
+    }
     const uint32_t w = p2p(p, W_DEV, NULL, 0, coll_id(b, 2, G, src, d), (int32_t)((src - d) * s->stride));
     g_array_append_val(deps, w);
   }
@@ -541,11 +556,18 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   b.hbm_out_slice = hbm_work * sh.out_bytes / sh.bytes / (double)slices;
   r->comm_bytes = sh.out_bytes * (double)(R - 1) / (double)R * (sh.row->two_phase ? 2.0 : 1.0);
 
-  /* one class per rank: the oblivious schedule makes ranks differ, and flags cross ranks */
-  g_autofree Dev *devs = g_new0(Dev, R);
-  g_autofree MmEngineProgram *progs = g_new(MmEngineProgram, R);
-  g_autofree MmEngineClass *classes = g_new(MmEngineClass, R);
-  for (int64_t d = 0; d < R; d++) {
+  /* one class per rank: the oblivious schedule makes ranks differ, and flags cross ranks. The
+   * aware schedule is a rotation of one order; where the rotation keeps every link's kind (the
+   * group inside one node, or one rank per node) one class stands for all ranks, exactly */
+  const int64_t g = hw->gpus_per_node;
+  const gboolean one_node = (R - 1) * s->stride < g;
+  const gboolean one_per_node = s->stride % g == 0;
+  b.symmetric = s->schedule == MM_FUSED_AWARE && !s->per_rank && (one_node || one_per_node);
+  const int64_t C = b.symmetric ? 1 : R;
+  g_autofree Dev *devs = g_new0(Dev, C);
+  g_autofree MmEngineProgram *progs = g_new(MmEngineProgram, C);
+  g_autofree MmEngineClass *classes = g_new(MmEngineClass, C);
+  for (int64_t d = 0; d < C; d++) {
     Dev *dv = &devs[d];
     dv->items = g_array_new(FALSE, FALSE, sizeof(Item));
     build_device(&b, d, dv);
@@ -554,7 +576,7 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
                                  res.cap};
   }
   g_autoptr(GError) eerr = NULL;
-  g_autoptr(MmEngine) e = mm_engine_new(progs, (uint32_t)R, classes, (uint32_t)R, &eerr);
+  g_autoptr(MmEngine) e = mm_engine_new(progs, (uint32_t)C, classes, (uint32_t)C, &eerr);
   const gboolean ok = e && mm_engine_run(e, &eerr);
   if (ok) {
     r->events = mm_engine_events(e);
@@ -562,7 +584,7 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
     if (s->timeline) r->slices = g_array_new(FALSE, FALSE, sizeof(MmFusedSlice));
     double worst = -1, best = 0;
     int64_t worst_d = 0;
-    for (int64_t d = 0; d < R; d++) {
+    for (int64_t d = 0; d < C; d++) {
       const Dev *dv = &devs[d];
       const uint32_t n_ops = dv->prog.ops->len;
       g_autofree MmTime *st = g_new(MmTime, n_ops);
@@ -587,6 +609,17 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
         }
         g_array_append_val(r->slices, sl);
       }
+    }
+    if (b.symmetric) { /* every rank as rank 0, its destinations rotated */
+      for (int64_t d = 1; d < R; d++) r->rank_s[d] = r->rank_s[0];
+      const guint n0 = r->slices ? r->slices->len : 0;
+      for (int64_t d = 1; d < R; d++)
+        for (guint i = 0; i < n0; i++) {
+          MmFusedSlice sl = g_array_index(r->slices, MmFusedSlice, i);
+          sl.device = (uint32_t)d;
+          sl.dest = (uint32_t)((sl.dest + (uint32_t)d) % (uint32_t)R);
+          g_array_append_val(r->slices, sl);
+        }
     }
     const Dev *dv = &devs[worst_d];
     g_autofree MmTime *st = g_new(MmTime, dv->prog.ops->len);
@@ -620,7 +653,7 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
     r->comm_alone_s = cm;
     r->lower_bound_s = r->launch_s + MAX(r->compute_alone_s, r->comm_alone_s);
   }
-  for (int64_t d = 0; d < R; d++) {
+  for (int64_t d = 0; d < C; d++) {
     mm_fused_prog_clear(&devs[d].prog);
     g_array_unref(devs[d].items);
   }
