@@ -453,9 +453,15 @@ int mm_cmd_op_kernel(int argc, char **argv)
       s.schedule = (MmFusedSchedule)sc;
       MmFusedResult *r = mm_fused_kernel_run(hw, &s, &error);
       if (!r) {
-        /* spec errors name the option: "batch: ..." -> "--batch ..." */
-        fprintf(stderr, "madmax: %s%s\n", error->domain == MM_FUSED_ERROR && error->code == MM_FUSED_ERROR_INVALID ? "--" : "",
-                error->message);
+        /* spec errors name the field: "batch: ..." -> "--batch: ..." where it is an option */
+        const gsize w = strcspn(error->message, ": ,");
+        gboolean opt = FALSE;
+        static const char *const others[] = {"ranks", "stride", "occupancy", "dtype", "schedule"};
+        for (guint i = 0; i < N_SHAPE && !opt; i++)
+          opt = strlen(shape_opts[i].option) == w && strncmp(error->message, shape_opts[i].option, w) == 0;
+        for (guint i = 0; i < G_N_ELEMENTS(others) && !opt; i++)
+          opt = strlen(others[i]) == w && strncmp(error->message, others[i], w) == 0;
+        fprintf(stderr, "madmax: %s%s\n", opt && error->domain == MM_FUSED_ERROR ? "--" : "", error->message);
         ok = FALSE;
         break;
       }

@@ -48,8 +48,8 @@ void mm_fused_spec_defaults(const MmHardware *hw, MmFusedSpec *s)
   if (!s->dim) s->dim = 256;
   if (!s->pooling) s->pooling = 70;
   /* gemv-ar: M 16K, K 4096 (the paper gives M only: a 16384-wide FFN split row-wise over 4 GPUs,
-   * Fig. 3); gemm-a2a: an MoE expert's
-   * FFN output, 8192 tokens x 4096 x 4096 (Tutel-like sizes, Sec. IV-A) */
+   * Fig. 3); gemm-a2a: an MoE expert's FFN output, 8192 tokens x 4096 x 4096 (Tutel-like sizes,
+   * Sec. IV-A) */
   if (!s->m) s->m = s->op == MM_FUSED_GEMV_AR ? 16384 : 8192;
   if (!s->n) s->n = s->op == MM_FUSED_GEMV_AR ? 1 : 4096;
   if (!s->k) s->k = 4096;
@@ -79,9 +79,10 @@ static gboolean invalid(GError **error, const char *fmt, ...)
   return FALSE;
 }
 
-/* The largest logical WG count simulated per rank (slices are what the engine sees; this bounds
- * the ops built). */
-#define MAX_LOGICAL_WGS ((int64_t)1 << 26)
+/* The largest logical WG count per rank, and the most engine ops one simulation builds (slices
+ * are what the engine sees, a round of a lane group one op; this bounds memory and time). */
+#define MAX_LOGICAL_WGS ((int64_t)1 << 40)
+#define MAX_OPS ((int64_t)1 << 22)
 
 gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError **error)
 {
@@ -130,8 +131,9 @@ gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError 
 }
 
 /* Little's law: W waves per CU of wave_lanes threads, each thread with @thread_bytes in flight
- * for a load latency, pull CUs x W x lanes x thread_bytes / latency; HBM serves at most @hbm_Bps. Demand beyond that queues, and
- * the queued fraction (1 - 1/x, x = demand / hbm) of accesses conflicts in the row buffers,
+ * for a load latency, pull CUs x W x lanes x thread_bytes / latency; HBM serves at most
+ * @hbm_Bps. Demand beyond that queues, and the queued fraction (1 - 1/x, x = demand / hbm) of
+ * accesses conflicts in the row buffers,
  * each losing `contention` of its efficiency: traffic inflates by 1 / (1 - contention (1 - 1/x)).
  * Returns the rate the waves sustain (<= @hbm_Bps). docs/fused-kernels.md, "occupancy". */
 double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double thread_bytes, double hbm_Bps, double *inflate)
@@ -540,6 +542,14 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   b.G = MIN(b.L, MAX_GROUPS);
   b.gsz = (b.L + b.G - 1) / b.G;
   b.G = (b.L + b.gsz - 1) / b.gsz;
+  const int64_t rounds = (sh.per_dest + b.L - 1) / b.L;
+  const int64_t ops = (s->schedule == MM_FUSED_AWARE ? 1 : R) * b.G * R * rounds * 2;
+  if (ops > MAX_OPS) {
+    invalid(error, "the op needs about %" G_GINT64_FORMAT " engine ops (%" G_GINT64_FORMAT " slices per rank in %"
+            G_GINT64_FORMAT " rounds); at most %" G_GINT64_FORMAT ": use fewer ranks, a smaller shape or larger "
+            "slices (slice-wgs)", ops, slices, rounds, MAX_OPS);
+    return NULL;
+  }
   r->logical_wgs = sh.wgs;
   r->n_slices = slices;
   r->physical_wgs = (int64_t)b.physical;
