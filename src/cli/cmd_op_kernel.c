@@ -295,7 +295,7 @@ int mm_cmd_op_kernel(int argc, char **argv)
     {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file (hardware/*.json)", "H"},
     {"ranks", 'r', 0, G_OPTION_ARG_STRING, &ranks_s, "GPUs in the group (default: one node)", "N"},
     {"stride", 's', 0, G_OPTION_ARG_STRING, &stride_s, "Device-index distance between them (default 1; gpus_per_node: one per node)", "D"},
-    {"schedule", 0, 0, G_OPTION_ARG_STRING, &sched_s, "aware (remote slices first), oblivious (WG order) or all (default)", "S"},
+    {"schedule", 0, 0, G_OPTION_ARG_STRING, &sched_s, "aware (remote slices first), oblivious (WG order), interleaved (a what-if: remote destinations round-robin), a comma list or all (default aware,oblivious)", "S"},
     {"occupancy", 0, 0, G_OPTION_ARG_DOUBLE, &occupancy, "Fused kernel's occupancy, a fraction of the plain kernel's full one (default 1 - occupancy_loss)", "F"},
     {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_s, "Element type (emb-a2a fp32; gemv-ar, gemm-a2a fp16)", "T"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write JSON to OUT ('-' = stdout)", "OUT"},
@@ -365,17 +365,20 @@ int mm_cmd_op_kernel(int argc, char **argv)
     fprintf(stderr, "madmax: %s needs --hardware\nTry '%s --help'.\n", argv[0], argv[0]);
     return MM_EXIT_INPUT;
   }
-  /* schedules */
-  gboolean want[MM_FUSED_SCHED_COUNT] = {TRUE, TRUE};
-  if (sched_s && strcmp(sched_s, "all") != 0) {
-    const int sc = mm_name_index(mm_fused_schedule_names, sched_s);
-    if (sc < 0) {
-      g_autofree char *shown = mm_config_printable(sched_s);
-      fprintf(stderr, "madmax: --schedule %s: expected aware, oblivious or all\n", shown);
-      return MM_EXIT_INPUT;
+  /* schedules: the paper's two by default, a comma-separated list, or all */
+  gboolean want[MM_FUSED_SCHED_COUNT] = {TRUE, TRUE, FALSE};
+  if (sched_s) {
+    g_auto(GStrv) parts = g_strsplit(sched_s, ",", -1);
+    memset(want, 0, sizeof want);
+    for (guint i = 0; parts[i]; i++) {
+      const int sc = strcmp(parts[i], "all") == 0 ? MM_FUSED_SCHED_COUNT : mm_name_index(mm_fused_schedule_names, parts[i]);
+      if (sc < 0 || !parts[0][0]) {
+        g_autofree char *shown = mm_config_printable(sched_s);
+        fprintf(stderr, "madmax: --schedule %s: expected aware, oblivious, interleaved (comma-separated) or all\n", shown);
+        return MM_EXIT_INPUT;
+      }
+      for (int k = 0; k < MM_FUSED_SCHED_COUNT; k++) want[k] = want[k] || sc == k || sc == MM_FUSED_SCHED_COUNT;
     }
-    want[0] = sc == MM_FUSED_AWARE;
-    want[1] = sc == MM_FUSED_OBLIVIOUS;
   }
   MmFusedSpec base = {.op = (MmFusedOp)op};
   if (dtype_s) {

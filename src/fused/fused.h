@@ -76,9 +76,11 @@ extern const char *const mm_fused_op_names[]; /* "emb-a2a", "gemv-ar", "gemm-a2a
 typedef enum {
   MM_FUSED_AWARE,     /* remote slices first (rotated: next rank first), local slices last */
   MM_FUSED_OBLIVIOUS, /* logical WG order: destination rank 0, 1, ... (the local block where it falls) */
+  MM_FUSED_INTERLEAVED, /* not in the paper (a what-if): remote slices first, each round spread over every
+                         * remote destination (a put stream per destination), so all links carry puts */
   MM_FUSED_SCHED_COUNT
 } MmFusedSchedule;
-extern const char *const mm_fused_schedule_names[]; /* "aware", "oblivious"; NULL-terminated */
+extern const char *const mm_fused_schedule_names[]; /* "aware", "oblivious", "interleaved"; NULL-terminated */
 
 /* One fused op. Sizes are per rank unless said; 0 takes the op's default (mm_fused_spec_defaults). */
 typedef struct {

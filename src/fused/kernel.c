@@ -10,7 +10,7 @@
 #include "fused.h"
 
 const char *const mm_fused_op_names[] = {"emb-a2a", "gemv-ar", "gemm-a2a", NULL};
-const char *const mm_fused_schedule_names[] = {"aware", "oblivious", NULL};
+const char *const mm_fused_schedule_names[] = {"aware", "oblivious", "interleaved", NULL};
 
 /* One row per op: its defaults and how its kernel and collective are shaped (STYLE rule 15). */
 typedef struct {
@@ -316,66 +316,104 @@ static void add_item(Dev *dv, uint32_t c, uint32_t put, int64_t g, int64_t q, ui
   g_array_append_val(dv->items, it);
 }
 
+/* What build_device shares with its per-round step. */
+typedef struct {
+  const Build *b;
+  int64_t d;
+  Dev *dv;
+  MmFusedProg *p;
+  uint32_t put0;   /* first put stream */
+  gboolean per_dest_streams; /* a put stream per (group, destination), not per group */
+  double per_wg_ps;
+  const uint32_t *link;
+  const gboolean *zc;
+  uint32_t *last_put, *last_compute;
+  int64_t *own;
+} Ctx;
+
+static uint32_t put_stream(const Ctx *x, int64_t l, int64_t q)
+{
+  return x->put0 + (uint32_t)(x->per_dest_streams ? l * x->b->sh->R + q : l);
+}
+
+/* Round @r of destination @q's block on lane group @l: one compute op for its slices, and their
+ * put when @q is remote. */
+static void round_op(Ctx *x, int64_t l, int64_t q, int64_t r, int64_t last_r)
+{
+  const Build *b = x->b;
+  const int64_t R = b->sh->R, L = b->L, per = b->sh->per_dest, d = x->d;
+  const MmFusedCoeffs *f = &b->hw->device.fused;
+  const MmFusedRes *res = b->res;
+  const int64_t lo = r * L + l * b->gsz, hi = MIN(MIN(lo + b->gsz, (r + 1) * L), per);
+  if (lo >= hi) return;
+  const gboolean remote = q != d, nic = remote && !x->zc[q];
+  const double cnt = (double)(hi - lo);
+  if (!remote) x->own[l] += hi - lo;
+  /* WG_Done book-keeping (and the local flag) per slice; a NIC put's API call per remote slice:
+   * work of one WG of the grid (Sec. III-C) */
+  const double sm =
+    cnt * (b->sm_slice + f->flag_s.value * x->per_wg_ps + (nic ? f->put_latency_s.value * x->per_wg_ps : 0));
+  /* zero-copy: the output goes straight to the peer, no local store (Sec. III-B) */
+  const double hbm = cnt * (b->hbm_in_slice + (remote && !nic ? 0 : b->hbm_out_slice));
+  const uint32_t cres[2] = {res->sm, res->hbm};
+  const double cw[2] = {sm, hbm};
+  const uint32_t c = mm_fused_prog_op(x->p, (uint32_t)l, 0, NULL, 0, cres, cw, 2);
+  uint32_t put = NONE;
+  if (remote) {
+    /* the put: the link; HBM for the NIC's read of the local copy, and the peer's store of what
+     * it receives (by symmetry, as much as this rank receives). The slices' puts of one round go
+     * in parallel: one API latency, and one fence + flag after the data */
+    const gboolean flag = b->sh->row->flag_per_slice || r == last_r;
+    const double tail = (nic ? f->put_latency_s.value : 0) + (flag ? f->flag_s.value : 0);
+    const uint32_t pres[2] = {x->link[q], res->hbm};
+    const double pw[2] = {cnt * b->slice_bytes, cnt * b->slice_bytes * (nic ? 2 : 1)};
+    put = mm_fused_prog_op(x->p, put_stream(x, l, q), tail, &c, 1, pres, pw, 2);
+    x->last_put[l * R + q] = put;
+  }
+  x->last_compute[l] = c;
+  add_item(x->dv, c, put, l, q, 0, lo + q * per, hi - lo);
+}
+
 static void build_device(const Build *b, int64_t d, Dev *dv)
 {
   const MmFusedSpec *s = b->s;
   const int64_t R = b->sh->R, L = b->L, G = b->G;
   const uint32_t Gu = (uint32_t)G;
-  const uint32_t S_DEV = 4 * Gu, W_DEV = 4 * Gu + 1, END = 4 * Gu + 2;
+  const gboolean interleaved = s->schedule == MM_FUSED_INTERLEAVED;
+  /* streams: groups [0, G), puts, group signals, group waits, device signals, device waits, end */
+  const uint32_t n_put = interleaved ? Gu * (uint32_t)R : Gu;
+  const uint32_t SIG0 = Gu + n_put, WAIT0 = SIG0 + Gu, S_DEV = WAIT0 + Gu, W_DEV = S_DEV + 1, END = S_DEV + 2;
   MmFusedProg *p = &dv->prog;
   mm_fused_prog_init(p, END + 1);
   const MmFusedRes *res = b->res;
   const MmFusedCoeffs *f = &b->hw->device.fused;
-  const double per_wg_ps = MM_PS_PER_S / b->physical; /* one WG of the grid busy for 1 s, in SM-ps */
   g_autofree int64_t *order = g_new(int64_t, R);
-  for (int64_t i = 0; i < R; i++) order[i] = s->schedule == MM_FUSED_AWARE ? (d + 1 + i) % R : i;
+  for (int64_t i = 0; i < R; i++) order[i] = s->schedule == MM_FUSED_OBLIVIOUS ? i : (d + 1 + i) % R;
   g_autofree uint32_t *last_put = g_new(uint32_t, (gsize)(G * R)); /* per group x dest: the last put to it */
   g_autofree uint32_t *last_compute = g_new(uint32_t, (gsize)G);
   g_autofree int64_t *own = g_new0(int64_t, (gsize)G); /* gemv-ar: local tiles per group */
   for (int64_t i = 0; i < G * R; i++) last_put[i] = NONE;
   for (int64_t l = 0; l < G; l++) last_compute[l] = NONE;
   g_autofree uint32_t *link = g_new(uint32_t, R);
-  g_autofree gboolean *zc = g_new(gboolean, R);
+  g_autofree gboolean *zc = g_new0(gboolean, R);
   for (int64_t q = 0; q < R; q++) link[q] = q == d ? NONE : link_to(b->hw, res, s, d, q, &zc[q]);
   const int64_t per = b->sh->per_dest, rounds = (per + L - 1) / L;
+  Ctx x = {b, d, dv, p, Gu, interleaved, MM_PS_PER_S / b->physical, link, zc, last_put, last_compute, own};
 
   /* phase 0: the slices, group by group, in schedule order; round r of a destination block is
-   * its slices [r L, (r + 1) L), one per lane */
+   * its slices [r L, (r + 1) L), one per lane. aware / oblivious: block after block; interleaved:
+   * each round across the remote blocks, then the local block */
   for (int64_t l = 0; l < G; l++) {
-    for (int64_t oi = 0; oi < R; oi++) {
-      const int64_t q = order[oi];
-      const gboolean remote = q != d, nic = remote && !zc[q];
-      int64_t last_r = -1;
-      for (int64_t r = 0; r < rounds; r++)
-        if (r * L + l * b->gsz < MIN((r + 1) * L, per)) last_r = r;
-      for (int64_t r = 0; r <= last_r; r++) {
-        const int64_t lo = r * L + l * b->gsz, hi = MIN(MIN(lo + b->gsz, (r + 1) * L), per);
-        if (lo >= hi) continue;
-        const double cnt = (double)(hi - lo);
-        if (!remote) own[l] += hi - lo;
-        /* WG_Done book-keeping (and the local flag) per slice; a NIC put's API call per remote
-         * slice: work of one WG of the grid (Sec. III-C) */
-        const double sm = cnt * (b->sm_slice + f->flag_s.value * per_wg_ps + (nic ? f->put_latency_s.value * per_wg_ps : 0));
-        /* zero-copy: the output goes straight to the peer, no local store (Sec. III-B) */
-        const double hbm = cnt * (b->hbm_in_slice + (remote && !nic ? 0 : b->hbm_out_slice));
-        const uint32_t cres[2] = {res->sm, res->hbm};
-        const double cw[2] = {sm, hbm};
-        const uint32_t c = mm_fused_prog_op(p, (uint32_t)l, 0, NULL, 0, cres, cw, 2);
-        uint32_t put = NONE;
-        if (remote) {
-          /* the put: the link; HBM for the NIC's read of the local copy, and the peer's store of
-           * what it receives (by symmetry, as much as this rank receives). Slices' puts of one
-           * round go in parallel: one API latency and one fence + flag after the data */
-          const gboolean flag = b->sh->row->flag_per_slice || r == last_r;
-          const double tail = (nic ? f->put_latency_s.value : 0) + (flag ? f->flag_s.value : 0);
-          const uint32_t pres[2] = {link[q], res->hbm};
-          const double pw[2] = {cnt * b->slice_bytes, cnt * b->slice_bytes * (nic ? 2 : 1)};
-          put = mm_fused_prog_op(p, Gu + (uint32_t)l, tail, &c, 1, pres, pw, 2);
-          last_put[l * R + q] = put;
-        }
-        last_compute[l] = c;
-        add_item(dv, c, put, l, q, 0, lo + q * per, hi - lo);
-      }
+    int64_t last_r = -1;
+    for (int64_t r = 0; r < rounds; r++)
+      if (r * L + l * b->gsz < MIN((r + 1) * L, per)) last_r = r;
+    if (interleaved) {
+      for (int64_t r = 0; r <= last_r; r++)
+        for (int64_t oi = 0; oi < R - 1; oi++) round_op(&x, l, order[oi], r, last_r);
+      for (int64_t r = 0; r <= last_r; r++) round_op(&x, l, d, r, last_r);
+    } else {
+      for (int64_t oi = 0; oi < R; oi++)
+        for (int64_t r = 0; r <= last_r; r++) round_op(&x, l, order[oi], r, last_r);
     }
   }
 
@@ -386,14 +424,14 @@ static void build_device(const Build *b, int64_t d, Dev *dv)
     for (int64_t l = 0; l < G; l++) {
       for (int64_t q = 0; q < R && !b->symmetric; q++)
         if (q != d && last_put[l * R + q] != NONE)
-          p2p(p, 2 * Gu + (uint32_t)l, &last_put[l * R + q], 1, coll_id(b, 1, l, d, q), (int32_t)((q - d) * s->stride));
+          p2p(p, SIG0 + (uint32_t)l, &last_put[l * R + q], 1, coll_id(b, 1, l, d, q), (int32_t)((q - d) * s->stride));
       if (own[l] == 0) continue;
       uint32_t waits[64];
       uint32_t nw = 0;
       for (int64_t src = 0; src < R; src++) {
         if (src == d) continue;
         if (!b->symmetric) {
-          waits[nw++] = p2p(p, 3 * Gu + (uint32_t)l, NULL, 0, coll_id(b, 1, l, src, d), (int32_t)((src - d) * s->stride));
+          waits[nw++] = p2p(p, WAIT0 + (uint32_t)l, NULL, 0, coll_id(b, 1, l, src, d), (int32_t)((src - d) * s->stride));
         } else {
           const uint32_t mine = last_put[l * R + (2 * d - src + 2 * R) % R];
           if (mine != NONE) waits[nw++] = mine;
@@ -411,7 +449,7 @@ static void build_device(const Build *b, int64_t d, Dev *dv)
         if (q == d) continue;
         const uint32_t pres[2] = {link[q], res->hbm};
         const double pw[2] = {(double)own[l] * tile_bytes, (double)own[l] * tile_bytes};
-        const uint32_t put = mm_fused_prog_op(p, Gu + (uint32_t)l, f->flag_s.value, &red, 1, pres, pw, 2);
+        const uint32_t put = mm_fused_prog_op(p, put_stream(&x, l, q), f->flag_s.value, &red, 1, pres, pw, 2);
         last_put[l * R + q] = put;
         add_item(dv, red, put, l, q, 1, 0, own[l]);
       }
@@ -543,7 +581,7 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   b.gsz = (b.L + b.G - 1) / b.G;
   b.G = (b.L + b.gsz - 1) / b.gsz;
   const int64_t rounds = (sh.per_dest + b.L - 1) / b.L;
-  const int64_t ops = (s->schedule == MM_FUSED_AWARE ? 1 : R) * b.G * R * rounds * 2;
+  const int64_t ops = (s->schedule == MM_FUSED_OBLIVIOUS ? R : 1) * b.G * R * rounds * 2;
   if (ops > MAX_OPS) {
     invalid(error, "the op needs about %" G_GINT64_FORMAT " engine ops (%" G_GINT64_FORMAT " slices per rank in %"
             G_GINT64_FORMAT " rounds); at most %" G_GINT64_FORMAT ": use fewer ranks, a smaller shape or larger "
@@ -572,7 +610,7 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   const int64_t g = hw->gpus_per_node;
   const gboolean one_node = (R - 1) * s->stride < g;
   const gboolean one_per_node = s->stride % g == 0;
-  b.symmetric = s->schedule == MM_FUSED_AWARE && !s->per_rank && (one_node || one_per_node);
+  b.symmetric = s->schedule != MM_FUSED_OBLIVIOUS && !s->per_rank && (one_node || one_per_node);
   const int64_t C = b.symmetric ? 1 : R;
   g_autofree Dev *devs = g_new0(Dev, C);
   g_autofree MmEngineProgram *progs = g_new(MmEngineProgram, C);
