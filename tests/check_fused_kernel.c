@@ -150,8 +150,7 @@ START_TEST(test_schedule_skew)
 }
 END_TEST
 
-/* Embedding + All2All gains over the whole grid of the paper's labels, inside a node and across
- * two; the size trend is checked in the docs (the model's gain is nearly scale-free). */
+/* Embedding + All2All gains over the whole grid of the paper's labels inside a node. */
 START_TEST(test_embedding_gains)
 {
   g_autoptr(MmHardware) hw = load_hw("hardware/mi210-4.json");
@@ -160,11 +159,49 @@ START_TEST(test_embedding_gains)
     for (int j = 0; j < 2; j++) {
       MmFusedSpec s = {.op = MM_FUSED_EMB_A2A, .batch = batches[i], .tables = tables[j]};
       g_autoptr(MmFusedResult) r = run_ok(hw, &s);
-      ck_assert_double_gt(saved(r), 0.05);
+      ck_assert_double_gt(saved(r), 0.02);
       ck_assert_double_lt(saved(r), 0.5);
       ck_assert_int_eq(r->logical_wgs, batches[i] * tables[j]);
       ck_assert_int_eq(r->n_slices, r->logical_wgs / 32);
     }
+}
+END_TEST
+
+/* The size trend inside a node (the paper's Fig. 8: lower gains at batch 512, above full overlap
+ * at large batches) comes from the baseline's launches: the public DLRM code runs one PyTorch
+ * EmbeddingBag kernel per table (a fixed grid of 1024 blocks), so batch 512 fills 512 of the 832
+ * block slots (an occupancy below the contention knee: the baseline runs fast), while 1024 and
+ * more fill every slot and leave a tail. With one launch over all tables (bulk_grid -1) the gain
+ * is flat. Between nodes, batch 256 under-fills the baseline below the knee (Fig. 12: "poor compute
+ * utilization for the baseline") and gains more than full overlap. */
+START_TEST(test_embedding_size_trend)
+{
+  g_autoptr(MmHardware) hw = load_hw("hardware/mi210-4.json");
+  MmFusedSpec s = {.op = MM_FUSED_EMB_A2A, .batch = 512, .tables = 64};
+  g_autoptr(MmFusedResult) small = run_ok(hw, &s);
+  s.batch = 2048;
+  s.tables = 256;
+  g_autoptr(MmFusedResult) large = run_ok(hw, &s);
+  ck_assert_double_gt(saved(large), saved(small) + 0.05);
+  /* large batches gain more than hiding the whole All2All would: the fused op beats the kernel */
+  ck_assert_double_lt(large->fused_s, large->launch_s + large->kernel_s);
+  ck_assert_double_gt(small->fused_s, small->launch_s + small->kernel_s);
+  /* the mechanism, not something else: one launch over every table gives a flat gain */
+  s.bulk_grid = -1;
+  g_autoptr(MmFusedResult) large1 = run_ok(hw, &s);
+  s.batch = 512;
+  s.tables = 64;
+  g_autoptr(MmFusedResult) small1 = run_ok(hw, &s);
+  ck_assert_double_eq_tol(saved(large1), saved(small1), 0.01);
+  ck_assert_double_eq(large1->fused_s, large->fused_s);
+  /* between nodes, one GPU each: batch 256 gains more than 512, and more than full overlap */
+  g_autoptr(MmHardware) hw2 = load_hw("hardware/mi210-2x4.json");
+  MmFusedSpec n = {.op = MM_FUSED_EMB_A2A, .ranks = 2, .stride = 4, .batch = 256, .tables = 64};
+  g_autoptr(MmFusedResult) n256 = run_ok(hw2, &n);
+  n.batch = 512;
+  g_autoptr(MmFusedResult) n512 = run_ok(hw2, &n);
+  ck_assert_double_gt(saved(n256), saved(n512));
+  ck_assert_double_lt(n256->fused_s, n256->launch_s + n256->kernel_s);
 }
 END_TEST
 
@@ -288,6 +325,7 @@ static const struct {
   {{.op = MM_FUSED_EMB_A2A, .occupancy = 0.95}, "hardware/mi210-4.json", "occupancy"},
   {{.op = MM_FUSED_EMB_A2A, .ranks = 3, .stride = 3}, "hardware/mi210-2x4.json", "unevenly"},
   {{.op = MM_FUSED_GEMM_A2A, .thread_bytes = 1e9}, "hardware/mi210-4.json", "thread-bytes"},
+  {{.op = MM_FUSED_EMB_A2A, .bulk_grid = -2}, "hardware/mi210-4.json", "bulk-grid"},
   {{.op = MM_FUSED_EMB_A2A, .schedule = (MmFusedSchedule)7}, "hardware/mi210-4.json", "schedule"},
 };
 
@@ -381,6 +419,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_conservation);
   tcase_add_test(tc, test_schedule_skew);
   tcase_add_test(tc, test_embedding_gains);
+  tcase_add_test(tc, test_embedding_size_trend);
   tcase_add_test(tc, test_occupancy_tradeoff);
   tcase_add_test(tc, test_gemm_alltoall);
   tcase_add_test(tc, test_symmetric_classes_agree);

@@ -103,6 +103,8 @@ typedef struct {
   int64_t wg_threads;   /* threads per WG (256) */
   double thread_bytes;  /* HBM bytes a thread keeps in flight (emb-a2a 8: two fp32 gathers; gemv-ar, gemm-a2a
                          * 16: one 16-byte load) */
+  int64_t bulk_grid;    /* emb-a2a baseline: the blocks of each per-table EmbeddingBag launch (PyTorch's fixed
+                         * 1024); -1: one launch over every table at full occupancy */
   double occupancy;     /* fused kernel's, a fraction of the plain kernel's full occupancy (0: 1 -
                          * occupancy_loss; at most that) */
   MmFusedSchedule schedule;
@@ -139,7 +141,8 @@ typedef struct {
   double flops, hbm_bytes;     /* the plain kernel's, per rank */
   double comm_bytes;           /* sent by one rank (All2All: to peers; AllReduce: both phases) */
   /* the baseline: launch + kernel + launch + collective */
-  double kernel_s;             /* plain kernel at full occupancy */
+  double kernel_s;             /* the baseline's kernel: the plain kernel at full occupancy; emb-a2a: one
+                               * EmbeddingBag launch per table at the occupancy its batch fills */
   double coll_s;               /* the collective, mm_comm_cost */
   const char *coll_algorithm;  /* (transfer none) */
   double launch_s;             /* one kernel launch */

@@ -57,6 +57,8 @@ void mm_fused_spec_defaults(const MmHardware *hw, MmFusedSpec *s)
   if (!s->wg_elems) s->wg_elems = row->wg_elems ? row->wg_elems : s->dim;
   if (!s->wg_threads) s->wg_threads = 256;
   if (!(s->thread_bytes > 0)) s->thread_bytes = row->thread_bytes;
+  /* PyTorch's EmbeddingBag forward launches a fixed grid of 1024 blocks (ATen EmbeddingBag.cu) */
+  if (!s->bulk_grid) s->bulk_grid = 1024;
   if (!(s->occupancy > 0)) s->occupancy = 1.0 - hw->device.fused.occupancy_loss.value;
 }
 
@@ -126,6 +128,8 @@ gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError 
                    "kernel's occupancy_loss)", s->occupancy, max_occ);
   if (!(s->thread_bytes > 0 && s->thread_bytes <= 4096))
     return invalid(error, "thread-bytes: %g is not in (0, 4096]", s->thread_bytes);
+  if (s->bulk_grid < -1 || s->bulk_grid == 0 || s->bulk_grid > ((int64_t)1 << 30))
+    return invalid(error, "bulk-grid: %" G_GINT64_FORMAT " is not -1 (one launch) or in [1, 2^30]", s->bulk_grid);
   if (mm_dtype_bytes(s->dtype) <= 0) return invalid(error, "dtype: unknown dtype %d", (int)s->dtype);
   return TRUE;
 }
@@ -240,6 +244,41 @@ static KernelAt kernel_at(const MmHardware *hw, const MmFusedSpec *s, const Shap
 }
 
 static double kernel_alone_s(const KernelAt *k) { return MAX(k->sm_s, k->hbm_s); }
+
+/* The baseline's kernel. emb-a2a: the public DLRM code pools each table with its own
+ * nn.EmbeddingBag call, one launch per table, of PyTorch's EmbeddingBag_updateOutputKernel_sum_mean:
+ * a fixed grid of bulk_grid (1024) blocks of wg_threads (256) threads, each wave one chunk of
+ * wave_lanes features of one bag per loop iteration (ROCm: blocks of 64 x 4). A table's batch gives
+ * work to min(grid, chunks / chunks per block) blocks; the device holds S of them at once, so the
+ * launch runs in waves of S blocks, the last a tail, each at the occupancy its blocks fill, priced
+ * by the occupancy mechanism (Little's law, contention) exactly as the fused kernel's. Scaled like
+ * kernel_at: every table in one launch at full occupancy is src/cost's time. A table's kernel
+ * lasts at least a launch (the host issues them one by one). Other ops (and bulk_grid < 0): the
+ * plain kernel at full occupancy. docs/fused-kernels.md, "Baseline". */
+static double bulk_kernel_s(const MmHardware *hw, const MmFusedSpec *s, const Shape *sh, const KernelAt *plain,
+                            double launch_s)
+{
+  if (s->op != MM_FUSED_EMB_A2A || s->bulk_grid < 0) return kernel_alone_s(plain);
+  const MmFusedCoeffs *f = &hw->device.fused;
+  const double lanes = f->wave_lanes.value, cus = f->compute_units.value;
+  const double chunks = (double)s->batch * ceil((double)s->dim / lanes);         /* per table */
+  const double per_block = MAX(1.0, floor((double)s->wg_threads / lanes));       /* chunks per block-iteration */
+  const double active = MIN((double)s->bulk_grid, ceil(chunks / per_block));     /* blocks with work */
+  const double slots = MAX(1.0, floor(cus * f->waves_per_cu.value * lanes / (double)s->wg_threads));
+  double sm1, hbm1, inf1, rate1;
+  raw_at(hw, s, sh, 1.0, &sm1, &hbm1, &inf1, &rate1);
+  double t = 0; /* every table, at the per-table launch's occupancy (the work is linear in tables) */
+  for (double left = active; left > 0; left -= slots) {
+    const double n = MIN(left, slots), share = n / active;
+    double inflate;
+    const double rate = mm_fused_mem_rate(&hw->device, n / slots, s->thread_bytes, sh->hbm_Bps, &inflate);
+    const double fill = MIN(1.0, n / cus);
+    t += share * MAX(MAX(sh->compute_s / fill, sh->bytes / rate), sh->bytes * inflate / sh->hbm_Bps);
+  }
+  const double roofline = MAX(sh->compute_s, sh->bytes / sh->hbm_Bps);
+  const double per_table = t * roofline / MAX(sm1, hbm1) / (double)s->tables;
+  return (double)s->tables * MAX(per_table, launch_s);
+}
 
 /* The link resource from rank @src to rank @dst, and whether it is zero-copy (same node). */
 static uint32_t link_to(const MmHardware *hw, const MmFusedRes *res, const MmFusedSpec *s, int64_t src, int64_t dst,
@@ -561,13 +600,13 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
 
   /* the baseline: the plain kernel at full occupancy, then the library collective */
   const KernelAt plain = kernel_at(hw, s, &sh, 1.0);
-  r->kernel_s = kernel_alone_s(&plain);
+  r->launch_s = hw->device.launch_overhead_s;
+  r->kernel_s = bulk_kernel_s(hw, s, &sh, &plain, r->launch_s);
   MmCollective coll = {sh.row->coll, sh.coll_bytes, R, s->stride, MM_ALGO_AUTO, 1.0, FALSE};
   MmCommCost cc;
   mm_comm_cost(hw, &res.links, &coll, &cc);
   r->coll_s = cc.time_s;
   r->coll_algorithm = mm_algorithm_names[cc.algorithm];
-  r->launch_s = hw->device.launch_overhead_s;
   r->baseline_s = r->launch_s + r->kernel_s + r->launch_s + r->coll_s;
 
   /* the fused kernel's grid, lanes and lane groups */
