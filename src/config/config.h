@@ -245,6 +245,10 @@ typedef struct {
   MmUtil occupancy_loss; /* fraction of occupancy the communication API's registers cost */
   MmUtil put_latency_s;  /* issuing one non-blocking put (API latency), seconds */
   MmUtil flag_s;         /* per slice: WG_Done book-keeping, fence and flag put, seconds */
+  MmUtil waves_per_cu;   /* resident waves (warps) per CU (SM) at full occupancy */
+  MmUtil wave_lanes;     /* threads per wave (64) or warp (32) */
+  MmUtil mem_latency_s;  /* HBM load latency a wave waits on (Little's law), seconds */
+  MmUtil contention;     /* HBM efficiency lost as demand exceeds the achievable bandwidth (0..1) */
 } MmFusedCoeffs;
 
 /* Coefficients of decomposed compute-communication overlap: decomposition (DIL) and contention

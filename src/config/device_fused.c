@@ -19,6 +19,22 @@ static const MmCoeffRow fused_rows[] = {
   {"flag_us", 0, 1e4, 1e-6, "us", 1, MM_PROV_ESTIMATE,
    "estimate: a remote fence and a flag put per slice (the paper names the book-keeping without a figure)",
    FZ(flag_s), "per slice: WG_Done book-keeping, the remote fence and the flag put"},
+  {"waves_per_cu", 1, 1024, 1, "waves", 32, MM_PROV_DATASHEET,
+   "AMD CDNA2 ISA / white paper: a CU has 4 SIMDs of up to 8 resident waves each (32 waves per CU)",
+   FZ(waves_per_cu), "resident waves (AMD) or warps (NVIDIA) per CU/SM at full occupancy"},
+  {"wave_lanes", 1, 1024, 1, "threads", 64, MM_PROV_DATASHEET,
+   "AMD CDNA2 ISA: a wavefront is 64 work-items (NVIDIA: a warp is 32 threads)",
+   FZ(wave_lanes), "threads per wave (AMD) or warp (NVIDIA)"},
+  {"mem_latency_ns", 1, 1e5, 1e-9, "ns", 600, MM_PROV_ESTIMATE,
+   "estimate: pointer-chase microbenchmarks of HBM GPUs (CDNA2, Ampere, Hopper) put a load that misses the caches "
+   "at roughly 500-700 ns; the middle is taken",
+   FZ(mem_latency_s), "latency of an HBM load a wave waits on: with Little's law, the waves needed to keep HBM busy"},
+  {"contention", 0, 0.95, 1, "fraction", 0.5, MM_PROV_ESTIMATE,
+   "estimate: DRAM row-buffer conflicts when more independent access streams are in flight than HBM serves; "
+   "a conflicting access costs about a row cycle (tRC) instead of a burst, so up to about half of the "
+   "bandwidth is lost as conflicts approach every access (HBM2e timing: JEDEC JESD235)",
+   FZ(contention), "fraction of HBM efficiency lost when demand far exceeds the achievable bandwidth (memory "
+   "contention: the occupancy trade-off)"},
   MM_COEFF_ROWS_END,
 };
 

@@ -54,7 +54,130 @@ uint32_t mm_fused_prog_op(MmFusedProg *p, uint32_t stream, double tail_s, const 
 MmEngineProgram mm_fused_prog_view(const MmFusedProg *p, uint32_t n_resources);
 
 /* ==== fused compute-collective kernels (slice puts) ========================= */
-/* (src/fused/kernel.c) */
+/* (src/fused/kernel.c; docs/fused-kernels.md)
+ *
+ * A persistent kernel: P physical workgroups (compute_units x waves_per_cu x occupancy / waves
+ * per WG) run a task loop over the op's logical WGs; logical WGs form slices; the last WG to
+ * finish a slice puts it to its destination (a NIC put, or zero-copy stores inside a node) and
+ * sets its flag after a fence; the consumer waits for its flags. Simulated per device at slice
+ * granularity in src/engine: slices in flight are flows on the SMs and HBM, puts are flows on
+ * the links (and HBM), so the kernel's compute, its own puts and link contention share the
+ * device max-min fairly. The baseline is bulk-synchronous: the kernel, then the library
+ * collective (mm_comm_cost). A pure function of the hardware and the spec. */
+
+typedef enum {
+  MM_FUSED_EMB_A2A,  /* embedding pooling + All2All (DLRM): slices of pooled vectors */
+  MM_FUSED_GEMV_AR,  /* GEMV + AllReduce (decode): two-phase direct reduce-scatter + all-gather */
+  MM_FUSED_GEMM_A2A, /* GEMM + All2All (MoE combine): output tiles */
+  MM_FUSED_OP_COUNT
+} MmFusedOp;
+extern const char *const mm_fused_op_names[]; /* "emb-a2a", "gemv-ar", "gemm-a2a"; NULL-terminated */
+
+typedef enum {
+  MM_FUSED_AWARE,     /* remote slices first (rotated: next rank first), local slices last */
+  MM_FUSED_OBLIVIOUS, /* logical WG order: destination rank 0, 1, ... (the local block where it falls) */
+  MM_FUSED_INTERLEAVED, /* not in the paper (a what-if): remote slices first, each round spread over every
+                         * remote destination (a put stream per destination), so all links carry puts */
+  MM_FUSED_SCHED_COUNT
+} MmFusedSchedule;
+extern const char *const mm_fused_schedule_names[]; /* "aware", "oblivious", "interleaved"; NULL-terminated */
+
+/* One fused op. Sizes are per rank unless said; 0 takes the op's default (mm_fused_spec_defaults). */
+typedef struct {
+  MmFusedOp op;
+  MmDtype dtype;     /* emb-a2a: fp32 (DLRM); gemv-ar, gemm-a2a: fp16 (when !dtype_given) */
+  gboolean dtype_given;
+  int64_t ranks;     /* devices in the group (default: one node) */
+  int64_t stride;    /* device-index distance between members (default 1) */
+  /* emb-a2a */
+  int64_t batch;     /* global batch (split evenly over the ranks by the All2All) */
+  int64_t tables;    /* embedding tables per rank */
+  int64_t dim;       /* embedding dimension */
+  int64_t pooling;   /* rows pooled per bag */
+  /* gemv-ar: y[m] = A[m x k] x[k] (k: this rank's shard); gemm-a2a: C[m x n] = A[m x k] B[k x n] */
+  int64_t m, n, k;
+  /* the kernel */
+  int64_t slice_wgs;    /* logical WGs per slice (emb-a2a 32, gemv-ar 1, gemm-a2a 1) */
+  int64_t wg_elems;     /* output elements per logical WG (emb-a2a: dim, one vector; gemv-ar 256 rows;
+                         * gemm-a2a 128 x 128) */
+  int64_t wg_threads;   /* threads per WG (256) */
+  double thread_bytes;  /* HBM bytes a thread keeps in flight (emb-a2a 8: two fp32 gathers; gemv-ar, gemm-a2a
+                         * 16: one 16-byte load) */
+  int64_t bulk_grid;    /* emb-a2a baseline: the blocks of each per-table EmbeddingBag launch (PyTorch's fixed
+                         * 1024); -1: one launch over every table at full occupancy */
+  double occupancy;     /* fused kernel's, a fraction of the plain kernel's full occupancy (0: 1 -
+                         * occupancy_loss; at most that) */
+  MmFusedSchedule schedule;
+  gboolean timeline;    /* keep the per-slice timeline (MmFusedResult.slices) */
+  gboolean per_rank;    /* one engine class per rank even where one stands for all (the aware schedule
+                         * inside a node or one rank per node); for checks: both agree */
+} MmFusedSpec;
+
+/* Fills the zero fields of @s with the op's defaults for @hw (ranks: gpus_per_node). */
+void mm_fused_spec_defaults(const MmHardware *hw, MmFusedSpec *s);
+
+/* One step of one rank in the fused run (the timeline for traces and plots): the slices
+ * [first, first + count) of its schedule that one lane group computed together, and their put. */
+typedef struct {
+  uint32_t device;   /* rank in the group */
+  uint32_t group;    /* the lane group that computed them */
+  uint32_t dest;     /* rank they go to (== device: local) */
+  uint32_t phase;    /* 0: compute (+ put); 1: gemv-ar's reduce (+ all-gather put) */
+  uint32_t first, count; /* slices (phase 0: index over destination blocks; phase 1: tiles reduced) */
+  gboolean zero_copy;
+  double start_s, end_s;         /* compute */
+  double put_start_s, put_end_s; /* its put (0, 0: none) */
+} MmFusedSlice;
+
+typedef struct {
+  MmFusedSpec spec;            /* with defaults filled */
+  /* the kernel */
+  int64_t logical_wgs;         /* per rank */
+  int64_t n_slices;            /* per rank */
+  int64_t physical_wgs;        /* persistent WGs per rank */
+  int64_t lanes;               /* slices in flight at once: physical_wgs / slice_wgs */
+  int64_t groups;              /* lane groups simulated (lanes in lockstep merged) */
+  double slice_bytes;
+  double flops, hbm_bytes;     /* the plain kernel's, per rank */
+  double comm_bytes;           /* sent by one rank (All2All: to peers; AllReduce: both phases) */
+  /* the baseline: launch + kernel + launch + collective */
+  double kernel_s;             /* the baseline's kernel: the plain kernel at full occupancy; emb-a2a: one
+                               * EmbeddingBag launch per table at the occupancy its batch fills */
+  double coll_s;               /* the collective, mm_comm_cost */
+  const char *coll_algorithm;  /* (transfer none) */
+  double launch_s;             /* one kernel launch */
+  double baseline_s;
+  /* the fused op (one launch + the simulated kernel); the slowest rank's */
+  double fused_s;
+  double fused_min_s;          /* the fastest rank's */
+  double skew;                 /* fused_s / fused_min_s - 1 */
+  double speedup;              /* baseline_s / fused_s */
+  double compute_s;            /* only compute running (slowest rank) */
+  double comm_s;               /* only puts running */
+  double both_s;               /* compute and puts at once */
+  double stalled_s;            /* neither: waiting for flags, put tails */
+  double exposed_comm_s;       /* fused_s - launch - time any compute runs */
+  double compute_alone_s;      /* the fused kernel's compute alone at its occupancy */
+  double comm_alone_s;         /* its puts alone on idle links */
+  double lower_bound_s;        /* launch + max(compute_alone_s, comm_alone_s) */
+  double *rank_s;              /* per rank: its fused time (ranks entries) */
+  GArray *slices;              /* MmFusedSlice, when spec.timeline (else NULL) */
+  uint64_t events;             /* engine events */
+} MmFusedResult;
+
+void mm_fused_result_free(MmFusedResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmFusedResult, mm_fused_result_free)
+
+/* Checks @s (defaults filled) against @hw; MM_FUSED_ERROR_INVALID naming the field otherwise. */
+gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError **error);
+
+/* Simulates @spec on @hw: baseline and fused. (transfer full) NULL and @error on bad input. */
+MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec, GError **error);
+
+/* The achieved HBM rate of a memory-bound kernel at @occupancy (of full) on @dev, and the
+ * factor by which contention inflates its HBM traffic (>= 1): Little's law for parallelism,
+ * row-buffer contention above the achievable bandwidth @hbm_Bps. Exposed for tests and docs. */
+double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double thread_bytes, double hbm_Bps, double *inflate);
 
 
 /* ==== decomposed overlap: shard overlap, FiCCO, collective matmul =========== */
