@@ -179,6 +179,13 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
  * row-buffer contention above the achievable bandwidth @hbm_Bps. Exposed for tests and docs. */
 double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double thread_bytes, double hbm_Bps, double *inflate);
 
+/* How much longer an embedding lookup (PyTorch's EmbeddingBag kernel: 8 bytes in flight per
+ * thread) takes when its kernel runs at @occupancy of full instead of full, by the same
+ * mechanism (mm_fused_mem_rate at the device's achievable HBM bandwidth): below the
+ * contention knee it runs slower (> 1), above it faster (< 1). The plan's fused embedding +
+ * All2All uses it for the occupancy the communication API's registers cost. */
+double mm_fused_lookup_occupancy_factor(const MmDevice *dev, double occupancy);
+
 
 /* ==== decomposed overlap: shard overlap, FiCCO, collective matmul =========== */
 /* (src/fused/overlap.c) */

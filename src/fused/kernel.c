@@ -152,6 +152,20 @@ double mm_fused_mem_rate(const MmDevice *dev, double occupancy, double thread_by
   return MIN(demand, hbm_Bps);
 }
 
+static double lookup_time_per_byte(const MmDevice *dev, double occupancy, double hbm_Bps)
+{
+  double inflate = 1.0;
+  const double rate = mm_fused_mem_rate(dev, occupancy, op_rows[MM_FUSED_EMB_A2A].thread_bytes, hbm_Bps, &inflate);
+  return MAX(1.0 / rate, inflate / hbm_Bps);
+}
+
+double mm_fused_lookup_occupancy_factor(const MmDevice *dev, double occupancy)
+{
+  g_return_val_if_fail(dev != NULL && occupancy > 0 && occupancy <= 1, 1.0);
+  const double hbm = dev->hbm_bw_Bps * dev->util_hbm.value;
+  return lookup_time_per_byte(dev, occupancy, hbm) / lookup_time_per_byte(dev, 1.0, hbm);
+}
+
 /* The shape of one op on one rank. */
 typedef struct {
   const OpRow *row;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "fused/fused.h"
 
 /* Transformer Engine's userbuffers "pipeline" method (GEMM + ReduceScatter) splits the GEMM
  * into this many chunks, each reduce-scattered while the next one computes: the default
@@ -194,7 +195,9 @@ uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind k
  * the lookup on the compute stream and the exchange on a comm stream, in overlap_chunks
  * pieces: chunk i's All2All goes as soon as chunk i's lookups are done. The kernel's own
  * costs come from the device's "fused" coefficients: the lookup slowed by the occupancy the
- * communication API's registers cost, and per slice a put and the flag book-keeping, spread
+ * communication API's registers cost (priced by the occupancy mechanism of src/fused: Little's
+ * law against HBM contention, so on a device past its contention knee the lower occupancy costs
+ * nothing, as the paper's Fig. 13 found), and per slice a put and the flag book-keeping, spread
  * over the compute units' workgroups. */
 
 /* Pooled outputs per slice: the paper's evaluated slice size (Sec. IV, "slice size of 32
@@ -216,8 +219,8 @@ static double fused_lookup_s(const Lower *L, guint b, const Seg *seg, double byt
   const double slice_bytes = FUSED_SLICE_EMBEDDINGS * (double)bk->dim * mm_dtype_bytes(bk->dtype);
   const double slices = ceil(bytes / slice_bytes);
   const double units = MAX(1.0, fc->compute_units.value);
-  return kernel_s / (1.0 - fc->occupancy_loss.value) + slices * (fc->put_latency_s.value + fc->flag_s.value) / units +
-         L->launch_s;
+  const double occupancy = mm_fused_lookup_occupancy_factor(&L->hw->device, 1.0 - fc->occupancy_loss.value);
+  return kernel_s * occupancy + slices * (fc->put_latency_s.value + fc->flag_s.value) / units + L->launch_s;
 }
 
 static MmOpInfo lookup_info(const Lower *L, const Seg *seg, uint32_t u, uint32_t micro, MmPhase phase, double frac,
