@@ -144,7 +144,7 @@ static void print_one(const MmOverlapResult *r, const MmHardware *hw, int only)
          mm_overlap_op_names[sp->op], sp->m, sp->n, sp->k, mm_dtype_names[sp->dtype], sp->ranks, hw->name,
          sp->comm == MM_OVERLAP_COMM_DMA ? "DMA engines" : "compute units");
   g_autofree char *g = mm_fmt_seconds(r->gemm_s), *c = mm_fmt_seconds(r->comm_s), *lb = mm_fmt_seconds(r->lower_bound_s);
-  printf("  GEMM alone %s, collective alone %s (src/comm), lower bound max(GEMM, collective) %s\n", g, c, lb);
+  printf("  GEMM alone %s, collective alone %s (src/comm), lower bound %s (roofline GEMM, busiest link)\n", g, c, lb);
   printf("  op-to-byte %.0f FLOP/B (machine %.0f), memory traffic MK+NK+MN %.3g GB\n\n", r->otb_flop_per_B,
          r->machine_otb, r->mt_bytes / 1e9);
   static const char *const head[] = {"<schedule", "time ms", "speedup", "exposed comm ms", "GEMM DIL", "GEMM CIL",

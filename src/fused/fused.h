@@ -147,7 +147,8 @@ typedef struct {
   MmOverlapSpec spec;
   double gemm_s;          /* the undecomposed GEMM alone (launch included) */
   double comm_s;          /* the undecomposed collective alone (src/comm) */
-  double lower_bound_s;   /* max(gemm_s, comm_s): no schedule beats it */
+  double lower_bound_s;   /* max(the GEMM's roofline time, the collective's busiest link's bytes / bandwidth):
+                           * no schedule beats it */
   double flops, otb_flop_per_B, mt_bytes; /* 2MNK; op-to-byte 2MNK / MT; MT = (MK + NK + MN) x dtype bytes */
   double machine_otb;     /* peak FLOP/s / HBM B/s */
   double heuristic_score; /* OTB x MT / (machine OTB x HBM B/s x 1 s), see mm_overlap_heuristic */

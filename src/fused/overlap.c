@@ -531,7 +531,14 @@ MmOverlapResult *mm_overlap_run(const MmHardware *hw, const MmOverlapSpec *sp, G
   const MmCollective wc = whole_coll(&x);
   mm_comm_cost(hw, &x.res.links, &wc, &cc);
   r->comm_s = cc.time_s;
-  r->lower_bound_s = fmax(r->gemm_s, r->comm_s);
+  /* no schedule beats the whole GEMM's compute roofline at the device's efficiency (no waves, no
+   * launch) nor the collective's busiest link at its bandwidth (no latency) */
+  MmKernel whole = {MM_KERNEL_GEMM, sp->dtype, M, N, K, 1};
+  MmCostWhy why;
+  mm_cost_kernel_s(&hw->device, &whole, 2.0 * M * N * K, gemm_mt(&x, M, N, K, FALSE), &why);
+  double link_s = 0;
+  for (uint32_t i = 0; i < cc.n_use; i++) link_s = fmax(link_s, cc.bytes[i] / x.res.links.bw_Bps[cc.link[i]]);
+  r->lower_bound_s = fmax(fmax(why.compute_s, why.memory_s), link_s);
   r->flops = 2.0 * M * N * K;
   r->mt_bytes = gemm_mt(&x, M, N, K, FALSE);
   r->otb_flop_per_B = r->flops / r->mt_bytes;
