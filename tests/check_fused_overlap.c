@@ -260,6 +260,16 @@ START_TEST(test_cli)
   g_autoptr(cJSON) tdoc = cJSON_Parse(ttext);
   ck_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(tdoc, "traceEvents")));
 
+  g_autofree char *gp = g_find_program_in_path("gnuplot");
+  if (gp) { /* the figure, staged with the other outputs */
+    g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "ov-plot", NULL);
+    const char *pl[] = {"op", "ag-gemm", "--m", "8192", "--n", "8192", "--k", "8192", "--hardware",
+                        "hardware/mi300x-8.json", "--plot", dir, NULL};
+    ck_assert_int_eq(mm_test_cli(pl, NULL, NULL), 0);
+    g_autofree char *png = g_build_filename(dir, "ag-gemm-timeline.png", NULL);
+    ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+  }
+
   const char *help[] = {"op", "ag-gemm", "--help", NULL};
   g_autofree char *hout = NULL;
   ck_assert_int_eq(mm_test_cli(help, &hout, NULL), 0);

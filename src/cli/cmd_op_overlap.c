@@ -1,5 +1,6 @@
 /* cmd_op_overlap: `madmax op ag-gemm | gemm-rs`: a GEMM beside its collective, serial vs decomposed
  * overlap (shard overlap, FiCCO's schedules, XLA collective matmul, a Flux-style fused kernel). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,24 +180,34 @@ static gboolean parse_dim(const char *opt, const char *text, gint64 *out)
   return FALSE;
 }
 
-/* Renders the trace at @trace_path as a timeline into DIR/OP-timeline.png, staged in @outs. */
-static gboolean add_plot(MmOutputs *outs, const char *dir, const char *op, const char *trace_text_, GError **error)
+/* Draws @trace (a Chrome trace's text) as a timeline (src/report, gnuplot) in a private directory and
+ * stages the figure as DIR/OP-timeline.png in @outs: it appears with the other outputs or not at all. */
+static gboolean add_plot(MmOutputs *outs, const char *dir, const char *op, const char *trace, GError **error)
 {
+  if (g_mkdir_with_parents(dir, 0755) != 0) {
+    g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "--plot %s: cannot create the directory: %s", dir,
+                g_strerror(errno));
+    return FALSE;
+  }
   g_autofree char *tmp = g_dir_make_tmp("madmax-overlap-XXXXXX", error);
   if (!tmp) return FALSE;
   g_autofree char *tp = g_build_filename(tmp, "trace.json", NULL);
-  gboolean ok = g_file_set_contents(tp, trace_text_, -1, error);
+  g_autofree char *png = g_build_filename(tmp, "timeline.png", NULL);
+  g_autofree char *title = g_strdup_printf("%s: schedules over time", op);
+  MmPlotOptions po = {.title = title};
+  const char *inputs[1] = {tp};
+  char *bytes = NULL;
+  gsize len = 0;
+  gboolean ok = g_file_set_contents(tp, trace, -1, error) && mm_plot_render(MM_PLOT_TIMELINE, inputs, 1, png, &po, error) &&
+                g_file_get_contents(png, &bytes, &len, error);
+  g_unlink(tp);
+  g_unlink(png);
+  g_rmdir(tmp);
+  if (!ok) return FALSE;
   g_autofree char *name = g_strdup_printf("%s-timeline.png", op);
   g_autofree char *out = g_build_filename(dir, name, NULL);
-  const char *staged = ok ? mm_outputs_stage_file(outs, "--plot", out, error) : NULL;
-  MmPlotOptions po = {0};
-  g_autofree char *title = g_strdup_printf("%s: schedules over time", op);
-  po.title = title;
-  const char *inputs[1] = {tp};
-  ok = staged && mm_plot_render(MM_PLOT_TIMELINE, inputs, 1, staged, &po, error);
-  g_unlink(tp);
-  g_rmdir(tmp);
-  return ok;
+  mm_outputs_add(outs, "--plot", out, bytes, len);
+  return TRUE;
 }
 
 int mm_cmd_op_overlap(int argc, char **argv)
