@@ -79,8 +79,7 @@ static uint32_t add_op(Ctx *x, MmOverlapStepKind kind, uint32_t stream, uint32_t
   return i;
 }
 
-/* A GEMM piece: SM work its time alone, HBM work its minimum traffic (@frac_of: a tile range of
- * one kernel, 0 < frac <= 1, costs that fraction of the whole kernel and no launch of its own). */
+/* A GEMM kernel: SM work its time alone, HBM work its minimum traffic, the launch as its tail. */
 static uint32_t gemm(Ctx *x, uint32_t stream, uint32_t step, double m, double n, double k, gboolean accumulate,
                      const uint32_t *deps, uint32_t n_deps)
 {
@@ -346,40 +345,35 @@ static void lower_flux(Ctx *x)
 
 /* ---- the table of schedules ----------------------------------------------- */
 
+static void lower_serial_row(Ctx *x, MmOverlapSchedule s) { (void)s; lower_serial(x); }
+static void lower_shard_row(Ctx *x, MmOverlapSchedule s) { (void)s; lower_shard(x); }
+static void lower_cmm_row(Ctx *x, MmOverlapSchedule s) { lower_cmm(x, s == MM_OVERLAP_CMM_X2); }
+static void lower_flux_row(Ctx *x, MmOverlapSchedule s) { (void)s; lower_flux(x); }
+
+/* One row per schedule: which ops it applies to and its lowering. */
 typedef struct {
   MmOverlapSchedule s;
   gboolean rs; /* applies to gemm-rs */
   gboolean ag; /* applies to ag-gemm / a2a-gemm */
+  void (*lower)(Ctx *x, MmOverlapSchedule s);
 } ScheduleRow;
 
 static const ScheduleRow schedule_rows[MM_OVERLAP_SCHEDULE_COUNT] = {
-  {MM_OVERLAP_SERIAL, TRUE, TRUE},
-  {MM_OVERLAP_SHARD, TRUE, TRUE},
-  {MM_OVERLAP_UNIFORM_FUSED_1D, FALSE, TRUE},
-  {MM_OVERLAP_HETERO_FUSED_1D, FALSE, TRUE},
-  {MM_OVERLAP_HETERO_UNFUSED_1D, FALSE, TRUE},
-  {MM_OVERLAP_UNIFORM_FUSED_2D, FALSE, TRUE},
-  {MM_OVERLAP_CMM_X1, TRUE, TRUE},
-  {MM_OVERLAP_CMM_X2, TRUE, TRUE},
-  {MM_OVERLAP_FLUX, TRUE, TRUE},
+  {MM_OVERLAP_SERIAL, TRUE, TRUE, lower_serial_row},
+  {MM_OVERLAP_SHARD, TRUE, TRUE, lower_shard_row},
+  {MM_OVERLAP_UNIFORM_FUSED_1D, FALSE, TRUE, lower_ficco},
+  {MM_OVERLAP_HETERO_FUSED_1D, FALSE, TRUE, lower_ficco},
+  {MM_OVERLAP_HETERO_UNFUSED_1D, FALSE, TRUE, lower_ficco},
+  {MM_OVERLAP_UNIFORM_FUSED_2D, FALSE, TRUE, lower_ficco},
+  {MM_OVERLAP_CMM_X1, TRUE, TRUE, lower_cmm_row},
+  {MM_OVERLAP_CMM_X2, TRUE, TRUE, lower_cmm_row},
+  {MM_OVERLAP_FLUX, TRUE, TRUE, lower_flux_row},
 };
 
 gboolean mm_overlap_applies(MmOverlapOp op, MmOverlapSchedule s)
 {
   g_return_val_if_fail(s < MM_OVERLAP_SCHEDULE_COUNT && op < MM_OVERLAP_OP_COUNT, FALSE);
   return op == MM_OVERLAP_GEMM_RS ? schedule_rows[s].rs : schedule_rows[s].ag;
-}
-
-static void lower(Ctx *x, MmOverlapSchedule s)
-{
-  switch (s) {
-  case MM_OVERLAP_SERIAL: lower_serial(x); break;
-  case MM_OVERLAP_SHARD: lower_shard(x); break;
-  case MM_OVERLAP_CMM_X1: lower_cmm(x, FALSE); break;
-  case MM_OVERLAP_CMM_X2: lower_cmm(x, TRUE); break;
-  case MM_OVERLAP_FLUX: lower_flux(x); break;
-  default: lower_ficco(x, s); break;
-  }
 }
 
 static int cmp_start(const void *a, const void *b)
@@ -394,7 +388,8 @@ static gboolean simulate(Ctx *x, MmOverlapSchedule s, MmOverlapRun *run, GError 
   x->cu = x->sp->comm == MM_OVERLAP_COMM_CU;
   mm_fused_prog_init(&x->prog, S_COUNT);
   x->steps = g_array_new(FALSE, FALSE, sizeof(MmOverlapStep));
-  lower(x, s);
+  g_assert(schedule_rows[s].s == s);
+  schedule_rows[s].lower(x, s);
   MmEngineProgram prog = mm_fused_prog_view(&x->prog, x->res.n);
   MmEngineClass cls = {0, (const MmTime *)(void *)x->prog.dur->data, 0, x->res.cap};
   GError *err = NULL;
