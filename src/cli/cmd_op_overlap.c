@@ -40,7 +40,8 @@ static const char *const coll_cat[MM_OVERLAP_OP_COUNT] = {"all_gather", "all_to_
 
 static char *fmt_ms(double s) { return g_strdup_printf("%.3f", s * 1e3); }
 
-static cJSON *result_json(const MmOverlapResult *r, const char *name)
+/* @only >= 0: that schedule and serial. */
+static cJSON *result_json(const MmOverlapResult *r, const char *name, int only)
 {
   cJSON *j = cJSON_CreateObject();
   if (name) cJSON_AddStringToObject(j, "case", name);
@@ -67,7 +68,7 @@ static cJSON *result_json(const MmOverlapResult *r, const char *name)
   cJSON *ss = cJSON_AddArrayToObject(j, "schedules");
   for (int s = 0; s < MM_OVERLAP_SCHEDULE_COUNT; s++) {
     const MmOverlapRun *u = &r->runs[s];
-    if (!u->applies) continue;
+    if (!u->applies || (only >= 0 && s != only && s != MM_OVERLAP_SERIAL)) continue;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "schedule", mm_overlap_schedule_names[s]);
     cJSON_AddNumberToObject(o, "time_s", u->time_s);
@@ -342,7 +343,7 @@ int mm_cmd_op_overlap(int argc, char **argv)
       return error->code == MM_FUSED_ERROR_INVALID ? MM_EXIT_INPUT : MM_EXIT_INTERNAL;
     }
     if (text) print_one(r, hw, only);
-    cJSON_AddItemToObject(doc, "result", result_json(r, NULL));
+    cJSON_AddItemToObject(doc, "result", result_json(r, NULL, only));
     if (trace_path || plot_dir) {
       g_autofree char *tr = trace_text(r, only, hw);
       if (trace_path) mm_outputs_add(outs, "--trace", trace_path, g_strdup(tr), strlen(tr));
@@ -380,7 +381,7 @@ int mm_cmd_op_overlap(int argc, char **argv)
                          g_strdup(mm_overlap_schedule_names[r->heuristic]), g_strdup(mm_overlap_schedule_names[r->oracle]),
                          g_strdup(r->heuristic == r->oracle ? "yes" : "no")};
       mm_table_addv(t, cells);
-      cJSON_AddItemToArray(arr, result_json(r, ficco_cases[c].name));
+      cJSON_AddItemToArray(arr, result_json(r, ficco_cases[c].name, -1));
     }
     cJSON *sum = cJSON_AddObjectToObject(doc, "summary");
     cJSON_AddNumberToObject(sum, "cases", G_N_ELEMENTS(ficco_cases));
