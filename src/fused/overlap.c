@@ -38,19 +38,6 @@ typedef struct {
 
 /* ---- costs of pieces alone ------------------------------------------------ */
 
-/* Wave quantization: the fraction of the compute units a GEMM's output tiles keep busy over its
- * waves (tiles of overlap.gemm_tile, units fused.compute_units), with the best split of K into up
- * to MAX_SPLIT_K parts (split-K / stream-K kernels fill the device that way). */
-#define MAX_SPLIT_K 8
-static double wave_eff(const MmDevice *dev, double m, double n, double k)
-{
-  const double t = dev->overlap.gemm_tile.value, cu = fmax(1.0, floor(dev->fused.compute_units.value));
-  const double tiles = ceil(m / t) * ceil(n / t), kmax = fmin(MAX_SPLIT_K, ceil(k / t));
-  double best = 0;
-  for (double s = 1; s <= kmax; s++) best = fmax(best, tiles * s / (ceil(tiles * s / cu) * cu));
-  return best;
-}
-
 /* Minimum HBM traffic of a GEMM, bytes: (MK + NK + MN) elements (FiCCO's MT), plus MN when it
  * accumulates into C. */
 static double gemm_mt(const Ctx *x, double m, double n, double k, gboolean accumulate)
@@ -58,16 +45,46 @@ static double gemm_mt(const Ctx *x, double m, double n, double k, gboolean accum
   return (m * k + n * k + m * n * (accumulate ? 2.0 : 1.0)) * x->b;
 }
 
-/* A GEMM piece alone, seconds (launch excluded): the cost model's compute and memory times
- * (calibrated fits where the device has them: smaller GEMMs reach less), compute stretched by
- * wave quantization, then max + mem_unhidden x min (DIL grows as op-to-byte falls). */
-static double gemm_alone_s(const Ctx *x, double m, double n, double k, gboolean accumulate)
+/* How a GEMM piece runs alone: its time (launch excluded) and its HBM traffic. */
+typedef struct {
+  double time_s;
+  double bytes; /* MT: A and B read, C stored (and read first when accumulating) */
+} GemmAlone;
+
+/* A GEMM piece alone. The main loop: the cost model's compute and memory (A and B) times
+ * (of its plain traffic MK + NK + MN; calibrated fits where the device has them: smaller GEMMs
+ * reach less), compute stretched by wave quantization (output tiles of overlap.gemm_tile over
+ * fused.compute_units, with the best split of K into 1..MAX_SPLIT_K parts: split-K / stream-K
+ * kernels fill the device that way), max +
+ * mem_unhidden x min (DIL grows as op-to-byte falls). An accumulating piece (C += A B: the 2D
+ * schedule's K pieces) also reads C and writes it back in its epilogue, after its main loop, where
+ * compute does not hide it: 2 MN elements at HBM bandwidth. (A plain piece's store is inside the
+ * efficiency the utilization or fit was measured with on whole GEMMs, and row pieces store MN
+ * once in all.) Kernel-level evidence: H200 GEMMs split by K into accumulating pieces
+ * (calibration.overlap dil_gemm split_k=2..8) lose about the pieces' C read + write at HBM
+ * bandwidth; with this term the model's 24 measured split ratios (by M and by K) fall from 12% to
+ * 8% RMS log error. Charging split-K's fp32 partials the same way makes them worse (13%), so a
+ * kernel's own K split stays free here (docs/overlap.md). */
+#define MAX_SPLIT_K 8
+static GemmAlone gemm_alone(const Ctx *x, double m, double n, double k, gboolean accumulate)
 {
+  const MmDevice *dev = x->dev;
   MmKernel kr = {MM_KERNEL_GEMM, x->sp->dtype, m, n, k, 1};
   MmCostWhy why;
-  mm_cost_kernel_s(x->dev, &kr, 2.0 * m * n * k, gemm_mt(x, m, n, k, accumulate), &why);
-  const double tc = why.compute_s / wave_eff(x->dev, m, n, k), tm = why.memory_s;
-  return fmax(tc, tm) + x->dev->overlap.mem_unhidden.value * fmin(tc, tm);
+  mm_cost_kernel_s(dev, &kr, 2.0 * m * n * k, gemm_mt(x, m, n, k, FALSE), &why);
+  const double t = dev->overlap.gemm_tile.value, cu = fmax(1.0, floor(dev->fused.compute_units.value));
+  const double tiles = ceil(m / t) * ceil(n / t), kmax = fmax(1.0, fmin(MAX_SPLIT_K, ceil(k / t)));
+  double w = 0;
+  for (double s = 1; s <= kmax; s++) w = fmax(w, tiles * s / (ceil(tiles * s / cu) * cu));
+  const double tc = why.compute_s / w, tm = why.memory_s;
+  const double epilogue = accumulate ? 2.0 * m * n * x->b / (dev->hbm_bw_Bps * dev->util_hbm.value) : 0.0;
+  return (GemmAlone){fmax(tc, tm) + dev->overlap.mem_unhidden.value * fmin(tc, tm) + epilogue,
+                     gemm_mt(x, m, n, k, accumulate)};
+}
+
+static double gemm_alone_s(const Ctx *x, double m, double n, double k, gboolean accumulate)
+{
+  return gemm_alone(x, m, n, k, accumulate).time_s;
 }
 
 static uint32_t add_op(Ctx *x, MmOverlapStepKind kind, uint32_t stream, uint32_t step, double alone_s, double tail_s,
@@ -83,9 +100,10 @@ static uint32_t add_op(Ctx *x, MmOverlapStepKind kind, uint32_t stream, uint32_t
 static uint32_t gemm(Ctx *x, uint32_t stream, uint32_t step, double m, double n, double k, gboolean accumulate,
                      const uint32_t *deps, uint32_t n_deps)
 {
-  const double t = gemm_alone_s(x, m, n, k, accumulate);
+  const GemmAlone a = gemm_alone(x, m, n, k, accumulate);
+  const double t = a.time_s;
   const uint32_t res[2] = {x->res.sm, x->res.hbm};
-  const double work[2] = {t * MM_PS_PER_S, gemm_mt(x, m, n, k, accumulate)};
+  const double work[2] = {t * MM_PS_PER_S, a.bytes};
   return add_op(x, MM_OVERLAP_STEP_GEMM, stream, step, t, x->tail_s, deps, n_deps, res, work, 2);
 }
 
@@ -94,9 +112,10 @@ static uint32_t gemm(Ctx *x, uint32_t stream, uint32_t step, double m, double n,
 static uint32_t gemm_tiles(Ctx *x, uint32_t stream, uint32_t step, double frac, gboolean launch, const uint32_t *deps,
                            uint32_t n_deps)
 {
-  const double t = frac * gemm_alone_s(x, x->M, x->N, x->K, FALSE);
+  const GemmAlone a = gemm_alone(x, x->M, x->N, x->K, FALSE);
+  const double t = frac * a.time_s;
   const uint32_t res[2] = {x->res.sm, x->res.hbm};
-  const double work[2] = {t * MM_PS_PER_S, frac * gemm_mt(x, x->M, x->N, x->K, FALSE)};
+  const double work[2] = {t * MM_PS_PER_S, frac * a.bytes};
   return add_op(x, MM_OVERLAP_STEP_GEMM, stream, step, t, launch ? x->tail_s : 0, deps, n_deps, res, work, 2);
 }
 
