@@ -131,6 +131,32 @@ START_TEST(test_2d_beats_1d_when_m_lt_k)
 }
 END_TEST
 
+/* FiCCO Sec. IV-C1 (Fig. 7): row pieces (8-way by M) lose more than column pieces (8-way by K,
+ * accumulating) exactly when M < K, and column pieces more when M > K: there the K pieces' C read
+ * + write in their epilogues (2 MN each) makes the 2D schedule the slower one. Where M < K, 2D is
+ * at most 8% behind the fastest FiCCO schedule (hetero-fused-1d hides its first step behind the
+ * local shard; docs/overlap.md). */
+START_TEST(test_dil_row_vs_col)
+{
+  g_autoptr(MmHardware) hw = load_hw("hardware/mi300x-8.json");
+  for (guint i = 0; i < G_N_ELEMENTS(ficco); i++) {
+    g_autoptr(MmOverlapResult) r = run_ok(hw, MM_OVERLAP_AG_GEMM, ficco[i][0], ficco[i][1], ficco[i][2], MM_OVERLAP_COMM_DMA);
+    const MmOverlapRun *row = &r->runs[MM_OVERLAP_UNIFORM_FUSED_1D], *col = &r->runs[MM_OVERLAP_UNIFORM_FUSED_2D];
+    const gboolean m_lt_k = ficco[i][0] < ficco[i][2];
+    ck_assert_msg((row->gemm_dil > col->gemm_dil) == m_lt_k, "g%u: row DIL %g, column DIL %g", i + 1, row->gemm_dil,
+                  col->gemm_dil);
+    ck_assert_double_ge(col->gemm_dil, 1.0);
+    if (m_lt_k) {
+      ck_assert_msg(col->time_s <= 1.08 * r->runs[r->oracle].time_s, "g%u: 2D %g, oracle %g", i + 1, col->time_s,
+                    r->runs[r->oracle].time_s);
+    } else {
+      ck_assert_msg(col->time_s > row->time_s, "g%u: 2D %g <= 1D %g", i + 1, col->time_s, row->time_s);
+      ck_assert_double_gt(col->gemm_dil, 1.1); /* 8 epilogues of C read + write */
+    }
+  }
+}
+END_TEST
+
 /* No schedule beats max(the GEMM's roofline, the collective's busiest link); DIL never below 1;
  * the serial schedule is exactly GEMM + collective alone. */
 START_TEST(test_lower_bound)
@@ -333,6 +359,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_shard_slower_on_mesh);
   tcase_add_test(tc, test_dma_less_cil_than_cu);
   tcase_add_test(tc, test_2d_beats_1d_when_m_lt_k);
+  tcase_add_test(tc, test_dil_row_vs_col);
   tcase_add_test(tc, test_lower_bound);
   tcase_add_test(tc, test_heuristic_thresholds);
   tcase_add_test(tc, test_cmm_threshold);
