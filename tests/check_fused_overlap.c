@@ -188,13 +188,13 @@ START_TEST(test_lower_bound)
 }
 END_TEST
 
-/* FiCCO Sec. V-C: 2D when M < K; else OTB x MT against the machine's: < 1x uniform-fused-1d,
+/* FiCCO Sec. V-C: 2D unless M > K; else OTB x MT against the machine's: < 1x uniform-fused-1d,
  * > 5x hetero-unfused-1d, between hetero-fused-1d. */
 START_TEST(test_heuristic_thresholds)
 {
   g_autoptr(MmHardware) hw = load_hw("hardware/mi300x-8.json");
   const double peak = hw->device.peak_flops[MM_DTYPE_BF16];
-  const int64_t m = 65536, k = 65536;
+  const int64_t m = 65537, k = 65536;
   static const struct {
     double target;
     MmOverlapSchedule want;
@@ -206,9 +206,11 @@ START_TEST(test_heuristic_thresholds)
     double score = 0;
     ck_assert_int_eq(mm_overlap_heuristic(&hw->device, &sp, &score), rows[i].want);
     ck_assert_double_eq_tol(score, rows[i].target, 0.01);
-    /* M < K: 2D whatever the score */
+    /* M <= K: 2D whatever the score ("1D if M > K or 2D otherwise") */
     const MmOverlapSpec tall = {MM_OVERLAP_AG_GEMM, k - 1, n, k, 8, MM_DTYPE_BF16, MM_OVERLAP_COMM_DMA};
     ck_assert_int_eq(mm_overlap_heuristic(&hw->device, &tall, NULL), MM_OVERLAP_UNIFORM_FUSED_2D);
+    const MmOverlapSpec square = {MM_OVERLAP_AG_GEMM, k, n, k, 8, MM_DTYPE_BF16, MM_OVERLAP_COMM_DMA};
+    ck_assert_int_eq(mm_overlap_heuristic(&hw->device, &square, NULL), MM_OVERLAP_UNIFORM_FUSED_2D);
   }
 }
 END_TEST

@@ -166,7 +166,7 @@ static void print_one(const MmOverlapResult *r, const MmHardware *hw, int only)
   if (mm_overlap_applies(sp->op, MM_OVERLAP_UNIFORM_FUSED_1D)) {
     const double lost = r->runs[r->heuristic].time_s / r->runs[r->oracle].time_s - 1.0;
     printf("  FiCCO heuristic (%s, OTB x MT = %.3g x the machine's): %s; oracle (fastest simulated): %s%s",
-           sp->m < sp->k ? "M < K" : "M >= K", r->heuristic_score, mm_overlap_schedule_names[r->heuristic],
+           sp->m > sp->k ? "M > K" : "M <= K", r->heuristic_score, mm_overlap_schedule_names[r->heuristic],
            mm_overlap_schedule_names[r->oracle], r->heuristic == r->oracle ? " (agree)\n" : "");
     if (r->heuristic != r->oracle) printf(" (the heuristic's pick is %.1f%% slower)\n", 100.0 * lost);
   }
@@ -253,7 +253,7 @@ int mm_cmd_op_overlap(int argc, char **argv)
     "kernel: tiles wait for copy-engine pulls (AG) or push their output by remote stores (RS)).\n\n"
     "Prints per schedule: time, speedup over serial, exposed communication, GEMM and communication\n"
     "DIL (pieces alone / whole alone) and CIL (pieces simulated / alone), and the time over the\n"
-    "max(GEMM, collective) bound; then FiCCO's heuristic (2D when M < K, else OTB x MT against the\n"
+    "max(GEMM, collective) bound; then FiCCO's heuristic (2D unless M > K, else OTB x MT against the\n"
     "machine's, thresholds 1x and 5x) against the oracle (the fastest simulated). docs/overlap.md.");
   g_option_context_set_description(ctx,
     "Examples:\n"

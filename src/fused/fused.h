@@ -157,8 +157,8 @@ typedef struct {
   MmOverlapRun runs[MM_OVERLAP_SCHEDULE_COUNT];
 } MmOverlapResult;
 
-/* FiCCO Sec. V-C: uniform-fused-2d when M < K; otherwise the GEMM's OTB x MT against the
- * machine's (peak FLOP/s, the product of its OTB and HBM bandwidth): below overlap.heuristic_low
+/* FiCCO Sec. V-C: uniform-fused-2d unless M > K; otherwise the GEMM's OTB x MT (its FLOPs) against
+ * the machine's (peak FLOP/s at its clocks, the product of its OTB and HBM bandwidth): below overlap.heuristic_low
  * (1x) uniform-fused-1d, above overlap.heuristic_high (5x) hetero-unfused-1d, else hetero-fused-1d.
  * @score (may be NULL) receives the ratio. */
 MmOverlapSchedule mm_overlap_heuristic(const MmDevice *dev, const MmOverlapSpec *spec, double *score);

@@ -476,12 +476,14 @@ MmOverlapSchedule mm_overlap_heuristic(const MmDevice *dev, const MmOverlapSpec 
   g_return_val_if_fail(dev && sp, MM_OVERLAP_UNIFORM_FUSED_1D);
   const double b = mm_dtype_bytes(sp->dtype), m = (double)sp->m, n = (double)sp->n, k = (double)sp->k;
   const double mt = (m * k + n * k + m * n) * b, otb = 2.0 * m * n * k / mt;
-  /* the machine's OTB (peak / HBM B/s) times its HBM B/s: its peak FLOP/s, against the GEMM's
-   * OTB x MT = its FLOPs (FiCCO Sec. V-C "op-to-byte x memory bandwidth = FLOPs"), per second */
-  const double machine = dev->peak_flops[sp->dtype] > 0 ? dev->peak_flops[sp->dtype] : 1.0;
+  /* the machine's OTB (peak / HBM B/s) times its HBM B/s: its peak FLOP/s (at its clocks), against
+   * the GEMM's OTB x MT = its FLOPs (FiCCO Sec. V-C "op-to-byte x memory bandwidth = FLOPs"), per
+   * second; the GEMM is the layer's (M, N, K), as FiCCO's Table I and its DIL study give it */
+  const double peak = dev->peak_flops[sp->dtype] * dev->clock_derate.value;
+  const double machine = peak > 0 ? peak : 1.0;
   const double r = otb * mt / machine;
   if (score) *score = r;
-  if (m < k) return MM_OVERLAP_UNIFORM_FUSED_2D;
+  if (!(m > k)) return MM_OVERLAP_UNIFORM_FUSED_2D; /* "1D if M > K or 2D otherwise" */
   if (r < dev->overlap.heuristic_low.value) return MM_OVERLAP_UNIFORM_FUSED_1D;
   if (r > dev->overlap.heuristic_high.value) return MM_OVERLAP_HETERO_UNFUSED_1D;
   return MM_OVERLAP_HETERO_FUSED_1D;
@@ -556,7 +558,7 @@ MmOverlapResult *mm_overlap_run(const MmHardware *hw, const MmOverlapSpec *sp, G
   r->flops = 2.0 * M * N * K;
   r->mt_bytes = gemm_mt(&x, M, N, K, FALSE);
   r->otb_flop_per_B = r->flops / r->mt_bytes;
-  r->machine_otb = hw->device.peak_flops[sp->dtype] / hw->device.hbm_bw_Bps;
+  r->machine_otb = hw->device.peak_flops[sp->dtype] * hw->device.clock_derate.value / hw->device.hbm_bw_Bps;
   r->heuristic = mm_overlap_heuristic(&hw->device, sp, &r->heuristic_score);
   double best = INFINITY, best_ficco = INFINITY;
   r->best = MM_OVERLAP_SERIAL;
