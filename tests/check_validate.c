@@ -41,11 +41,25 @@ static const struct {
    mm_validate_error_quark, MM_VALIDATE_ERROR_METRIC},
   {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"cases\":[" CASE_MPT7B("request_latency_s") "]}", mm_validate_error_quark,
    MM_VALIDATE_ERROR_METRIC},
+  /* overlap-kernel cases: a schedule the op cannot take, an unknown op, a size out of range */
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"overlap_cases\":[{\"id\":\"o\",\"source\":\"s\","
+   "\"hardware\":\"hardware/a800-8.json\",\"op\":\"gemm-rs\",\"m\":64,\"n\":64,\"k\":64,\"ranks\":8,"
+   "\"schedule\":\"uniform-fused-1d\",\"overlap_total_ms\":1}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"overlap_cases\":[{\"id\":\"o\",\"source\":\"s\","
+   "\"hardware\":\"hardware/a800-8.json\",\"op\":\"gemm-ar\",\"m\":64,\"n\":64,\"k\":64,\"ranks\":8}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"overlap_cases\":[{\"id\":\"o\",\"source\":\"s\","
+   "\"hardware\":\"hardware/a800-8.json\",\"op\":\"ag-gemm\",\"m\":64,\"n\":64,\"k\":64,\"ranks\":16}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
   /* the files a case names are config files: their errors stay config errors */
   {"{\"name\":\"t\",\"root\":\"@ROOT@/no-such-dir\",\"cases\":[" CASE_MPT7B("mfu") "]}", mm_config_error_quark,
    MM_CONFIG_ERROR_IO},
   {"{\"name\":\"t\",\"root\":\"@ROOT@/no-such-dir\",\"collective_cases\":[{\"id\":\"c\",\"source\":\"s\","
    "\"hardware\":\"hardware/dgx-a100-2048.json\",\"kind\":\"all_reduce\",\"ranks\":8,\"points\":[[1e6,5]]}]}",
+   mm_config_error_quark, MM_CONFIG_ERROR_IO},
+  {"{\"name\":\"t\",\"root\":\"@ROOT@/no-such-dir\",\"overlap_cases\":[{\"id\":\"o\",\"source\":\"s\","
+   "\"hardware\":\"hardware/a800-8.json\",\"op\":\"ag-gemm\",\"m\":64,\"n\":64,\"k\":64,\"ranks\":8}]}",
    mm_config_error_quark, MM_CONFIG_ERROR_IO},
 };
 

@@ -28,7 +28,8 @@ int mm_cmd_validate(int argc, char **argv)
   g_option_context_set_summary(ctx,
     "Runs every case of a validation file (default: configs/validation/training.json, end-to-end\n"
     "training runs; configs/validation/inference.json, serving latencies; then\n"
-    "configs/validation/collectives.json, collective bandwidth curves): each names a\n"
+    "configs/validation/collectives.json, collective bandwidth curves; configs/validation/overlap.json,\n"
+    "GEMM + collective kernels serial and overlapped): each names a\n"
     "model, a system and node count, a config, and a value a publication measured (iteration time,\n"
     "tokens/s per GPU, TFLOP/s per GPU in the source's own FLOP count, ...). Prints measured,\n"
     "predicted and the error of each, then the median, 90th percentile and worst absolute error.\n"
@@ -46,6 +47,7 @@ int mm_cmd_validate(int argc, char **argv)
     g_ptr_array_add(paths, default_cases("configs/validation/training.json"));
     g_ptr_array_add(paths, default_cases("configs/validation/inference.json"));
     g_ptr_array_add(paths, default_cases("configs/validation/collectives.json"));
+    g_ptr_array_add(paths, default_cases("configs/validation/overlap.json"));
   }
   g_autoptr(GError) error = NULL;
   g_autoptr(cJSON) all = cJSON_CreateArray();

@@ -256,7 +256,14 @@ typedef struct {
  * src/config/device_overlap.c, used by src/fused; docs/FUSED.md). Absent keys take their
  * documented defaults. */
 typedef struct {
-  MmUtil dil_gemm; /* placeholder: filled in by the decomposed-overlap work */
+  MmUtil mem_unhidden;     /* DIL: fraction of a GEMM's memory time its compute does not hide */
+  MmUtil gemm_tile;        /* DIL: output tile edge (elements) for wave quantization over compute units */
+  MmUtil dma_latency_s;    /* DIL: fixed cost of one batch of DMA copies (seconds) */
+  MmUtil dma_contention;   /* CIL: share of the compute pipeline a running DMA copy costs a GEMM (caches, NoC) */
+  MmUtil cu_comm_sm;       /* CIL: share of the SMs a compute-unit-driven (RCCL/NCCL) transfer occupies */
+  MmUtil heuristic_low;    /* FiCCO heuristic: OTB x MT below this x the machine's: uniform-fused-1d */
+  MmUtil heuristic_high;   /* ... above this x the machine's: hetero-unfused-1d */
+  MmUtil cmm_threshold_bytes; /* collective matmul: gathered operands below this stay serial (XLA threshold) */
 } MmOverlapCoeffs;
 
 typedef struct {

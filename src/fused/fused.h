@@ -190,5 +190,115 @@ double mm_fused_lookup_occupancy_factor(const MmDevice *dev, double occupancy);
 /* ==== decomposed overlap: shard overlap, FiCCO, collective matmul =========== */
 /* (src/fused/overlap.c) */
 
+/* One GEMM beside the collective that feeds or drains it, on @ranks GPUs of one node:
+ *   ag-gemm   AllGather of A (M x K, row-sharded: M/p rows per GPU), then C = A B with B K x N
+ *             (the GPU's N columns): sequence/tensor parallelism (FiCCO Table I g1-g12, Flux);
+ *   a2a-gemm  All2All of M x K token rows (each GPU receives (p-1)/p of them), then the
+ *             expert GEMM (FiCCO g13-g16); on every link it moves what ag-gemm moves;
+ *   gemm-rs   C = A B with A M x K (the GPU's K columns), then ReduceScatter of C (M x N).
+ * (M, N, K) is the layer's whole GEMM (FiCCO Table I, Flux's report): under ag-gemm and a2a-gemm a
+ * GPU computes N / p of its columns over all M rows; under gemm-rs it multiplies over K / p. */
+typedef enum { MM_OVERLAP_AG_GEMM, MM_OVERLAP_A2A_GEMM, MM_OVERLAP_GEMM_RS, MM_OVERLAP_OP_COUNT } MmOverlapOp;
+extern const char *const mm_overlap_op_names[]; /* "ag-gemm", "a2a-gemm", "gemm-rs"; NULL-terminated */
+
+/* The schedules, one row each in overlap.c's table:
+ *   serial             the collective, then the GEMM (the baseline)
+ *   shard              shard overlap (PyTorch async-TP): p - 1 peer-to-peer steps of a whole shard
+ *                      beside the partial GEMM of the shard received before
+ *   uniform-fused-1d   FiCCO: every step receives 1/p of every peer's shard (all-to-all), gathers it
+ *                      with the local piece, one GEMM of M/p rows, scatters the rows
+ *   hetero-fused-1d    FiCCO: the local shard first (hides step 0), then one GEMM of the (p-1) pieces
+ *   hetero-unfused-1d  FiCCO: the local shard first, then one GEMM per received piece (no gather)
+ *   uniform-fused-2d   FiCCO: pieces cut along K; every step one accumulating GEMM M x N x K/p
+ *   cmm-x1, cmm-x2     XLA collective matmul: a loop of bidirectional collective-permutes and
+ *                      partial GEMMs, unrolled onto one or two compute streams
+ *   flux               Flux-style fused kernel: tile-granular, AG by copy engine, RS by the GEMM
+ *                      epilogue's remote writes */
+typedef enum {
+  MM_OVERLAP_SERIAL,
+  MM_OVERLAP_SHARD,
+  MM_OVERLAP_UNIFORM_FUSED_1D,
+  MM_OVERLAP_HETERO_FUSED_1D,
+  MM_OVERLAP_HETERO_UNFUSED_1D,
+  MM_OVERLAP_UNIFORM_FUSED_2D,
+  MM_OVERLAP_CMM_X1,
+  MM_OVERLAP_CMM_X2,
+  MM_OVERLAP_FLUX,
+  MM_OVERLAP_SCHEDULE_COUNT
+} MmOverlapSchedule;
+extern const char *const mm_overlap_schedule_names[]; /* NULL-terminated */
+
+/* Who moves the bytes: DMA (copy) engines take links and HBM; compute units (RCCL/NCCL-like
+ * kernels) take links, HBM and a share of the SMs. */
+typedef enum { MM_OVERLAP_COMM_DMA, MM_OVERLAP_COMM_CU, MM_OVERLAP_COMM_COUNT } MmOverlapComm;
+extern const char *const mm_overlap_comm_names[]; /* "dma", "cu"; NULL-terminated */
+
+typedef struct {
+  MmOverlapOp op;
+  int64_t m, n, k; /* the layer's GEMM (see MmOverlapOp), >= 1 */
+  int64_t ranks;   /* GPUs of one node, 2 .. gpus_per_node */
+  MmDtype dtype;
+  MmOverlapComm comm;
+} MmOverlapSpec;
+
+/* Whether @s applies to @op (FiCCO's schedules and shard overlap: ag-gemm and a2a-gemm; DMA
+ * engines do no arithmetic, so FiCCO leaves gemm-rs out, Sec. IV-B2). */
+gboolean mm_overlap_applies(MmOverlapOp op, MmOverlapSchedule s);
+
+/* What an op of a simulated schedule did. */
+typedef enum { MM_OVERLAP_STEP_GEMM, MM_OVERLAP_STEP_COMM, MM_OVERLAP_STEP_COPY, MM_OVERLAP_STEP_COUNT } MmOverlapStepKind;
+extern const char *const mm_overlap_step_names[]; /* "gemm", "comm", "copy" (gather, scatter, reduce) */
+
+typedef struct {
+  MmOverlapStepKind kind;
+  uint32_t stream;
+  uint32_t step;      /* loop step it belongs to */
+  double start_s, end_s;
+  double alone_s;     /* its time alone on the device */
+} MmOverlapStep;
+
+typedef struct {
+  MmOverlapSchedule schedule;
+  gboolean applies;
+  double time_s;          /* makespan */
+  double speedup;         /* serial time / time_s */
+  double gemm_alone_s;    /* sum of its GEMM pieces alone (decomposition included) */
+  double comm_alone_s;    /* sum of its transfers alone */
+  double copy_alone_s;    /* gathers, scatters, reductions alone */
+  double gemm_dil;        /* gemm_alone_s / the undecomposed GEMM's time */
+  double comm_dil;        /* comm_alone_s / the undecomposed collective's time */
+  double gemm_cil;        /* sum of GEMM pieces' simulated durations / gemm_alone_s */
+  double comm_cil;        /* the same for transfers */
+  double exposed_comm_s;  /* time_s minus the time a GEMM piece was running */
+  GArray *steps;          /* MmOverlapStep, in program order */
+} MmOverlapRun;
+
+typedef struct {
+  MmOverlapSpec spec;
+  double gemm_s;          /* the undecomposed GEMM alone (launch included) */
+  double comm_s;          /* the undecomposed collective alone (src/comm) */
+  double lower_bound_s;   /* max(the GEMM's roofline time, the collective's busiest link's bytes / bandwidth):
+                           * no schedule beats it */
+  double flops, otb_flop_per_B, mt_bytes; /* 2MNK; op-to-byte 2MNK / MT; MT = (MK + NK + MN) x dtype bytes */
+  double machine_otb;     /* peak FLOP/s / HBM B/s */
+  double heuristic_score; /* OTB x MT / (machine OTB x HBM B/s x 1 s), see mm_overlap_heuristic */
+  MmOverlapSchedule heuristic, oracle; /* the heuristic's FiCCO pick; the fastest FiCCO schedule simulated */
+  MmOverlapSchedule best;              /* the fastest of every schedule that applies */
+  MmOverlapRun runs[MM_OVERLAP_SCHEDULE_COUNT];
+} MmOverlapResult;
+
+/* FiCCO Sec. V-C: uniform-fused-2d unless M > K; otherwise the GEMM's OTB x MT (its FLOPs) against
+ * the machine's (peak FLOP/s at its clocks, the product of its OTB and HBM bandwidth): below overlap.heuristic_low
+ * (1x) uniform-fused-1d, above overlap.heuristic_high (5x) hetero-unfused-1d, else hetero-fused-1d.
+ * @score (may be NULL) receives the ratio. */
+MmOverlapSchedule mm_overlap_heuristic(const MmDevice *dev, const MmOverlapSpec *spec, double *score);
+
+/* Simulates every schedule that applies to @spec on @hw (a pure function of both) in the event
+ * engine. Fails (MM_FUSED_ERROR_INVALID) on sizes, ranks or dtypes the op cannot take, with a
+ * message naming the field and what is allowed. (transfer full) */
+MmOverlapResult *mm_overlap_run(const MmHardware *hw, const MmOverlapSpec *spec, GError **error);
+void mm_overlap_result_free(MmOverlapResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmOverlapResult, mm_overlap_result_free)
+
 
 G_END_DECLS

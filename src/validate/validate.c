@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "fused/fused.h"
 #include "config/json.h" /* the schema-table parser the config loaders use */
 #include "sweep/sweep.h"
 #include "validate.h"
@@ -72,6 +73,40 @@ static const MmField file_fields[] = {
   {"skipped", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL, "{id, reason} of measurements not expressible yet"},
   {"collective_cases", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "measured collective curves: bus bandwidth per size (or per group size)"},
+  {"overlap_cases", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "measured GEMM + collective kernels: serial and overlapped times (src/fused decomposed overlap)"},
+  MM_FIELDS_END,
+};
+
+/* An overlap-kernel case: one GEMM beside its collective (mm_overlap_run), the times measured. */
+typedef struct {
+  char *id, *group, *source, *hardware, *note;
+  int op, dtype, schedule, comm;
+  int64_t m, n, k, ranks;
+  double gemm_ms, coll_ms, total_ms, overlap_ms;
+} OverlapRaw;
+#define OVL(f) ((gssize)offsetof(OverlapRaw, f))
+
+static const MmField overlap_fields[] = {
+  {"id", MM_F_STR, TRUE, 0, 0, 0, NULL, OVL(id), NULL, "identifier (the public.json id)"},
+  {"group", MM_F_STR, FALSE, 0, 0, 0, NULL, OVL(group), NULL, "family of measurements"},
+  {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, OVL(source), NULL, "publication, table"},
+  {"hardware", MM_F_STR, TRUE, 0, 0, 0, NULL, OVL(hardware), NULL, "system file"},
+  {"op", MM_F_ENUM, TRUE, 0, 0, 0, mm_overlap_op_names, OVL(op), NULL, "ag-gemm, a2a-gemm or gemm-rs"},
+  {"m", MM_F_INT, TRUE, 1, 1099511627776.0, 0, NULL, OVL(m), NULL, "rows of the layer's GEMM"},
+  {"n", MM_F_INT, TRUE, 1, 1099511627776.0, 0, NULL, OVL(n), NULL, "columns of the layer's GEMM (ag-gemm: split over ranks)"},
+  {"k", MM_F_INT, TRUE, 1, 1099511627776.0, 0, NULL, OVL(k), NULL, "inner dimension (gemm-rs: split over ranks)"},
+  {"ranks", MM_F_INT, TRUE, 2, 1 << 20, 0, NULL, OVL(ranks), NULL, "GPUs"},
+  {"dtype", MM_F_ENUM, FALSE, 0, 0, MM_DTYPE_BF16, mm_dtype_names, OVL(dtype), NULL, "element type"},
+  {"schedule", MM_F_ENUM, FALSE, 0, 0, MM_OVERLAP_FLUX, mm_overlap_schedule_names, OVL(schedule), NULL,
+   "the overlapped implementation measured"},
+  {"comm", MM_F_ENUM, FALSE, 0, 0, MM_OVERLAP_COMM_DMA, mm_overlap_comm_names, OVL(comm), NULL,
+   "who drives the decomposed transfers (dma, cu)"},
+  {"baseline_gemm_ms", MM_F_NUM, FALSE, 0, 1e9, 0, NULL, OVL(gemm_ms), "ms", "the GEMM alone (0: not measured)"},
+  {"baseline_collective_ms", MM_F_NUM, FALSE, 0, 1e9, 0, NULL, OVL(coll_ms), "ms", "the collective alone"},
+  {"baseline_total_ms", MM_F_NUM, FALSE, 0, 1e9, 0, NULL, OVL(total_ms), "ms", "collective and GEMM one after the other"},
+  {"overlap_total_ms", MM_F_NUM, FALSE, 0, 1e9, 0, NULL, OVL(overlap_ms), "ms", "the overlapped implementation"},
+  {"note", MM_F_STR, FALSE, 0, 0, 0, NULL, OVL(note), NULL, "how the case maps onto madmax"},
   MM_FIELDS_END,
 };
 
@@ -331,6 +366,61 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
       r->metric = g_strdup("bus_bw_GBps");
       r->measured = pv->valuedouble;
       r->predicted = cost.bus_bw_Bps / 1e9;
+      r->error_frac = r->predicted / r->measured - 1.0;
+      r->fits = TRUE;
+      r->note = note ? g_strdup(note) : NULL;
+      g_ptr_array_add(v->rows, r);
+    }
+  }
+  const cJSON *ovl = cJSON_GetObjectItemCaseSensitive(root, "overlap_cases");
+  i = 0;
+  for (const cJSON *it = ovl ? ovl->child : NULL; it; it = it->next, i++) {
+    g_autofree char *jp = g_strdup_printf("$.overlap_cases[%d]", i);
+    if (!mm_json_expect(&ctx, it, jp, cJSON_Object, "an overlap case object", &jerr)) return cases_error(error, jerr);
+    OverlapRaw c = {0};
+    ok = mm_json_apply(&ctx, it, jp, overlap_fields, &c, NULL, &jerr);
+    g_autofree char *id = c.id, *group = c.group, *source = c.source, *hardware = c.hardware, *note = c.note;
+    if (!ok) return cases_error(error, jerr);
+    g_autofree char *hp = resolve(base, hardware);
+    g_autoptr(GError) herr = NULL;
+    g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
+    gboolean used = FALSE;
+    if (hw && calibrated && !mm_hardware_use_calibrated(hw, &used, &herr)) g_clear_pointer(&hw, mm_hardware_free);
+    if (!hw) {
+      g_set_error(error, herr->domain, herr->code, "%s: overlap case %s: %s", cases_path, id, herr->message);
+      return NULL;
+    }
+    const MmOverlapSpec spec = {(MmOverlapOp)c.op, c.m, c.n, c.k, c.ranks, (MmDtype)c.dtype, (MmOverlapComm)c.comm};
+    if (!mm_overlap_applies(spec.op, (MmOverlapSchedule)c.schedule)) {
+      g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_INVALID, "%s: %s.schedule: %s does not apply to %s",
+                  cases_path, jp, mm_overlap_schedule_names[c.schedule], mm_overlap_op_names[c.op]);
+      return NULL;
+    }
+    g_autoptr(GError) oerr = NULL;
+    g_autoptr(MmOverlapResult) res = mm_overlap_run(hw, &spec, &oerr);
+    if (!res) {
+      g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_INVALID, "%s: %s: %s", cases_path, jp, oerr->message);
+      return NULL;
+    }
+    const struct {
+      const char *metric;
+      double measured_ms, predicted_s;
+    } mets[] = {
+      {"baseline_gemm_ms", c.gemm_ms, res->gemm_s},
+      {"baseline_collective_ms", c.coll_ms, res->comm_s},
+      {"baseline_total_ms", c.total_ms, res->runs[MM_OVERLAP_SERIAL].time_s},
+      {"overlap_total_ms", c.overlap_ms, res->runs[c.schedule].time_s},
+    };
+    for (guint q = 0; q < G_N_ELEMENTS(mets); q++) {
+      if (!(mets[q].measured_ms > 0)) continue;
+      MmValidationRow *r = g_new0(MmValidationRow, 1);
+      r->id = g_strdup_printf("%s:%s", id, q == 3 ? mm_overlap_schedule_names[c.schedule] : mets[q].metric + 9);
+      r->group = g_strdup(group ? group : "");
+      r->source = g_strdup(source);
+      r->metric = g_strdup(mets[q].metric);
+      r->unit = g_strdup("ms");
+      r->measured = mets[q].measured_ms;
+      r->predicted = mets[q].predicted_s * 1e3;
       r->error_frac = r->predicted / r->measured - 1.0;
       r->fits = TRUE;
       r->note = note ? g_strdup(note) : NULL;
