@@ -185,6 +185,9 @@ static const BadCase bad_cases[] = {
   {"nesting over the limit", K_MODEL, "{\"name\":" OPEN1001 "}", MM_CONFIG_ERROR_PARSE, "nested deeper than 1000 levels", NULL},
   {"missing colon", K_MODEL, "{\"name\" \"t\"}", MM_CONFIG_ERROR_PARSE, ":1:9: invalid JSON: unexpected character '\"'", NULL},
   {"text after the document", K_MODEL, "{\"name\":\"t\"}\n}", MM_CONFIG_ERROR_PARSE, ":2:1: invalid JSON: unexpected character '}'", NULL},
+  /* a repeated key would silently lose its second value */
+  {"repeated key", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"seq_len\":16,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_INCONSISTENT, "$.seq_len: the key appears twice", NULL},
+  {"repeated nested key", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"mlp\",\"count\":1,\"count\":2,\"width\":4}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[0].count: the key appears twice", NULL},
   /* encodings: every key and string valid UTF-8 without NUL or control characters */
   {"name not UTF-8", K_MODEL, "{\"name\":\"a\xff\",\"seq_len\":8,\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_ENCODING, "$.name: the string is not valid UTF-8", NULL},
   {"block name not UTF-8", K_MODEL, "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[{\"kind\":\"mlp\",\"name\":\"\xc3\",\"count\":1,\"width\":4}]}", MM_CONFIG_ERROR_ENCODING, "$.blocks[0].name", NULL},

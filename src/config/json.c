@@ -149,8 +149,35 @@ static char *string_fault(const char *raw, gsize n, const char *decoded)
   return NULL;
 }
 
+/* The first key of object @node that an earlier key of it repeats, or NULL (cJSON keeps both and
+ * every lookup finds the first: a repeated key would silently drop what the second says). Small
+ * objects compare pairwise; large ones through a set. */
+static const char *repeated_key(const cJSON *node)
+{
+  guint n = 0;
+  for (const cJSON *it = node->child; it; it = it->next) n++;
+  if (n <= 16) {
+    for (const cJSON *it = node->child; it; it = it->next)
+      for (const cJSON *prev = node->child; prev != it; prev = prev->next)
+        if (strcmp(prev->string, it->string) == 0) return it->string;
+    return NULL;
+  }
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (const cJSON *it = node->child; it; it = it->next)
+    if (!g_hash_table_add(seen, it->string)) return it->string;
+  return NULL;
+}
+
 static gboolean check_strings(const char *path, const cJSON *node, const char *jpath, Tokens *t, GError **error)
 {
+  if (cJSON_IsObject(node)) {
+    const char *dup = repeated_key(node);
+    if (dup) {
+      g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_INCONSISTENT,
+                  "%s: %s.%s: the key appears twice in one object; give it once", path, jpath, dup);
+      return FALSE;
+    }
+  }
   gint i = 0;
   for (const cJSON *it = node->child; it; it = it->next, i++) {
     g_autofree char *sub = NULL;
