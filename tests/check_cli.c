@@ -335,7 +335,7 @@ START_TEST(test_readme_tables_are_current)
   g_autofree char *path = mm_test_src("README.md");
   g_autofree char *readme = NULL;
   ck_assert(g_file_get_contents(path, &readme, NULL, NULL));
-  static const char *const names[] = {"training", "llama3", "inference", "collectives"};
+  static const char *const names[] = {"training", "llama3", "inference", "collectives", "overlap"};
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
     g_autofree char *cases = g_strdup_printf("configs/validation/%s.json", names[i]);
     const char *args[] = {"validate", cases, "--markdown", NULL};
@@ -1183,12 +1183,47 @@ START_TEST(test_readme_run_sample_is_current)
 }
 END_TEST
 
+/* The README's `madmax op` samples (fused kernels): each "$ build/madmax op ..." line's command
+ * still prints every line the README shows under it (the README leaves out the headers). */
+START_TEST(test_readme_op_samples_are_current)
+{
+  g_autofree char *path = mm_test_src("README.md");
+  g_autofree char *readme = NULL;
+  ck_assert(g_file_get_contents(path, &readme, NULL, NULL));
+  guint samples = 0;
+  for (const char *a = strstr(readme, "$ build/madmax op "); a; a = strstr(a, "$ build/madmax op ")) {
+    a += strlen("$ ");
+    const char *nl = strchr(a, '\n');
+    ck_assert_ptr_nonnull(nl);
+    const char *end = nl + 1;
+    while (*end && *end != '$' && strncmp(end, "```", 3) != 0) end = strchr(end, '\n') + 1;
+    g_autofree char *cmd = g_strndup(a, (gsize)(nl - a));
+    g_autofree char *shown = g_strndup(nl + 1, (gsize)(end - nl - 1));
+    g_auto(GStrv) argv = NULL;
+    ck_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+    g_autofree char *out = NULL;
+    ck_assert_int_eq(mm_test_cli((const char *const *)argv + 1, &out, NULL), 0);
+    g_auto(GStrv) lines = g_strsplit(shown, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+      if (!lines[i][0]) continue;
+      g_autofree char *line = g_strdup_printf("%s\n", lines[i]);
+      ck_assert_msg(strstr(out, line) != NULL, "README's `%s` sample is stale: it no longer prints\n%s\nit prints:\n%s",
+                    cmd, lines[i], out);
+    }
+    samples++;
+    a = end;
+  }
+  ck_assert_uint_ge(samples, 2);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_describe_model_only);
+  tcase_add_test(tc, test_readme_op_samples_are_current);
   tcase_add_test(tc, test_describe_memory_json);
   tcase_add_test(tc, test_describe_text);
   tcase_add_test(tc, test_describe_serving);
