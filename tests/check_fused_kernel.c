@@ -436,6 +436,12 @@ START_TEST(test_cli)
   g_autofree char *after = NULL;
   ck_assert(g_file_get_contents(trace, &after, NULL, NULL));
   ck_assert_str_eq(after, ttext);
+  /* a failed output leaves no --plot directory behind (it was created empty) */
+  g_autofree char *plot2 = g_build_filename(mm_test_tmpdir(), "fk-plot-failed", NULL);
+  g_autofree char *nojson = g_build_filename(mm_test_tmpdir(), "no-such-dir", "x.json", NULL);
+  const char *fargs[] = {"op", "gemv-ar", "-H", "hardware/mi210-4.json", "--plot", plot2, "--json", nojson, NULL};
+  ck_assert_int_eq(mm_test_cli(fargs, NULL, NULL), 1);
+  ck_assert(!g_file_test(plot2, G_FILE_TEST_EXISTS));
   const char *nohw[] = {"op", "gemm-a2a", NULL};
   ck_assert_int_eq(mm_test_cli(nohw, NULL, NULL), 1);
   const char *help[] = {"op", "emb-a2a", "--help", NULL};

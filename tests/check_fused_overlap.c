@@ -318,6 +318,14 @@ START_TEST(test_cli)
     ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
   }
 
+  /* a failed output leaves no --plot directory behind (it was created empty) */
+  g_autofree char *plot2 = g_build_filename(mm_test_tmpdir(), "ov-plot-failed", NULL);
+  g_autofree char *nojson = g_build_filename(mm_test_tmpdir(), "no-such-dir", "x.json", NULL);
+  const char *fl[] = {"op", "ag-gemm", "--m", "512", "--n", "512", "--k", "512", "--hardware", "hardware/mi300x-8.json",
+                      "--plot", plot2, "--json", nojson, NULL};
+  ck_assert_int_eq(mm_test_cli(fl, NULL, NULL), 1);
+  ck_assert(!g_file_test(plot2, G_FILE_TEST_EXISTS));
+
   const char *help[] = {"op", "ag-gemm", "--help", NULL};
   g_autofree char *hout = NULL;
   ck_assert_int_eq(mm_test_cli(help, &hout, NULL), 0);

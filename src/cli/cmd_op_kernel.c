@@ -520,6 +520,8 @@ int mm_cmd_op_kernel(int argc, char **argv)
     char *tr = trace_text(results, &len);
     mm_outputs_add(outs, "--trace", trace_path, tr, len);
   }
+  /* a --plot directory made here is removed again if the outputs fail (nothing half-written) */
+  const gboolean made_dir = plot_dir && !g_file_test(plot_dir, G_FILE_TEST_EXISTS);
   if (plot_dir) {
     if (g_mkdir_with_parents(plot_dir, 0755) != 0) {
       g_autofree char *shown = mm_config_printable(plot_dir);
@@ -541,6 +543,9 @@ int mm_cmd_op_kernel(int argc, char **argv)
     if (png) mm_outputs_add(outs, "--plot", png_path, png, png_len);
     else fprintf(stderr, "madmax: --plot: wrote the script and data only: %s\n", perr->message);
   }
-  if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
+  if (!mm_outputs_commit(outs, &error)) {
+    if (made_dir) g_rmdir(plot_dir);
+    return mm_cli_fail(error);
+  }
   return MM_EXIT_OK;
 }
