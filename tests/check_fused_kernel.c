@@ -356,6 +356,7 @@ static const struct {
   {{.op = MM_FUSED_GEMV_AR, .k = -3}, "hardware/mi210-4.json", "k:"},
   {{.op = MM_FUSED_EMB_A2A, .occupancy = 0.95}, "hardware/mi210-4.json", "occupancy"},
   {{.op = MM_FUSED_EMB_A2A, .ranks = 3, .stride = 3}, "hardware/mi210-2x4.json", "unevenly"},
+  {{.op = MM_FUSED_EMB_A2A, .ranks = 64, .stride = INT64_MAX}, "hardware/mi210-2x4.json", "must fit"}, /* (ranks - 1) x stride overflowed */
   {{.op = MM_FUSED_GEMM_A2A, .thread_bytes = 1e9}, "hardware/mi210-4.json", "thread-bytes"},
   {{.op = MM_FUSED_EMB_A2A, .bulk_grid = -2}, "hardware/mi210-4.json", "bulk-grid"},
   {{.op = MM_FUSED_EMB_A2A, .schedule = (MmFusedSchedule)7}, "hardware/mi210-4.json", "schedule"},

@@ -94,7 +94,7 @@ gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError 
   const int64_t n = mm_hardware_devices(hw);
   if (s->ranks < 2 || s->ranks > 64)
     return invalid(error, "ranks: %" G_GINT64_FORMAT " is not in [2, 64]", s->ranks);
-  if (s->stride < 1 || (s->ranks - 1) * s->stride >= n)
+  if (s->stride < 1 || s->stride >= n || (s->ranks - 1) * s->stride >= n) /* stride < n: the product cannot overflow */
     return invalid(error, "ranks %" G_GINT64_FORMAT ", stride %" G_GINT64_FORMAT ": the group must fit the %"
                    G_GINT64_FORMAT " devices of %s", s->ranks, s->stride, n, hw->path ? hw->path : "the system");
   if (!mm_comm_group_even(hw, s->ranks, s->stride))
