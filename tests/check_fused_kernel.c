@@ -311,6 +311,38 @@ START_TEST(test_speed)
 }
 END_TEST
 
+/* A device wide enough (10^6 CUs of 1024 waves of 1024 lanes) that a rank runs 2^35 slices: the
+ * timeline's slice indices pass 2^32 (they were truncated to 32 bits and wrapped). */
+START_TEST(test_slice_indices_past_2_32)
+{
+  g_autofree char *dev = g_strdup_printf(DEV_HEAD ", \"fused\": {"
+    "\"compute_units\": {\"value\": 1e6, \"provenance\": \"estimate\", \"source\": \"t\"}, "
+    "\"waves_per_cu\": {\"value\": 1024, \"provenance\": \"estimate\", \"source\": \"t\"}, "
+    "\"wave_lanes\": {\"value\": 1024, \"provenance\": \"estimate\", \"source\": \"t\"}}}");
+  g_autofree char *dev_path = mm_test_write("fk-wide-dev.json", dev);
+  g_autofree char *sys = g_strdup_printf("{\"name\": \"wide\", \"device\": \"%s\", \"gpus_per_node\": 4, "
+                                         "\"nodes\": 1, \"intra_node\": {\"topology\": \"full_mesh\", "
+                                         "\"links_per_gpu\": 3, \"link_bw_GBps\": 50}}", dev_path);
+  g_autofree char *sys_path = mm_test_write("fk-wide.json", sys);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(sys_path, &error);
+  ck_assert_msg(hw != NULL, "%s", error ? error->message : "");
+  MmFusedSpec s = {.op = MM_FUSED_EMB_A2A, .dtype = MM_DTYPE_FP16, .dtype_given = TRUE, .batch = (int64_t)1 << 30,
+                   .tables = 1024, .schedule = MM_FUSED_AWARE, .timeline = TRUE};
+  g_autoptr(MmFusedResult) r = run_ok(hw, &s);
+  ck_assert_int_gt(r->n_slices, (int64_t)G_MAXUINT32);
+  uint64_t end = 0, total = 0;
+  for (guint i = 0; i < r->slices->len; i++) {
+    const MmFusedSlice *sl = &g_array_index(r->slices, MmFusedSlice, i);
+    if (sl->device != 0 || sl->phase != 0) continue;
+    end = MAX(end, sl->first + sl->count);
+    total += sl->count;
+  }
+  ck_assert_uint_eq(end, (uint64_t)r->n_slices);
+  ck_assert_uint_eq(total, (uint64_t)r->n_slices);
+}
+END_TEST
+
 /* Bad specs: MM_FUSED_ERROR_INVALID naming the field. */
 static const struct {
   MmFusedSpec spec;
@@ -324,9 +356,13 @@ static const struct {
   {{.op = MM_FUSED_GEMV_AR, .k = -3}, "hardware/mi210-4.json", "k:"},
   {{.op = MM_FUSED_EMB_A2A, .occupancy = 0.95}, "hardware/mi210-4.json", "occupancy"},
   {{.op = MM_FUSED_EMB_A2A, .ranks = 3, .stride = 3}, "hardware/mi210-2x4.json", "unevenly"},
+  {{.op = MM_FUSED_EMB_A2A, .ranks = 64, .stride = INT64_MAX}, "hardware/mi210-2x4.json", "must fit"}, /* (ranks - 1) x stride overflowed */
   {{.op = MM_FUSED_GEMM_A2A, .thread_bytes = 1e9}, "hardware/mi210-4.json", "thread-bytes"},
   {{.op = MM_FUSED_EMB_A2A, .bulk_grid = -2}, "hardware/mi210-4.json", "bulk-grid"},
   {{.op = MM_FUSED_EMB_A2A, .schedule = (MmFusedSchedule)7}, "hardware/mi210-4.json", "schedule"},
+  /* in every bound, but its time runs past the engine's clock: an input error, not an engine failure */
+  {{.op = MM_FUSED_GEMM_A2A, .m = (int64_t)1 << 30, .n = (int64_t)1 << 20, .k = (int64_t)1 << 30,
+    .slice_wgs = (int64_t)1 << 20}, "hardware/mi210-4.json", "too large to simulate"},
 };
 
 START_TEST(test_bad_spec)
@@ -387,6 +423,8 @@ START_TEST(test_cli)
   } bad[] = {
     {"--batch", "0", "--batch"},       {"--tables", "x", "--tables"}, {"--schedule", "fast", "--schedule"},
     {"--occupancy", "2", "--occupancy"}, {"--batch", "1001", "--batch"}, {"--ranks", "1", "--ranks"},
+    /* "" splits into no parts: no schedule was a NULL dereference, an empty list a silent exit 1 */
+    {"--schedule", "", "--schedule"},  {"--batch", "", "--batch"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     const char *bargs[] = {"op", "emb-a2a", "--hardware", "hardware/mi210-4.json", bad[i].a, bad[i].b, "--json", trace,
@@ -399,6 +437,12 @@ START_TEST(test_cli)
   g_autofree char *after = NULL;
   ck_assert(g_file_get_contents(trace, &after, NULL, NULL));
   ck_assert_str_eq(after, ttext);
+  /* a failed output leaves no --plot directory behind (it was created empty) */
+  g_autofree char *plot2 = g_build_filename(mm_test_tmpdir(), "fk-plot-failed", NULL);
+  g_autofree char *nojson = g_build_filename(mm_test_tmpdir(), "no-such-dir", "x.json", NULL);
+  const char *fargs[] = {"op", "gemv-ar", "-H", "hardware/mi210-4.json", "--plot", plot2, "--json", nojson, NULL};
+  ck_assert_int_eq(mm_test_cli(fargs, NULL, NULL), 1);
+  ck_assert(!g_file_test(plot2, G_FILE_TEST_EXISTS));
   const char *nohw[] = {"op", "gemm-a2a", NULL};
   ck_assert_int_eq(mm_test_cli(nohw, NULL, NULL), 1);
   const char *help[] = {"op", "emb-a2a", "--help", NULL};
@@ -425,6 +469,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_symmetric_classes_agree);
   tcase_add_test(tc, test_interleaved_uses_links);
   tcase_add_test(tc, test_speed);
+  tcase_add_test(tc, test_slice_indices_past_2_32);
   tcase_add_test(tc, test_cli);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("bad_input");

@@ -248,6 +248,26 @@ START_TEST(test_bad_spec)
 }
 END_TEST
 
+/* A node of 2048 GPUs: the programs grow as ranks^2 (4096 ranks took 4 GB), so ranks are bounded. */
+START_TEST(test_ranks_bound)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/h200.json");
+  g_autofree char *text = g_strdup_printf("{\"name\":\"big\",\"device\":\"%s\",\"gpus_per_node\":2048,\"nodes\":1,"
+                                          "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":18,"
+                                          "\"link_bw_GBps\":25}}", dev);
+  g_autofree char *path = mm_test_write("ov-big-node.json", text);
+  g_autoptr(GError) lerr = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(path, &lerr);
+  ck_assert_msg(hw != NULL, "%s", lerr ? lerr->message : "");
+  const MmOverlapSpec sp = {MM_OVERLAP_AG_GEMM, 4096, 4096, 4096, 2048, MM_DTYPE_BF16, MM_OVERLAP_COMM_DMA};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmOverlapResult) r = mm_overlap_run(hw, &sp, &error);
+  ck_assert_ptr_null(r);
+  ck_assert(g_error_matches(error, MM_FUSED_ERROR, MM_FUSED_ERROR_INVALID));
+  ck_assert_msg(strstr(error->message, "at most 1024") != NULL, "%s", error->message);
+}
+END_TEST
+
 /* The command line: a table, JSON, the FiCCO cases; bad input is exit 1 with one message. */
 START_TEST(test_cli)
 {
@@ -298,6 +318,14 @@ START_TEST(test_cli)
     ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
   }
 
+  /* a failed output leaves no --plot directory behind (it was created empty) */
+  g_autofree char *plot2 = g_build_filename(mm_test_tmpdir(), "ov-plot-failed", NULL);
+  g_autofree char *nojson = g_build_filename(mm_test_tmpdir(), "no-such-dir", "x.json", NULL);
+  const char *fl[] = {"op", "ag-gemm", "--m", "512", "--n", "512", "--k", "512", "--hardware", "hardware/mi300x-8.json",
+                      "--plot", plot2, "--json", nojson, NULL};
+  ck_assert_int_eq(mm_test_cli(fl, NULL, NULL), 1);
+  ck_assert(!g_file_test(plot2, G_FILE_TEST_EXISTS));
+
   const char *help[] = {"op", "ag-gemm", "--help", NULL};
   g_autofree char *hout = NULL;
   ck_assert_int_eq(mm_test_cli(help, &hout, NULL), 0);
@@ -325,6 +353,11 @@ static const struct {
   {{"op", "ag-gemm", "--cases", "mine", "--hardware", "hardware/mi300x-8.json", NULL}, "--cases mine"},
   {{"op", "gemm-rs", "--cases", "ficco", "--hardware", "hardware/mi300x-8.json", NULL}, "ag-gemm"},
   {{"op", "ag-gemm", "--m", "64", "--n", "64", "--k", "64", "--hardware", "no-such.json", NULL}, "no-such.json"},
+  /* every size in bounds, the time past the engine's clock: was exit 2 ("should have been rejected") */
+  {{"op", "ag-gemm", "--m", "1099511627776", "--n", "1099511627776", "--k", "1099511627776", "--hardware",
+    "hardware/mi300x-8.json", NULL}, "too large to simulate"},
+  {{"op", "gemm-rs", "--m", "1099511627776", "--n", "1099511627776", "--k", "1099511627776", "--hardware",
+    "hardware/mi300x-8.json", NULL}, "too large to simulate"},
 };
 
 START_TEST(test_cli_bad_input)
@@ -366,6 +399,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_heuristic_thresholds);
   tcase_add_test(tc, test_cmm_threshold);
   tcase_add_loop_test(tc, test_bad_spec, 0, (int)G_N_ELEMENTS(bad_specs));
+  tcase_add_test(tc, test_ranks_bound);
   tcase_add_test(tc, test_cli);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)G_N_ELEMENTS(bad_cli));
   tcase_add_test(tc, test_validate_overlap_cases);

@@ -52,6 +52,11 @@ static const struct {
   {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"overlap_cases\":[{\"id\":\"o\",\"source\":\"s\","
    "\"hardware\":\"hardware/a800-8.json\",\"op\":\"ag-gemm\",\"m\":64,\"n\":64,\"k\":64,\"ranks\":16}]}",
    mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
+  /* sizes in bounds whose time passes the engine's clock: an invalid case (mm_overlap_run: too large to simulate) */
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"overlap_cases\":[{\"id\":\"o\",\"source\":\"s\","
+   "\"hardware\":\"hardware/a800-8.json\",\"op\":\"ag-gemm\",\"m\":1099511627776,\"n\":1099511627776,"
+   "\"k\":1099511627776,\"ranks\":8,\"overlap_total_ms\":1}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
   /* the files a case names are config files: their errors stay config errors */
   {"{\"name\":\"t\",\"root\":\"@ROOT@/no-such-dir\",\"cases\":[" CASE_MPT7B("mfu") "]}", mm_config_error_quark,
    MM_CONFIG_ERROR_IO},

@@ -52,6 +52,8 @@ static gboolean parse_list(const char *option, const char *text, GArray *out)
     }
     g_array_append_val(out, v);
   }
+  if (out->len == 0) /* "" splits into no parts */
+    fprintf(stderr, "madmax: --%s '': expected a comma-separated list of positive integers\n", option);
   return out->len > 0;
 }
 
@@ -168,12 +170,14 @@ static char *trace_text(GPtrArray *runs, gsize *len)
       const unsigned pid = (unsigned)(ri * (guint)r->spec.ranks + s->device);
       const gboolean again = i > 0 && s->phase == 1 && s->dest != s->device; /* an all-gather put of the reduce before */
       if (!again) {
-        g_string_append_printf(g, ",\n{\"name\":\"%s %u+%u\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+        g_string_append_printf(g, ",\n{\"name\":\"%s %" G_GUINT64_FORMAT "+%" G_GUINT64_FORMAT
+                               "\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
                                s->phase ? "reduce" : "slices", s->first, s->count, pid, 2 * s->group);
         append_us(g, s->start_s);
         g_string_append(g, ",\"dur\":");
         append_us(g, s->end_s - s->start_s);
-        g_string_append_printf(g, ",\"args\":{\"dest\":%u,\"group\":%u,\"slices\":%u}}", s->dest, s->group, s->count);
+        g_string_append_printf(g, ",\"args\":{\"dest\":%u,\"group\":%u,\"slices\":%" G_GUINT64_FORMAT "}}", s->dest,
+                               s->group, s->count);
       }
       if (s->put_end_s > 0) {
         g_string_append_printf(g, ",\n{\"name\":\"%s to %u\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
@@ -182,7 +186,7 @@ static char *trace_text(GPtrArray *runs, gsize *len)
         append_us(g, s->put_start_s);
         g_string_append(g, ",\"dur\":");
         append_us(g, s->put_end_s - s->put_start_s);
-        g_string_append_printf(g, ",\"args\":{\"slices\":%u,\"dest\":%u}}", s->count, s->dest);
+        g_string_append_printf(g, ",\"args\":{\"slices\":%" G_GUINT64_FORMAT ",\"dest\":%u}}", s->count, s->dest);
       }
     }
   }
@@ -370,8 +374,10 @@ int mm_cmd_op_kernel(int argc, char **argv)
   if (sched_s) {
     g_auto(GStrv) parts = g_strsplit(sched_s, ",", -1);
     memset(want, 0, sizeof want);
-    for (guint i = 0; parts[i]; i++) {
-      const int sc = strcmp(parts[i], "all") == 0 ? MM_FUSED_SCHED_COUNT : mm_name_index(mm_fused_schedule_names, parts[i]);
+    for (guint i = 0; i == 0 || parts[i]; i++) { /* "" splits into no parts: no schedule, an error */
+      const int sc = !parts[i]                      ? -1
+                     : strcmp(parts[i], "all") == 0 ? MM_FUSED_SCHED_COUNT
+                                                    : mm_name_index(mm_fused_schedule_names, parts[i]);
       if (sc < 0 || !parts[0][0]) {
         g_autofree char *shown = mm_config_printable(sched_s);
         fprintf(stderr, "madmax: --schedule %s: expected aware, oblivious, interleaved (comma-separated) or all\n", shown);
@@ -514,6 +520,8 @@ int mm_cmd_op_kernel(int argc, char **argv)
     char *tr = trace_text(results, &len);
     mm_outputs_add(outs, "--trace", trace_path, tr, len);
   }
+  /* a --plot directory made here is removed again if the outputs fail (nothing half-written) */
+  const gboolean made_dir = plot_dir && !g_file_test(plot_dir, G_FILE_TEST_EXISTS);
   if (plot_dir) {
     if (g_mkdir_with_parents(plot_dir, 0755) != 0) {
       g_autofree char *shown = mm_config_printable(plot_dir);
@@ -535,6 +543,9 @@ int mm_cmd_op_kernel(int argc, char **argv)
     if (png) mm_outputs_add(outs, "--plot", png_path, png, png_len);
     else fprintf(stderr, "madmax: --plot: wrote the script and data only: %s\n", perr->message);
   }
-  if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
+  if (!mm_outputs_commit(outs, &error)) {
+    if (made_dir) g_rmdir(plot_dir);
+    return mm_cli_fail(error);
+  }
   return MM_EXIT_OK;
 }

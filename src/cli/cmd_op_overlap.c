@@ -335,6 +335,8 @@ int mm_cmd_op_overlap(int argc, char **argv)
   g_autoptr(cJSON) doc = cJSON_CreateObject();
   cJSON_AddStringToObject(doc, "hardware", hw->path);
   g_autoptr(MmOutputs) outs = mm_outputs_new();
+  /* a --plot directory made here is removed again if the outputs fail (nothing half-written) */
+  const gboolean made_dir = plot_dir && !g_file_test(plot_dir, G_FILE_TEST_EXISTS);
   if (!cases) {
     MmOverlapSpec sp = {a2a ? MM_OVERLAP_A2A_GEMM : op, m, n, k, ranks, (MmDtype)dt, (MmOverlapComm)comm};
     g_autoptr(MmOverlapResult) r = mm_overlap_run(hw, &sp, &error);
@@ -347,7 +349,10 @@ int mm_cmd_op_overlap(int argc, char **argv)
     if (trace_path || plot_dir) {
       g_autofree char *tr = trace_text(r, only, hw);
       if (trace_path) mm_outputs_add(outs, "--trace", trace_path, g_strdup(tr), strlen(tr));
-      if (plot_dir && !add_plot(outs, plot_dir, kind, tr, &error)) return mm_cli_fail(error);
+      if (plot_dir && !add_plot(outs, plot_dir, kind, tr, &error)) {
+        if (made_dir) g_rmdir(plot_dir);
+        return mm_cli_fail(error);
+      }
     }
   } else {
     static const char *const head[] = {"<case", "M", "N", "K", "serial ms", "shard", "uf-1d", "hf-1d", "hu-1d",
@@ -400,6 +405,9 @@ int mm_cmd_op_overlap(int argc, char **argv)
     }
   }
   if (json_path) mm_outputs_add_json(outs, "--json", json_path, doc);
-  if (!mm_outputs_commit(outs, &error)) return mm_cli_fail(error);
+  if (!mm_outputs_commit(outs, &error)) {
+    if (made_dir) g_rmdir(plot_dir);
+    return mm_cli_fail(error);
+  }
   return MM_EXIT_OK;
 }

@@ -39,6 +39,7 @@ gboolean mm__coeffs_parse(const MmJsonCtx *ctx, const cJSON *obj, const char *jp
       {"source", MM_F_STR, TRUE, 0, 0, 0, NULL, (gssize)offsetof(MmUtil, source), NULL, "citation or calibration run"},
       MM_FIELDS_END,
     };
+    if (!mm_json_expect(ctx, it, ip, cJSON_Object, "an object {value, provenance, source}", error)) return FALSE;
     MmUtil *u = slot(out, r);
     MmUtil parsed = {0};
     const gboolean ok = mm_json_apply(ctx, it, ip, fields, &parsed, NULL, error);

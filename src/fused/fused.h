@@ -123,7 +123,8 @@ typedef struct {
   uint32_t group;    /* the lane group that computed them */
   uint32_t dest;     /* rank they go to (== device: local) */
   uint32_t phase;    /* 0: compute (+ put); 1: gemv-ar's reduce (+ all-gather put) */
-  uint32_t first, count; /* slices (phase 0: index over destination blocks; phase 1: tiles reduced) */
+  uint64_t first, count; /* slices (phase 0: index over destination blocks; phase 1: tiles reduced; a rank can
+                          * have more than 2^32) */
   gboolean zero_copy;
   double start_s, end_s;         /* compute */
   double put_start_s, put_end_s; /* its put (0, 0: none) */

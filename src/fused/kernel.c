@@ -94,7 +94,7 @@ gboolean mm_fused_spec_check(const MmHardware *hw, const MmFusedSpec *s, GError 
   const int64_t n = mm_hardware_devices(hw);
   if (s->ranks < 2 || s->ranks > 64)
     return invalid(error, "ranks: %" G_GINT64_FORMAT " is not in [2, 64]", s->ranks);
-  if (s->stride < 1 || (s->ranks - 1) * s->stride >= n)
+  if (s->stride < 1 || s->stride >= n || (s->ranks - 1) * s->stride >= n) /* stride < n: the product cannot overflow */
     return invalid(error, "ranks %" G_GINT64_FORMAT ", stride %" G_GINT64_FORMAT ": the group must fit the %"
                    G_GINT64_FORMAT " devices of %s", s->ranks, s->stride, n, hw->path ? hw->path : "the system");
   if (!mm_comm_group_even(hw, s->ranks, s->stride))
@@ -318,7 +318,8 @@ typedef struct {
 
 typedef struct {
   uint32_t compute, put; /* op indices (put: NONE when local) */
-  uint32_t group, dest, phase, first, count; /* the lane group, destination, phase, slices [first, first + count) */
+  uint32_t group, dest, phase; /* the lane group, destination, phase */
+  uint64_t first, count;        /* slices [first, first + count) (can pass 2^32) */
 } Item;
 
 /* Lane groups: lanes with equal work progress at equal shares in the fluid model, so lanes that
@@ -365,7 +366,7 @@ static uint32_t p2p(MmFusedProg *p, uint32_t stream, const uint32_t *deps, uint3
 static void add_item(Dev *dv, uint32_t c, uint32_t put, int64_t g, int64_t q, uint32_t phase, int64_t first,
                      int64_t count)
 {
-  Item it = {c, put, (uint32_t)g, (uint32_t)q, phase, (uint32_t)first, (uint32_t)count};
+  Item it = {c, put, (uint32_t)g, (uint32_t)q, phase, (uint64_t)first, (uint64_t)count};
   g_array_append_val(dv->items, it);
 }
 
@@ -757,6 +758,12 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   for (int64_t d = 0; d < C; d++) {
     mm_fused_prog_clear(&devs[d].prog);
     g_array_unref(devs[d].items);
+  }
+  if (!ok && g_error_matches(eerr, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW)) {
+    /* shapes inside every bound can still run longer than the engine's clock holds */
+    invalid(error, "the op is too large to simulate: the fused kernel runs past %.3g s (the engine's picosecond "
+            "clock); use a smaller shape", mm_time_to_s(MM_TIME_MAX));
+    return NULL;
   }
   if (!ok) {
     g_set_error(error, MM_FUSED_ERROR, MM_FUSED_ERROR_ENGINE, "fused %s: the simulation failed: %s",

@@ -414,7 +414,13 @@ static gboolean simulate(Ctx *x, MmOverlapSchedule s, MmOverlapRun *run, GError 
   GError *err = NULL;
   MmEngine *e = mm_engine_new(&prog, 1, &cls, 1, &err);
   if (!e || !mm_engine_run(e, &err)) {
-    g_set_error(error, MM_FUSED_ERROR, MM_FUSED_ERROR_ENGINE, "%s: %s", mm_overlap_schedule_names[s], err->message);
+    if (g_error_matches(err, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW)) /* sizes in bounds, time past the clock */
+      g_set_error(error, MM_FUSED_ERROR, MM_FUSED_ERROR_INVALID, "m %" G_GINT64_FORMAT ", n %" G_GINT64_FORMAT
+                  ", k %" G_GINT64_FORMAT ": too large to simulate: %s runs past %.3g s (the engine's picosecond "
+                  "clock); use smaller sizes", x->sp->m, x->sp->n, x->sp->k, mm_overlap_schedule_names[s],
+                  mm_time_to_s(MM_TIME_MAX));
+    else
+      g_set_error(error, MM_FUSED_ERROR, MM_FUSED_ERROR_ENGINE, "%s: %s", mm_overlap_schedule_names[s], err->message);
     g_error_free(err);
     mm_engine_free(e);
     mm_fused_prog_clear(&x->prog);
@@ -499,6 +505,9 @@ void mm_overlap_result_free(MmOverlapResult *r)
 
 /* The largest dimension taken: 2^40 elements (sizes stay far inside a double's exact range). */
 #define MAX_DIM 1099511627776.0
+/* The most ranks simulated: hetero-unfused-1d runs ranks x (ranks - 1) GEMM pieces, so the engine
+ * programs grow as ranks^2 (1024: about a million ops, half a second; 4096 took 4 GB). */
+#define MAX_RANKS 1024
 
 MmOverlapResult *mm_overlap_run(const MmHardware *hw, const MmOverlapSpec *sp, GError **error)
 {
@@ -520,6 +529,12 @@ MmOverlapResult *mm_overlap_run(const MmHardware *hw, const MmOverlapSpec *sp, G
     g_set_error(error, MM_FUSED_ERROR, MM_FUSED_ERROR_INVALID,
                 "ranks %" G_GINT64_FORMAT ": expected 2 .. %" G_GINT64_FORMAT " (the GPUs of one node of %s)", sp->ranks,
                 (int64_t)hw->gpus_per_node, hw->name);
+    return NULL;
+  }
+  if (sp->ranks > MAX_RANKS) {
+    g_set_error(error, MM_FUSED_ERROR, MM_FUSED_ERROR_INVALID,
+                "ranks %" G_GINT64_FORMAT ": at most %d are simulated (hetero-unfused-1d runs ranks x (ranks - 1) "
+                "GEMM pieces)", sp->ranks, MAX_RANKS);
     return NULL;
   }
   if (!(hw->device.peak_flops[sp->dtype] > 0)) {
