@@ -43,7 +43,14 @@ static const MmCoeffRow overlap_rows[] = {
 
 gboolean mm__device_parse_overlap(const MmJsonCtx *ctx, const cJSON *obj, MmDevice *out, GError **error)
 {
-  return mm__coeffs_parse(ctx, obj, "$.overlap", overlap_rows, out, error);
+  if (!mm__coeffs_parse(ctx, obj, "$.overlap", overlap_rows, out, error)) return FALSE;
+  if (out->overlap.heuristic_low.value > out->overlap.heuristic_high.value) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.overlap.heuristic_high",
+                  "expected at least heuristic_low (%g): the heuristic's upper threshold",
+                  out->overlap.heuristic_low.value);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 void mm__device_overlap_clear(MmDevice *d)
