@@ -168,42 +168,51 @@ static const char *repeated_key(const cJSON *node)
   return NULL;
 }
 
-static gboolean check_strings(const char *path, const cJSON *node, const char *jpath, Tokens *t, GError **error)
+/* @jpath: the node's JSON path, grown and cut back in place as the walk descends (the text of a
+ * message is built only on failure). */
+static gboolean check_strings(const char *path, const cJSON *node, GString *jpath, Tokens *t, GError **error)
 {
   if (cJSON_IsObject(node)) {
     const char *dup = repeated_key(node);
     if (dup) {
       g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_INCONSISTENT,
-                  "%s: %s.%s: the key appears twice in one object; give it once", path, jpath, dup);
+                  "%s: %s.%s: the key appears twice in one object; give it once", path, jpath->str, dup);
       return FALSE;
     }
   }
+  const gsize base = jpath->len;
   gint i = 0;
   for (const cJSON *it = node->child; it; it = it->next, i++) {
-    g_autofree char *sub = NULL;
     const char *raw;
     gsize n;
     if (cJSON_IsObject(node)) {
       next_string(t, &raw, &n);
       g_autofree char *fault = string_fault(raw, n, it->string);
       if (fault) {
-        g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_ENCODING, "%s: %s: a key %s", path, jpath, fault);
+        g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_ENCODING, "%s: %s: a key %s", path, jpath->str, fault);
         return FALSE;
       }
-      sub = g_strdup_printf("%s.%s", jpath, it->string);
-    } else {
-      sub = g_strdup_printf("%s[%d]", jpath, i);
     }
-    if (cJSON_IsString(it)) {
+    const gboolean string = cJSON_IsString(it), nested = cJSON_IsObject(it) || cJSON_IsArray(it);
+    if (!string && !nested) continue;
+    if (cJSON_IsObject(node)) {
+      g_string_append_c(jpath, '.');
+      g_string_append(jpath, it->string);
+    } else {
+      g_string_append_printf(jpath, "[%d]", i);
+    }
+    if (string) {
       next_string(t, &raw, &n);
       g_autofree char *fault = string_fault(raw, n, it->valuestring);
       if (fault) {
-        g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_ENCODING, "%s: %s: the string %s", path, sub, fault);
+        g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_ENCODING, "%s: %s: the string %s", path, jpath->str,
+                    fault);
         return FALSE;
       }
-    } else if (cJSON_IsObject(it) || cJSON_IsArray(it)) {
-      if (!check_strings(path, it, sub, t, error)) return FALSE;
+    } else if (!check_strings(path, it, jpath, t, error)) {
+      return FALSE;
     }
+    g_string_truncate(jpath, base);
   }
   return TRUE;
 }
@@ -228,7 +237,8 @@ cJSON *mm_json_parse_text(const char *path, const char *text, gsize len, GError 
     return NULL;
   }
   Tokens t = {text, len, 0};
-  if (!check_strings(path, root, "$", &t, error)) {
+  g_autoptr(GString) jpath = g_string_new("$");
+  if (!check_strings(path, root, jpath, &t, error)) {
     cJSON_Delete(root);
     return NULL;
   }
@@ -394,19 +404,20 @@ gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON
       return FALSE;
     }
     double v = item->valuedouble;
-    g_autofree char *want = range_text(f);
-    g_autofree char *got = mm_json_fmt_number(v);
+    /* the messages' texts are built only on failure (loading formats nothing for valid input) */
     if (!isfinite(v) || fabs(v) > MM_INT_MAX) {
+      g_autofree char *want = range_text(f);
       mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath,
                     "%.6g is too large (overflow); expected %s", v, want);
       return FALSE;
     }
-    if (f->type == MM_F_INT && v != floor(v)) {
-      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%s is not an integer; expected %s", got, want);
-      return FALSE;
-    }
-    if (v < f->min || v > f->max) {
-      mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%s is not %s", got, want);
+    if ((f->type == MM_F_INT && v != floor(v)) || v < f->min || v > f->max) {
+      g_autofree char *want = range_text(f);
+      g_autofree char *got = mm_json_fmt_number(v);
+      if (f->type == MM_F_INT && v != floor(v))
+        mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%s is not an integer; expected %s", got, want);
+      else
+        mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, jpath, "%s is not %s", got, want);
       return FALSE;
     }
     if (f->offset >= 0) {
@@ -438,8 +449,8 @@ gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON
     }
     return TRUE;
   case MM_F_ENUM: {
-    g_autofree char *allowed = allowed_names(f->names);
     if (!cJSON_IsString(item)) {
+      g_autofree char *allowed = allowed_names(f->names);
       g_autofree char *got = mm_json_describe_value(item);
       mm_json_error(error, MM_CONFIG_ERROR_TYPE, ctx, jpath, "expected one of %s, got %s", allowed,
                     got);
@@ -451,6 +462,7 @@ gboolean mm_json_apply_field(const MmJsonCtx *ctx, const MmField *f, const cJSON
         return TRUE;
       }
     }
+    g_autofree char *allowed = allowed_names(f->names);
     g_autofree char *got = mm_json_describe_value(item);
     mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, jpath, "unknown value %s; expected one of %s",
                   got, allowed);
@@ -571,7 +583,18 @@ gboolean mm_json_apply(const MmJsonCtx *ctx, const cJSON *obj, const char *jpath
       apply_default(f, out);
       continue;
     }
-    g_autofree char *sub = g_strdup_printf("%s.%s", jpath, f->key);
+    /* JPATH.KEY, on the stack when it fits (no allocation per field) */
+    char buf[256];
+    g_autofree char *heap = NULL;
+    const gsize jl = strlen(jpath), kl = strlen(f->key);
+    const char *sub = buf;
+    if (jl + kl + 2 <= sizeof buf) {
+      memcpy(buf, jpath, jl);
+      buf[jl] = '.';
+      memcpy(buf + jl + 1, f->key, kl + 1);
+    } else {
+      sub = heap = g_strdup_printf("%s.%s", jpath, f->key);
+    }
     if (!mm_json_apply_field(ctx, f, item, sub, out, error)) return FALSE;
   }
   if (present) *present = seen;
