@@ -256,6 +256,40 @@ static void group_medians(FILE *out, const MmValidation *v, gboolean md)
   }
 }
 
+/* The system file @hardware (under @base) of curve or overlap case @id, its calibrated device
+ * where asked; errors name the cases file and the case. (transfer full) */
+static MmHardware *case_hardware(const char *cases_path, const char *base, const char *hardware, gboolean calibrated,
+                                 const char *what, const char *id, GError **error)
+{
+  g_autofree char *hp = resolve(base, hardware);
+  g_autoptr(GError) herr = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
+  gboolean used = FALSE;
+  if (hw && calibrated && !mm_hardware_use_calibrated(hw, &used, &herr)) g_clear_pointer(&hw, mm_hardware_free);
+  if (!hw) {
+    g_set_error(error, herr->domain, herr->code, "%s: %s %s: %s", cases_path, what, id, herr->message);
+    return NULL;
+  }
+  return g_steal_pointer(&hw);
+}
+
+/* A row comparing @predicted with @measured (its error, fits TRUE); takes @id. */
+static MmValidationRow *row_new(char *id, const char *group, const char *source, const char *metric, double measured,
+                                double predicted, const char *note)
+{
+  MmValidationRow *r = g_new0(MmValidationRow, 1);
+  r->id = id;
+  r->group = g_strdup(group ? group : "");
+  r->source = g_strdup(source);
+  r->metric = g_strdup(metric);
+  r->measured = measured;
+  r->predicted = predicted;
+  r->error_frac = predicted / measured - 1.0;
+  r->fits = TRUE;
+  r->note = g_strdup(note);
+  return r;
+}
+
 MmValidation *mm_validation_run(const char *cases_path, GError **error)
 {
   return mm_validation_run_calibrated(cases_path, FALSE, error);
@@ -309,16 +343,9 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
       g_set_error(error, serr->domain, serr->code, "%s: case %s: %s", cases_path, id, serr->message);
       return NULL;
     }
-    MmValidationRow *r = g_new0(MmValidationRow, 1);
-    r->id = g_steal_pointer(&id);
-    r->group = group ? g_steal_pointer(&group) : g_strdup("");
-    r->source = g_steal_pointer(&source);
-    r->metric = g_strdup(metric_names[c.metric]);
-    r->measured = c.measured;
-    r->predicted = predict(sim, c.metric);
-    r->error_frac = r->predicted / r->measured - 1.0;
+    MmValidationRow *r = row_new(g_steal_pointer(&id), group, source, metric_names[c.metric], c.measured,
+                                 predict(sim, c.metric), note);
     r->fits = sim->memory->fits;
-    r->note = g_steal_pointer(&note);
     g_ptr_array_add(v->rows, r);
   }
   const cJSON *curves = cJSON_GetObjectItemCaseSensitive(root, "collective_cases");
@@ -330,15 +357,8 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
     ok = mm_json_apply(&ctx, it, jp, curve_fields, &c, NULL, &jerr);
     g_autofree char *id = c.id, *group = c.group, *source = c.source, *hardware = c.hardware, *note = c.note;
     if (!ok) return cases_error(error, jerr);
-    g_autofree char *hp = resolve(base, hardware);
-    g_autoptr(GError) herr = NULL;
-    g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
-    gboolean used = FALSE;
-    if (hw && calibrated && !mm_hardware_use_calibrated(hw, &used, &herr)) g_clear_pointer(&hw, mm_hardware_free);
-    if (!hw) {
-      g_set_error(error, herr->domain, herr->code, "%s: curve %s: %s", cases_path, id, herr->message);
-      return NULL;
-    }
+    g_autoptr(MmHardware) hw = case_hardware(cases_path, base, hardware, calibrated, "curve", id, error);
+    if (!hw) return NULL;
     MmLinks links;
     mm_comm_links(hw, &links);
     int k = 0;
@@ -357,18 +377,10 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
       MmCollective coll = {(MmCollKind)c.kind, pb->valuedouble, ranks, c.stride, (MmAlgorithm)c.algorithm, 1.0, FALSE};
       MmCommCost cost;
       mm_comm_cost(hw, &links, &coll, &cost);
-      MmValidationRow *r = g_new0(MmValidationRow, 1);
       g_autofree char *size = np == 3 ? g_strdup_printf("%" G_GINT64_FORMAT " GPUs", ranks) : mm_fmt_bytes(pb->valuedouble);
-      r->id = g_strdup_printf("%s @ %s", id, size);
+      MmValidationRow *r = row_new(g_strdup_printf("%s @ %s", id, size), group, source, "bus_bw_GBps",
+                                   pv->valuedouble, cost.bus_bw_Bps / 1e9, note);
       r->curve = g_strdup(id);
-      r->group = g_strdup(group ? group : "");
-      r->source = g_strdup(source);
-      r->metric = g_strdup("bus_bw_GBps");
-      r->measured = pv->valuedouble;
-      r->predicted = cost.bus_bw_Bps / 1e9;
-      r->error_frac = r->predicted / r->measured - 1.0;
-      r->fits = TRUE;
-      r->note = note ? g_strdup(note) : NULL;
       g_ptr_array_add(v->rows, r);
     }
   }
@@ -381,15 +393,8 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
     ok = mm_json_apply(&ctx, it, jp, overlap_fields, &c, NULL, &jerr);
     g_autofree char *id = c.id, *group = c.group, *source = c.source, *hardware = c.hardware, *note = c.note;
     if (!ok) return cases_error(error, jerr);
-    g_autofree char *hp = resolve(base, hardware);
-    g_autoptr(GError) herr = NULL;
-    g_autoptr(MmHardware) hw = mm_hardware_load(hp, &herr);
-    gboolean used = FALSE;
-    if (hw && calibrated && !mm_hardware_use_calibrated(hw, &used, &herr)) g_clear_pointer(&hw, mm_hardware_free);
-    if (!hw) {
-      g_set_error(error, herr->domain, herr->code, "%s: overlap case %s: %s", cases_path, id, herr->message);
-      return NULL;
-    }
+    g_autoptr(MmHardware) hw = case_hardware(cases_path, base, hardware, calibrated, "overlap case", id, error);
+    if (!hw) return NULL;
     const MmOverlapSpec spec = {(MmOverlapOp)c.op, c.m, c.n, c.k, c.ranks, (MmDtype)c.dtype, (MmOverlapComm)c.comm};
     if (!mm_overlap_applies(spec.op, (MmOverlapSchedule)c.schedule)) {
       g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_INVALID, "%s: %s.schedule: %s does not apply to %s",
@@ -413,17 +418,10 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
     };
     for (guint q = 0; q < G_N_ELEMENTS(mets); q++) {
       if (!(mets[q].measured_ms > 0)) continue;
-      MmValidationRow *r = g_new0(MmValidationRow, 1);
-      r->id = g_strdup_printf("%s:%s", id, q == 3 ? mm_overlap_schedule_names[c.schedule] : mets[q].metric + 9);
-      r->group = g_strdup(group ? group : "");
-      r->source = g_strdup(source);
-      r->metric = g_strdup(mets[q].metric);
+      char *rid = g_strdup_printf("%s:%s", id, q == 3 ? mm_overlap_schedule_names[c.schedule] : mets[q].metric + 9);
+      MmValidationRow *r = row_new(rid, group, source, mets[q].metric, mets[q].measured_ms,
+                                   mets[q].predicted_s * 1e3, note);
       r->unit = g_strdup("ms");
-      r->measured = mets[q].measured_ms;
-      r->predicted = mets[q].predicted_s * 1e3;
-      r->error_frac = r->predicted / r->measured - 1.0;
-      r->fits = TRUE;
-      r->note = note ? g_strdup(note) : NULL;
       g_ptr_array_add(v->rows, r);
     }
   }
