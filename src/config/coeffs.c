@@ -10,8 +10,8 @@ static MmUtil *slot(MmDevice *d, const MmCoeffRow *r)
   return (MmUtil *)(void *)((char *)d + r->offset);
 }
 
-gboolean mm__coeffs_parse(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, const MmCoeffRow *rows,
-                          MmDevice *out, GError **error)
+static gboolean coeffs_parse(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, const MmCoeffRow *rows,
+                             MmDevice *out, GError **error)
 {
   for (const MmCoeffRow *r = rows; r->key; r++) {
     MmUtil *u = slot(out, r);
@@ -54,14 +54,15 @@ gboolean mm__coeffs_parse(const MmJsonCtx *ctx, const cJSON *obj, const char *jp
   return TRUE;
 }
 
-void mm__coeffs_clear(const MmCoeffRow *rows, MmDevice *d)
+static void coeffs_clear(const MmCoeffRow *rows, MmDevice *d)
 {
   for (const MmCoeffRow *r = rows; r->key; r++) g_clear_pointer(&slot(d, r)->source, g_free);
 }
 
-void mm__coeffs_schema(FILE *out, const char *title, const char *intro, const MmCoeffRow *rows)
+static void coeffs_schema(FILE *out, const MmCoeffTable *t)
 {
-  fprintf(out, "### %s\n\n%s\n\n", title, intro);
+  const MmCoeffRow *rows = t->rows;
+  fprintf(out, "### `%s`\n\n%s\n\n", t->key, t->intro);
   fprintf(out, "| key | default | range | unit | meaning | default's source |\n");
   fprintf(out, "|---|---|---|---|---|---|\n");
   for (const MmCoeffRow *r = rows; r->key; r++) {
@@ -72,4 +73,27 @@ void mm__coeffs_schema(FILE *out, const char *title, const char *intro, const Mm
             lo, hi, r->unit, r->doc, r->def_source);
   }
   fprintf(out, "\n");
+}
+
+static const MmCoeffTable *const tables[] = {&mm__fused_coeffs, &mm__overlap_coeffs};
+
+gboolean mm__device_parse_coeffs(const MmJsonCtx *ctx, const cJSON *root, MmDevice *out, GError **error)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
+    const MmCoeffTable *t = tables[i];
+    g_autofree char *jp = g_strdup_printf("$.%s", t->key);
+    if (!coeffs_parse(ctx, cJSON_GetObjectItemCaseSensitive(root, t->key), jp, t->rows, out, error)) return FALSE;
+    if (t->check && !t->check(ctx, out, error)) return FALSE;
+  }
+  return TRUE;
+}
+
+void mm__device_coeffs_clear(MmDevice *d)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(tables); i++) coeffs_clear(tables[i]->rows, d);
+}
+
+void mm__device_coeffs_schema(FILE *out)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(tables); i++) coeffs_schema(out, tables[i]);
 }

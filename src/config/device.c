@@ -429,8 +429,7 @@ void mm_device_clear(MmDevice *d)
     eff_fit_free(d->memory_fit[k]);
   }
   g_free(d->calibration_source);
-  mm__device_fused_clear(d);
-  mm__device_overlap_clear(d);
+  mm__device_coeffs_clear(d);
   memset(d, 0, sizeof *d);
 }
 
@@ -484,8 +483,7 @@ static gboolean device_from_json(const char *path, const cJSON *root, MmDevice *
   if (eff && !parse_efficiency(&ctx, eff, out, error)) return FALSE;
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   if (cal && !parse_calibration(&ctx, cal, out, error)) return FALSE;
-  if (!mm__device_parse_fused(&ctx, cJSON_GetObjectItemCaseSensitive(root, "fused"), out, error)) return FALSE;
-  return mm__device_parse_overlap(&ctx, cJSON_GetObjectItemCaseSensitive(root, "overlap"), out, error);
+  return mm__device_parse_coeffs(&ctx, root, out, error);
 }
 
 static gboolean device_from_root(const char *path, const cJSON *root, MmDevice *out, GError **error)
@@ -546,6 +544,5 @@ void mm__device_write_schema(FILE *out)
   mm_json_write_schema(out, "`calibration.fits.*`", "", fit_fields);
   mm_json_write_schema(out, "`calibration.collectives[]`", "", collective_fields);
   mm_json_write_schema(out, "`calibration.overlap[]`", "", overlap_fields);
-  mm__device_fused_schema(out);
-  mm__device_overlap_schema(out);
+  mm__device_coeffs_schema(out);
 }

@@ -38,20 +38,10 @@ static const MmCoeffRow fused_rows[] = {
   MM_COEFF_ROWS_END,
 };
 
-gboolean mm__device_parse_fused(const MmJsonCtx *ctx, const cJSON *obj, MmDevice *out, GError **error)
-{
-  return mm__coeffs_parse(ctx, obj, "$.fused", fused_rows, out, error);
-}
-
-void mm__device_fused_clear(MmDevice *d)
-{
-  mm__coeffs_clear(fused_rows, d);
-}
-
-void mm__device_fused_schema(FILE *out)
-{
-  mm__coeffs_schema(out, "`fused`",
-                    "Coefficients of fused compute-collective kernels, each `{value, provenance, source}`; an "
-                    "absent key takes the default below.",
-                    fused_rows);
-}
+const MmCoeffTable mm__fused_coeffs = {
+  "fused",
+  "Coefficients of fused compute-collective kernels, each `{value, provenance, source}`; an absent key takes the "
+  "default below.",
+  fused_rows,
+  NULL,
+};

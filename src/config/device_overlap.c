@@ -41,27 +41,22 @@ static const MmCoeffRow overlap_rows[] = {
   MM_COEFF_ROWS_END,
 };
 
-gboolean mm__device_parse_overlap(const MmJsonCtx *ctx, const cJSON *obj, MmDevice *out, GError **error)
+/* The heuristic's thresholds in order. */
+static gboolean check_overlap(const MmJsonCtx *ctx, const MmDevice *d, GError **error)
 {
-  if (!mm__coeffs_parse(ctx, obj, "$.overlap", overlap_rows, out, error)) return FALSE;
-  if (out->overlap.heuristic_low.value > out->overlap.heuristic_high.value) {
+  if (d->overlap.heuristic_low.value > d->overlap.heuristic_high.value) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.overlap.heuristic_high",
                   "expected at least heuristic_low (%g): the heuristic's upper threshold",
-                  out->overlap.heuristic_low.value);
+                  d->overlap.heuristic_low.value);
     return FALSE;
   }
   return TRUE;
 }
 
-void mm__device_overlap_clear(MmDevice *d)
-{
-  mm__coeffs_clear(overlap_rows, d);
-}
-
-void mm__device_overlap_schema(FILE *out)
-{
-  mm__coeffs_schema(out, "`overlap`",
-                    "Coefficients of decomposed compute-communication overlap, each `{value, provenance, "
-                    "source}`; an absent key takes the default below.",
-                    overlap_rows);
-}
+const MmCoeffTable mm__overlap_coeffs = {
+  "overlap",
+  "Coefficients of decomposed compute-communication overlap, each `{value, provenance, source}`; an absent key "
+  "takes the default below.",
+  overlap_rows,
+  check_overlap,
+};

@@ -13,15 +13,6 @@ gboolean mm__parse_network(const MmJsonCtx *ctx, const cJSON *obj, const char *j
 void mm__device_write_schema(FILE *out);
 void mm__network_write_schema(FILE *out);
 
-/* The device file's optional "fused" object (@obj NULL: every default) and "overlap" object
- * (src/config/device_fused.c, device_overlap.c). */
-gboolean mm__device_parse_fused(const MmJsonCtx *ctx, const cJSON *obj, MmDevice *out, GError **error);
-void mm__device_fused_clear(MmDevice *d);
-void mm__device_fused_schema(FILE *out);
-gboolean mm__device_parse_overlap(const MmJsonCtx *ctx, const cJSON *obj, MmDevice *out, GError **error);
-void mm__device_overlap_clear(MmDevice *d);
-void mm__device_overlap_schema(FILE *out);
-
 /* A behavioural coefficient of a device (the "fused" and "overlap" objects): written as
  * {value, provenance, source}; absent, it takes the row's default, whose source says where
  * that number comes from (a paper's figure, a stated estimate). */
@@ -38,11 +29,22 @@ typedef struct {
 } MmCoeffRow;
 #define MM_COEFF_ROWS_END {NULL, 0, 0, 0, NULL, 0, 0, NULL, 0, NULL}
 
-/* Parses @obj (NULL: every default) at @jp by @rows into @out's MmUtil fields; rejects unknown
- * keys, values out of range and wrong types with the file and JSON path. Sources are owned by
- * @out (free with mm__coeffs_clear). */
-gboolean mm__coeffs_parse(const MmJsonCtx *ctx, const cJSON *obj, const char *jp, const MmCoeffRow *rows,
-                          MmDevice *out, GError **error);
-void mm__coeffs_clear(const MmCoeffRow *rows, MmDevice *d);
-/* The rows as a Markdown table under @title (docs/SCHEMA.md). */
-void mm__coeffs_schema(FILE *out, const char *title, const char *intro, const MmCoeffRow *rows);
+/* A table of coefficients: the device file's object @key (absent: every default), its rows, its
+ * schema text, and a check across rows (NULL: none) run after they are read. */
+typedef struct {
+  const char *key;
+  const char *intro; /* docs/SCHEMA.md */
+  const MmCoeffRow *rows;
+  gboolean (*check)(const MmJsonCtx *ctx, const MmDevice *d, GError **error);
+} MmCoeffTable;
+
+extern const MmCoeffTable mm__fused_coeffs;   /* src/config/device_fused.c */
+extern const MmCoeffTable mm__overlap_coeffs; /* src/config/device_overlap.c */
+
+/* Reads every coefficient table of device file @root into @out: rejects unknown keys, values out
+ * of range and wrong types with the file and JSON path. Sources are owned by @out (free with
+ * mm__device_coeffs_clear). */
+gboolean mm__device_parse_coeffs(const MmJsonCtx *ctx, const cJSON *root, MmDevice *out, GError **error);
+void mm__device_coeffs_clear(MmDevice *d);
+/* The tables as Markdown (docs/SCHEMA.md). */
+void mm__device_coeffs_schema(FILE *out);
