@@ -210,34 +210,46 @@ static void lower_serial(Ctx *x)
   }
 }
 
-/* PyTorch async-TP: step s exchanges whole shards with the peer s away, over one link of a mesh. */
-static void lower_shard(Ctx *x)
+/* The peer-to-peer step structure shard overlap and the Flux-style kernel share; @piece lowers
+ * step s's GEMM piece (@first: the op's first piece). gemm-rs: the partial of the block peer s
+ * owns, sent to it, the own block last, then the reduction; ag-gemm: the own shard, then each
+ * peer's shard as it arrives. */
+typedef uint32_t (*PieceFn)(Ctx *x, uint32_t step, gboolean first, const uint32_t *deps, uint32_t n_deps);
+
+static void peer_steps(Ctx *x, PieceFn piece)
 {
-  const MmOverlapSpec *sp = x->sp;
-  const int64_t p = sp->ranks;
-  const double S = x->M / x->p, N = x->N, K = x->K;
-  if (sp->op == MM_OVERLAP_GEMM_RS) {
-    /* partial of the block peer s owns, sent to it; own block last; then the reduction */
+  const int64_t p = x->sp->ranks;
+  const double S = x->M / x->p;
+  if (x->sp->op == MM_OVERLAP_GEMM_RS) {
     GArray *all = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     for (int64_t s = 1; s <= p; s++) {
-      const uint32_t g = gemm(x, S_GEMM, (uint32_t)s, S, N, K, FALSE, NULL, 0);
+      const uint32_t g = piece(x, (uint32_t)s, s == 1, NULL, 0);
       g_array_append_val(all, g);
       if (s == p) break;
-      const MmCollective c = coll(MM_COLL_P2P, S * N * x->b, 2, s);
+      const MmCollective c = coll(MM_COLL_P2P, S * x->N * x->b, 2, s);
       const uint32_t t = xfer(x, S_COMM, (uint32_t)s, &c, 1, &g, 1);
       g_array_append_val(all, t);
     }
-    copy(x, S_GEMM, (uint32_t)p, (x->p + 1.0) * S * N * x->b, (const uint32_t *)(void *)all->data, all->len);
+    copy(x, S_GEMM, (uint32_t)p, (x->p + 1.0) * S * x->N * x->b, (const uint32_t *)(void *)all->data, all->len);
     g_array_unref(all);
     return;
   }
-  gemm(x, S_GEMM, 0, S, N, K, FALSE, NULL, 0);
+  piece(x, 0, TRUE, NULL, 0);
   for (int64_t s = 1; s < p; s++) {
-    const MmCollective c = coll(MM_COLL_P2P, S * K * x->b, 2, s);
+    const MmCollective c = coll(MM_COLL_P2P, S * x->K * x->b, 2, s);
     const uint32_t t = xfer(x, S_COMM, (uint32_t)s, &c, 1, NULL, 0);
-    gemm(x, S_GEMM, (uint32_t)s, S, N, K, FALSE, &t, 1);
+    piece(x, (uint32_t)s, FALSE, &t, 1);
   }
 }
+
+static uint32_t shard_piece(Ctx *x, uint32_t step, gboolean first, const uint32_t *deps, uint32_t n_deps)
+{
+  (void)first;
+  return gemm(x, S_GEMM, step, x->M / x->p, x->N, x->K, FALSE, deps, n_deps);
+}
+
+/* PyTorch async-TP: step s exchanges whole shards with the peer s away, over one link of a mesh. */
+static void lower_shard(Ctx *x) { peer_steps(x, shard_piece); }
 
 /* FiCCO: communication one level finer (every step 1/p of every peer's shard, all-to-all), p steps. */
 static void lower_ficco(Ctx *x, MmOverlapSchedule s)
@@ -333,33 +345,17 @@ static void lower_cmm(Ctx *x, gboolean x2)
  * pulls the peers' shards one after another at the port's bandwidth while the local rows run; RS:
  * the epilogue writes each remote block's tiles to its owner (on the SMs), remote blocks first,
  * then a reduction of the p partials. */
+static uint32_t flux_piece(Ctx *x, uint32_t step, gboolean first, const uint32_t *deps, uint32_t n_deps)
+{
+  return gemm_tiles(x, S_GEMM, step, 1.0 / x->p, first, deps, n_deps);
+}
+
 static void lower_flux(Ctx *x)
 {
-  const MmOverlapSpec *sp = x->sp;
-  const int64_t p = sp->ranks;
-  const double S = x->M / x->p, N = x->N, K = x->K, f = 1.0 / x->p;
-  if (sp->op == MM_OVERLAP_GEMM_RS) {
-    x->cu = TRUE; /* epilogue stores are issued by the GEMM's own threads */
-    GArray *all = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-    for (int64_t s = 1; s <= p; s++) {
-      const uint32_t g = gemm_tiles(x, S_GEMM, (uint32_t)s, f, s == 1, NULL, 0);
-      g_array_append_val(all, g);
-      if (s == p) break;
-      const MmCollective c = coll(MM_COLL_P2P, S * N * x->b, 2, s);
-      const uint32_t t = xfer(x, S_COMM, (uint32_t)s, &c, 1, &g, 1);
-      g_array_append_val(all, t);
-    }
-    copy(x, S_GEMM, (uint32_t)p, (x->p + 1.0) * S * N * x->b, (const uint32_t *)(void *)all->data, all->len);
-    g_array_unref(all);
-    return;
-  }
-  x->cu = FALSE; /* cudaMemcpyAsync on the copy engines */
-  gemm_tiles(x, S_GEMM, 0, f, TRUE, NULL, 0);
-  for (int64_t s = 1; s < p; s++) {
-    const MmCollective c = coll(MM_COLL_P2P, S * K * x->b, 2, s);
-    const uint32_t t = xfer(x, S_COMM, (uint32_t)s, &c, 1, NULL, 0);
-    gemm_tiles(x, S_GEMM, (uint32_t)s, f, FALSE, &t, 1);
-  }
+  /* gemm-rs: epilogue stores are issued by the GEMM's own threads; ag-gemm: cudaMemcpyAsync on
+   * the copy engines */
+  x->cu = x->sp->op == MM_OVERLAP_GEMM_RS;
+  peer_steps(x, flux_piece);
 }
 
 /* ---- the table of schedules ----------------------------------------------- */
