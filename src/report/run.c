@@ -32,6 +32,26 @@ static int span_cmp(const void *x, const void *y)
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
+/* Wall time of the sorted disjoint spans @comp (@nc) and @comm (@nm), and of their intersection. */
+static void span_totals(const Span *comp, guint nc, const Span *comm, guint nm, double *comp_s, double *comm_s,
+                        double *both_s)
+{
+  double c = 0, m = 0, both = 0;
+  for (guint i = 0; i < nc; i++) c += mm_time_to_s(comp[i].b - comp[i].a);
+  guint j = 0;
+  for (guint i = 0; i < nm; i++) {
+    m += mm_time_to_s(comm[i].b - comm[i].a);
+    while (j < nc && comp[j].b <= comm[i].a) j++;
+    for (guint k = j; k < nc && comp[k].a < comm[i].b; k++) {
+      MmTime x = MAX(comp[k].a, comm[i].a), y = MIN(comp[k].b, comm[i].b);
+      if (y > x) both += mm_time_to_s(y - x);
+    }
+  }
+  *comp_s = c;
+  *comm_s = m;
+  *both_s = both;
+}
+
 /* One fused group: the ops @idx[0..@m) of @pr (compute pieces on one stream, transfers on
  * others): wall time computing only, communicating only, both, and stalled: inside its span,
  * neither its transfers nor the compute stream (@all, @n_all: every compute span of the class,
@@ -55,17 +75,8 @@ static void fused_group(const MmPlanProgram *pr, const MmTime *t0, const MmTime 
   qsort(buf, nc, sizeof(Span), span_cmp);
   nm = union_spans(comm, nm, comm);
   nc = union_spans(buf, nc, buf);
-  double comp = 0, cm = 0, both = 0;
-  for (guint i = 0; i < nc; i++) comp += mm_time_to_s(buf[i].b - buf[i].a);
-  guint j = 0;
-  for (guint i = 0; i < nm; i++) {
-    cm += mm_time_to_s(comm[i].b - comm[i].a);
-    while (j < nc && buf[j].b <= comm[i].a) j++;
-    for (guint k = j; k < nc && buf[k].a < comm[i].b; k++) {
-      MmTime x = MAX(buf[k].a, comm[i].a), y = MIN(buf[k].b, comm[i].b);
-      if (y > x) both += mm_time_to_s(y - x);
-    }
-  }
+  double comp, cm, both;
+  span_totals(buf, nc, comm, nm, &comp, &cm, &both);
   const double span = mm_time_to_s(hi - lo);
   /* busy inside the span: the group's transfers with every compute span, clipped */
   Span *busy = comm + nm;
@@ -170,17 +181,8 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
   nm = union_spans(comm, nm, comm);
-  double active = 0, overlap = 0, comp_active = 0;
-  for (guint i = 0; i < nc; i++) comp_active += mm_time_to_s(comp[i].b - comp[i].a);
-  guint j = 0;
-  for (guint i = 0; i < nm; i++) {
-    active += mm_time_to_s(comm[i].b - comm[i].a);
-    while (j < nc && comp[j].b <= comm[i].a) j++;
-    for (guint k = j; k < nc && comp[k].a < comm[i].b; k++) {
-      MmTime lo = MAX(comp[k].a, comm[i].a), hi = MIN(comp[k].b, comm[i].b);
-      if (hi > lo) overlap += mm_time_to_s(hi - lo);
-    }
-  }
+  double active, overlap, comp_active;
+  span_totals(comp, nc, comm, nm, &comp_active, &active, &overlap);
   r->comm_active_s = active;
   r->compute_active_s = comp_active;
   r->exposed_comm_s = MAX(0.0, active - overlap);
