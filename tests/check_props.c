@@ -192,6 +192,7 @@ static char *gen_config(GRand *r, Family fam, int64_t devices, int64_t gpus_per_
 
 typedef struct {
   guint tried, accepted, per_device, monotone_runs;
+  guint steady; /* inputs whose steady-state run stood for the whole iteration */
   guint anomalies;     /* faster hardware, (slightly) longer iteration: see MONOTONE_TOL */
   double worst_anomaly;
 } Tally;
@@ -295,12 +296,36 @@ static void check_memory(const cJSON *mem, const MmMemory *m, const char *ctx)
   check_close(busiest, m->per_device_bytes, 1e-12, "busiest stage", ctx);
 }
 
-static MmSimulation *simulate(const MmInputs *in, const MmPoint *pt, gboolean per_device, const char *ctx)
+static MmSimulation *simulate_as(const MmInputs *in, const MmPoint *pt, gboolean per_device, gboolean timeline,
+                                 const char *ctx)
 {
   g_autoptr(GError) error = NULL;
-  MmSimulation *sim = mm_simulation_new_point(in, pt, per_device, &error);
-  ck_assert_msg(sim != NULL, "%s: a resolved scenario failed to simulate: %s", ctx, error ? error->message : "?");
-  return sim;
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare(in, pt, &error);
+  if (sim) sim->timeline = timeline;
+  ck_assert_msg(sim && mm_simulation_run(sim, per_device, &error), "%s: a resolved scenario failed to simulate: %s",
+                ctx, error ? error->message : "?");
+  return g_steal_pointer(&sim);
+}
+
+static MmSimulation *simulate(const MmInputs *in, const MmPoint *pt, gboolean per_device, const char *ctx)
+{
+  return simulate_as(in, pt, per_device, FALSE, ctx);
+}
+
+/* The steady-state reduction (when it applies) gives the whole iteration's answer. */
+static void check_steady(const MmInputs *in, const MmPoint *pt, const MmSimulation *full, Tally *tally,
+                         const char *ctx)
+{
+  g_autoptr(MmSimulation) red = simulate(in, pt, FALSE, ctx);
+  if (red->steady_micro_steps == 0) return;
+  tally->steady++;
+  const MmRunMetrics *a = &full->metrics, *b = &red->metrics;
+  ck_assert_msg(a->iteration_time_s == b->iteration_time_s, "%s: steady-state run (%u micro-steps) %.17g s, whole %.17g s",
+                ctx, red->steady_micro_steps, b->iteration_time_s, a->iteration_time_s);
+  check_close(a->compute_s, b->compute_s, 1e-9, "steady compute_s", ctx);
+  check_close(a->comm_s, b->comm_s, 1e-9, "steady comm_s", ctx);
+  check_close(a->exposed_comm_s, b->exposed_comm_s, 1e-9, "steady exposed_comm_s", ctx);
+  ck_assert_uint_eq(a->events, b->events);
 }
 
 /* Iteration time, and for serving the decode step's. */
@@ -312,7 +337,8 @@ static void times(const MmSimulation *sim, double *t)
 
 static void check_one(const MmInputs *in, const MmPoint *base, int64_t devices, Tally *tally, const char *ctx)
 {
-  g_autoptr(MmSimulation) sim = simulate(in, base, FALSE, ctx);
+  g_autoptr(MmSimulation) sim = simulate_as(in, base, FALSE, TRUE, ctx);
+  check_steady(in, base, sim, tally, ctx);
   g_autoptr(cJSON) doc = mm_report_run_json(sim->plan, sim->engine, &sim->metrics, sim->memory);
   if (sim->decode_plan) {
     cJSON_AddItemToObject(doc, "serving", mm_report_serving_json(&sim->serving));
@@ -402,8 +428,9 @@ START_TEST(test_properties)
   for (int f = 0; f < 3; f++) ck_assert_uint_ge(by_family[f], wanted / 6);
   ck_assert_uint_ge(tally.per_device, wanted / 4);
   printf("props: %u inputs checked of %u generated (llm %u, moe %u, dlrm %u); %u per-device comparisons, %u "
-         "scaled runs, %u of them slower by up to %.2g (link sharing)\n", tally.accepted, tally.tried, by_family[0],
-         by_family[1], by_family[2], tally.per_device, tally.monotone_runs, tally.anomalies, tally.worst_anomaly);
+         "steady-state reductions, %u scaled runs, %u of them slower by up to %.2g (link sharing)\n", tally.accepted,
+         tally.tried, by_family[0], by_family[1], by_family[2], tally.per_device, tally.steady, tally.monotone_runs,
+         tally.anomalies, tally.worst_anomaly);
 }
 END_TEST
 

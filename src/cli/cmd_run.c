@@ -59,7 +59,7 @@ int mm_cmd_run(int argc, char **argv)
   }
 
   g_autoptr(GError) error = NULL;
-  MmSimOptions sopt = {.nodes = paths.nodes, .per_device = per_device};
+  MmSimOptions sopt = {.nodes = paths.nodes, .per_device = per_device, .timeline = TRUE};
   g_autoptr(MmSimulation) sim = mm_simulation_new(model_path, hw_path, cfg_path, &sopt, &error);
   if (!sim) return mm_cli_fail(error);
   const MmMemory *mem = sim->memory;

@@ -100,6 +100,8 @@ typedef struct {
   uint32_t *chunk_first, *chunk_end; /* unit range of each chunk */
   gboolean *chunk_trained;           /* runs a backward */
   uint32_t cur_chunk;
+  uint32_t *pair_first; /* ops at the start of each steady 1F1B pair, and after the last */
+  uint32_t n_pairs;
 
   uint32_t n_fused; /* fused / decomposed op groups emitted (MmOpInfo.fused) */
 
@@ -192,6 +194,11 @@ void mm__emit_optimizer(Lower *L);
 /* limits.c: the bounds mm_scenario_new checks last (see MM_PLAN_MAX_OPS) */
 double mm__plan_ops_estimate(double layers, double units, int64_t micro_steps, int64_t stages);
 gboolean mm__scenario_check_limits(const MmScenario *s, GError **error);
+
+/* schedule.c: steady pairs per period and micro-batches per period (0, 0: no steady part) */
+void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro);
+/* Forward steps stage @stage runs before its first backward (1F1B and interleaved 1F1B). */
+guint mm__pipe_warmup(guint p, guint v, guint m, guint stage);
 
 /* iteration.c: one stage's schedule of chunk forwards and backwards */
 void mm__lower_program(Lower *L);

@@ -192,10 +192,22 @@ void mm__lower_program(Lower *L)
 
   for (uint32_t i = 0; i < MIN((uint32_t)L->s->cfg->fsdp_prefetch + 1, L->n_gq); i++) mm__emit_gather(L, NULL);
 
+  /* the steady part: after the warm-up forwards, pairs of a forward and a backward step */
+  uint32_t G, g, warm = 0;
+  mm__pipe_period(L->s, &G, &g);
+  if (G > 0 && L->training) {
+    warm = mm__pipe_warmup(p, v, m, L->stage);
+    L->n_pairs = m * v - warm;
+    for (uint32_t j = 0; j < L->n_pairs; j++) g_assert(!steps[warm + 2 * j].bwd && steps[warm + 2 * j + 1].bwd);
+    L->pair_first = g_new(uint32_t, L->n_pairs + 1);
+  }
+
   /* synchronous exchange: the next step waits for this step's transfers */
   const gboolean sync = !L->s->cfg->pipeline.overlap_p2p;
   uint32_t pending = NONE;
   for (guint i = 0; i < n_steps; i++) {
+    if (L->pair_first && i >= warm && (i - warm) % 2 == 0 && (i - warm) / 2 <= L->n_pairs)
+      L->pair_first[(i - warm) / 2] = L->n_ops;
     const uint32_t k = steps[i].chunk * p + L->stage, mi = steps[i].micro;
     L->cur_chunk = k;
     if (!steps[i].bwd) {
@@ -221,6 +233,7 @@ void mm__lower_program(Lower *L)
       pending = mm__emit_p2p(L, TRUE, TRUE, k - 1, mi, stage_delta(L, k - 1), boundary_bytes(L, k - 1), &d, L->chunk_first[k]);
     }
   }
+  if (L->pair_first && warm + 2 * L->n_pairs == n_steps) L->pair_first[L->n_pairs] = L->n_ops;
   g_assert(L->gq_pos == L->n_gq);
   L->cur_chunk = L->stage;
 

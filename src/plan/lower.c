@@ -37,11 +37,11 @@ static double behaviour_load(const MmScenario *s, gboolean hot)
 }
 
 static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks *links, const uint32_t *unit_chunk,
-                            uint32_t stage, gboolean hot, MmPlanProgram *out)
+                            uint32_t micro_steps, uint32_t stage, gboolean hot, MmPlanProgram *out)
 {
   /* the scenario kept this below MM_PLAN_MAX_OPS; the arrays grow if it falls short */
   const uint32_t guess =
-    (uint32_t)MIN(mm__plan_ops_estimate(g->n_layers, g->n_units, s->micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
+    (uint32_t)MIN(mm__plan_ops_estimate(g->n_layers, g->n_units, micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
   Lower L = {
     .s = s, .g = g, .m = s->model, .hw = s->hw, .links = links,
     .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
@@ -49,7 +49,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .training = s->cfg->task != MM_TASK_INFERENCE,
     .launch_s = mm_plan_launch_s(s, g),
     .stage = stage, .expert_load = behaviour_load(s, hot), .a2a_skew = MAX(1.0, behaviour_load(s, hot)),
-    .unit_chunk = unit_chunk, .p = (uint32_t)s->pp, .v = (uint32_t)s->vstages, .nm = (uint32_t)s->micro_steps,
+    .unit_chunk = unit_chunk, .p = (uint32_t)s->pp, .v = (uint32_t)s->vstages, .nm = micro_steps,
   };
   L.K = L.p * L.v;
   L.first_trained = mm_plan_first_trained(s);
@@ -77,7 +77,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
 
   *out = (MmPlanProgram){
     .ops = L.ops, .info = L.info, .deps = L.deps, .n_ops = L.n_ops, .xfer_link = L.xfer_link,
-    .xfer_bytes = L.xfer_bytes, .stage = stage, .hot = hot,
+    .xfer_bytes = L.xfer_bytes, .stage = stage, .hot = hot, .pair_first = L.pair_first, .n_pairs = L.n_pairs,
   };
   out->dur = g_new(MmTime, out->n_ops + 1);
   for (uint32_t i = 0; i < out->n_ops; i++) out->dur[i] = mm_time_from_s(out->info[i].fixed_s);
@@ -96,6 +96,7 @@ void mm_plan_free(MmPlan *p)
     g_free(pr->dur);
     g_free(pr->xfer_link);
     g_free(pr->xfer_bytes);
+    g_free(pr->pair_first);
   }
   g_free(p->programs);
   g_free(p->engine_programs);
@@ -116,6 +117,8 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
   p->link_bw = g_new(double, p->links.n + 1);
   for (uint32_t i = 0; i < p->links.n; i++) p->link_bw[i] = p->links.bw_Bps[i] / MM_PS_PER_S;
   p->unit_chunk = mm_pipe_unit_chunks(s, g);
+  p->micro_steps = opt && opt->micro_steps > 0 ? opt->micro_steps : (uint32_t)s->micro_steps;
+  mm__pipe_period(s, &p->period_pairs, &p->period_micro);
 
   /* behaviours: a program per stage, two when one ep rank gets more tokens than the others */
   const gboolean skewed = s->cfg->expert_skew > 0 && s->ep_degree > 1;
@@ -126,7 +129,7 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
   for (uint32_t st = 0; st < (uint32_t)s->pp; st++) {
     for (uint32_t h = 0; h < per_stage; h++) {
       MmPlanProgram *pr = &p->programs[st * per_stage + h];
-      lower_behaviour(s, g, &p->links, p->unit_chunk, st, skewed && h == 0, pr);
+      lower_behaviour(s, g, &p->links, p->unit_chunk, p->micro_steps, st, skewed && h == 0, pr);
       const int64_t hot_devices = s->stage_devices / s->ep_degree;
       pr->devices = !skewed ? s->stage_devices : h == 0 ? hot_devices : s->stage_devices - hot_devices;
       pr->rep_device = (uint32_t)(st * s->stage_devices + (h == 1 ? s->ep_stride : 0));

@@ -335,6 +335,8 @@ typedef struct {
 
 typedef struct {
   gboolean per_device; /* one class per device instead of one per behaviour */
+  uint32_t micro_steps; /* micro-batches to lower (0: the scenario's); fewer for a steady-state run
+                         * (mm_plan_steady_micro_steps) */
 } MmPlanOptions;
 
 /* One step of a pipeline schedule on one stage. */
@@ -370,6 +372,10 @@ typedef struct {
   gboolean hot;
   int64_t devices;     /* devices behaving like this */
   uint32_t rep_device; /* one of them */
+  /* the steady 1F1B part of its schedule: pair j (a forward and a backward step) is ops
+   * [pair_first[j], pair_first[j + 1]); n_pairs 0 without one (GPipe, inference) */
+  uint32_t *pair_first;
+  uint32_t n_pairs;
 } MmPlanProgram;
 
 /* The lowered iteration: a program per device behaviour, and the device classes running them. */
@@ -389,7 +395,17 @@ typedef struct {
   double peak_flops_per_device;     /* dense peak of the main block's compute dtype */
   MmDtype mfu_dtype;
   uint32_t *unit_chunk; /* per graph unit: its pipeline chunk */
+  uint32_t micro_steps;  /* micro-batches lowered (the scenario's unless a steady-state run asked fewer) */
+  /* the schedule's period: adding period_micro micro-batches adds period_pairs steady pairs to
+   * every stage's program, the same ops in the same order (0: no steady part) */
+  uint32_t period_pairs, period_micro;
 } MmPlan;
+
+/* Micro-batches to lower (congruent to the scenario's modulo the period) so that every stage's
+ * schedule holds at least @periods whole periods of steady 1F1B pairs; 0 when the schedule has no
+ * steady part (GPipe, inference) or that is not fewer than the scenario's. A run of that many
+ * stands for the whole iteration when its periods repeat exactly (mm_report_run_metrics_steady). */
+uint32_t mm_plan_steady_micro_steps(const MmScenario *s, uint32_t periods);
 
 /* The program class @c runs. */
 static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32_t c)

@@ -15,6 +15,37 @@ static MmPipeStep virtual_step(guint p, guint v, guint k, gboolean bwd)
   return s;
 }
 
+guint mm__pipe_warmup(guint p, guint v, guint m, guint stage)
+{
+  return v == 1 ? MIN(p - stage - 1, m) : MIN((p - stage - 1) * 2 + (v - 1) * p, m * v);
+}
+
+static gboolean has_steady(const MmScenario *s)
+{
+  return s->cfg->task != MM_TASK_INFERENCE && s->cfg->pipeline.schedule != MM_PIPE_GPIPE;
+}
+
+void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro)
+{
+  const uint32_t p = (uint32_t)s->pp, v = (uint32_t)s->vstages;
+  *pairs = !has_steady(s) ? 0 : v == 1 ? 1 : p * v;
+  *micro = !has_steady(s) ? 0 : v == 1 ? 1 : p;
+}
+
+uint32_t mm_plan_steady_micro_steps(const MmScenario *s, uint32_t periods)
+{
+  uint32_t G, g;
+  mm__pipe_period(s, &G, &g);
+  if (G == 0 || s->micro_steps > G_MAXUINT32) return 0;
+  const uint32_t m = (uint32_t)s->micro_steps, p = (uint32_t)s->pp, v = (uint32_t)s->vstages;
+  /* stage 0 warms up longest; its steady pairs are m v - warm-up */
+  const uint64_t warm = v == 1 ? p - 1 : (uint64_t)(p - 1) * 2 + (uint64_t)(v - 1) * p;
+  const uint64_t need = ((uint64_t)periods * G + warm + v - 1) / v;
+  uint64_t mr = m % g;
+  if (mr < need) mr += (need - mr + g - 1) / g * g;
+  return mr < m ? (uint32_t)mr : 0;
+}
+
 guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
                        MmPipeStep *out)
 {
@@ -27,7 +58,7 @@ guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint sta
       for (; bk < total; bk++) out[n++] = virtual_step(p, v, bk, TRUE);
     return n;
   }
-  guint warm = v == 1 ? MIN(p - stage - 1, m) : MIN((p - stage - 1) * 2 + (v - 1) * p, total);
+  guint warm = mm__pipe_warmup(p, v, m, stage);
   for (guint i = 0; i < warm; i++) out[n++] = virtual_step(p, v, fk++, FALSE);
   for (guint i = 0; i < total - warm; i++) {
     out[n++] = virtual_step(p, v, fk++, FALSE);

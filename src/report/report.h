@@ -94,6 +94,13 @@ typedef struct {
 } MmRunMetrics;
 
 void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *out);
+/* The metrics of the iteration of @micro_steps micro-batches that @p (lowered with fewer,
+ * mm_plan_steady_micro_steps) stands for: FALSE, and @out untouched, unless every stage's steady
+ * periods repeated exactly (same ops, times shifted by one period time) around a common time;
+ * then the iteration is this run with the missing periods inserted there, and the figures are
+ * this run's plus the missing periods' (what the window of one period time adds). Fused groups
+ * and per-device runs are not reduced. */
+gboolean mm_report_run_metrics_steady(const MmPlan *p, const MmEngine *e, uint32_t micro_steps, MmRunMetrics *out);
 /* The run document; @e (may be NULL) adds the per-behaviour table (stages, skewed ranks). */
 cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics *r, const MmMemory *mem);
 /* Per device behaviour (pipeline stage, busiest expert rank): end, compute busy, idle, memory. */

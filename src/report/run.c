@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "run_internal.h"
 
 /* Merges the intervals of the comm streams (each already in start order) into a
  * disjoint union; returns its length. */
@@ -137,9 +137,7 @@ static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime
   }
 }
 
-/* Busy union of the compute stream and of all communication streams of class @c:
- * serialized sums, overlap and idle time. */
-static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMetrics *r)
+void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTime *win, MmRunMetrics *r)
 {
   const MmPlanProgram *pr = mm_plan_class_program(p, c);
   const uint32_t n = pr->n_ops;
@@ -153,9 +151,17 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
   for (uint32_t i = 0; i < n; i++) {
     const MmOpInfo *in = &pr->info[i];
     MmTime a = t0[i], b = t1[i];
+    if (win) {
+      /* its part inside the window; counted where it starts */
+      if (t0[i] >= win[0] && t0[i] < win[1]) r->stream_ops[pr->ops[i].stream]++;
+      a = MAX(a, win[0]);
+      b = MIN(b, win[1]);
+      if (b <= a) continue;
+    } else {
+      r->stream_ops[pr->ops[i].stream]++;
+    }
     double d = mm_time_to_s(b - a);
     r->stream_busy_s[pr->ops[i].stream] += d;
-    r->stream_ops[pr->ops[i].stream]++;
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
@@ -177,7 +183,7 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
       break;
     }
   }
-  fused_groups(pr, t0, t1, comp, nc, r);
+  if (!win) fused_groups(pr, t0, t1, comp, nc, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
   nm = union_spans(comm, nm, comm);
@@ -190,10 +196,23 @@ static void class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, MmRunMet
   r->exposed_comm_fraction = active > 0 ? r->exposed_comm_s / active : 0;
 }
 
+void mm__run_derived(const MmPlan *p, MmRunMetrics *r)
+{
+  const MmScenario *s = p->scenario;
+  r->exposed_comm_fraction = r->comm_active_s > 0 ? r->exposed_comm_s / r->comm_active_s : 0;
+  r->idle_s = MAX(0.0, r->iteration_time_s - r->compute_active_s - r->exposed_comm_s);
+  r->bubble_fraction = r->iteration_time_s > 0 ? 1.0 - r->compute_active_s / r->iteration_time_s : 0;
+  r->samples_per_s = r->iteration_time_s > 0 ? (double)s->global_batch / r->iteration_time_s : 0;
+  r->tokens_per_s = s->model->seq_len > 0 ? r->samples_per_s * p->graph->tokens_per_sample : 0;
+  r->model_flops = p->model_flops_per_iteration;
+  r->mfu = r->iteration_time_s > 0
+             ? p->model_flops_per_iteration / (r->iteration_time_s * (double)s->devices * p->peak_flops_per_device)
+             : 0;
+}
+
 void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
 {
   memset(r, 0, sizeof *r);
-  const MmScenario *s = p->scenario;
   MmTime worst = 0;
   for (uint32_t c = 0; c < p->n_classes; c++) {
     MmTime t = mm_engine_class_end(e, c);
@@ -202,16 +221,8 @@ void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *r)
   r->iteration_time_s = mm_time_to_s(mm_engine_makespan(e));
   r->events = mm_engine_events(e);
   r->ops = mm_plan_class_program(p, r->critical_class)->n_ops;
-  class_spans(p, e, r->critical_class, r);
-  r->idle_s = MAX(0.0, r->iteration_time_s - r->compute_active_s - r->exposed_comm_s);
-  r->bubble_fraction = r->iteration_time_s > 0 ? 1.0 - r->compute_active_s / r->iteration_time_s : 0;
-
-  r->samples_per_s = r->iteration_time_s > 0 ? (double)s->global_batch / r->iteration_time_s : 0;
-  r->tokens_per_s = s->model->seq_len > 0 ? r->samples_per_s * p->graph->tokens_per_sample : 0;
-  r->model_flops = p->model_flops_per_iteration;
-  r->mfu = r->iteration_time_s > 0
-               ? p->model_flops_per_iteration / (r->iteration_time_s * (double)s->devices * p->peak_flops_per_device)
-               : 0;
+  mm__class_spans(p, e, r->critical_class, NULL, r);
+  mm__run_derived(p, r);
 }
 
 cJSON *mm_report_classes_json(const MmPlan *p, const MmEngine *e, const MmMemory *mem)
@@ -227,7 +238,7 @@ cJSON *mm_report_classes_json(const MmPlan *p, const MmEngine *e, const MmMemory
     const MmPlanProgram *pr = &p->programs[g];
     MmRunMetrics m;
     memset(&m, 0, sizeof m);
-    class_spans(p, e, best, &m);
+    mm__class_spans(p, e, best, NULL, &m);
     double end = mm_time_to_s(mm_engine_class_end(e, best));
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "stage", pr->stage);

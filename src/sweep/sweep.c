@@ -34,9 +34,35 @@ void mm_simulation_free(MmSimulation *sim)
   g_free(sim);
 }
 
-static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_device, MmPlan **plan, MmEngine **engine,
-                         MmRunMetrics *metrics, GError **error)
+/* The steady-state reduction: lowers enough micro-batches for 4 (then 8) whole periods on every
+ * stage; the first whose periods repeat exactly stands for the iteration. FALSE (nothing kept)
+ * when none did or it would not be shorter; an engine failure is an error. */
+static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan, MmEngine **engine,
+                           MmRunMetrics *metrics, uint32_t *micro, GError **error)
 {
+  for (uint32_t periods = 4; periods <= 8; periods *= 2) {
+    MmPlanOptions opt = {.micro_steps = mm_plan_steady_micro_steps(s, periods)};
+    if (opt.micro_steps == 0 || opt.micro_steps * 2 > s->micro_steps) return FALSE;
+    g_autoptr(MmPlan) p = mm_plan_new(s, g, &opt);
+    g_autoptr(MmEngine) e = mm_engine_new(p->engine_programs, p->n_programs, p->classes, p->n_classes, error);
+    if (!e || !mm_engine_run(e, error)) return FALSE;
+    if (mm_report_run_metrics_steady(p, e, (uint32_t)s->micro_steps, metrics)) {
+      *micro = opt.micro_steps;
+      *plan = g_steal_pointer(&p);
+      *engine = g_steal_pointer(&e);
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_device, gboolean timeline, MmPlan **plan,
+                         MmEngine **engine, MmRunMetrics *metrics, uint32_t *steady, GError **error)
+{
+  if (!per_device && !timeline && steady) {
+    if (run_steady(s, g, plan, engine, metrics, steady, error)) return TRUE;
+    if (error && *error) return FALSE;
+  }
   MmPlanOptions opt = {.per_device = per_device};
   *plan = mm_plan_new(s, g, &opt);
   *engine = mm_engine_new((*plan)->engine_programs, (*plan)->n_programs, (*plan)->classes, (*plan)->n_classes, error);
@@ -77,10 +103,12 @@ MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GErro
 gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)
 {
   const MmScenario *s = sim->scenario;
-  if (!run_pass(s, sim->graph, per_device, &sim->plan, &sim->engine, &sim->metrics, error)) return FALSE;
+  if (!run_pass(s, sim->graph, per_device, sim->timeline, &sim->plan, &sim->engine, &sim->metrics,
+                &sim->steady_micro_steps, error))
+    return FALSE;
   if (sim->decode_graph) {
-    if (!run_pass(s, sim->decode_graph, per_device, &sim->decode_plan, &sim->decode_engine, &sim->decode_metrics,
-                  error))
+    if (!run_pass(s, sim->decode_graph, per_device, sim->timeline, &sim->decode_plan, &sim->decode_engine,
+                  &sim->decode_metrics, NULL, error))
       return FALSE;
     mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, &sim->decode_metrics, sim->memory,
                               &sim->serving);
@@ -88,11 +116,19 @@ gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **erro
   return TRUE;
 }
 
-MmSimulation *mm_simulation_new_point(const MmInputs *in, const MmPoint *pt, gboolean per_device, GError **error)
+static MmSimulation *new_point(const MmInputs *in, const MmPoint *pt, gboolean per_device, gboolean timeline,
+                               GError **error)
 {
   g_autoptr(MmSimulation) sim = mm_simulation_prepare(in, pt, error);
-  if (!sim || !mm_simulation_run(sim, per_device, error)) return NULL;
+  if (!sim) return NULL;
+  sim->timeline = timeline;
+  if (!mm_simulation_run(sim, per_device, error)) return NULL;
   return g_steal_pointer(&sim);
+}
+
+MmSimulation *mm_simulation_new_point(const MmInputs *in, const MmPoint *pt, gboolean per_device, GError **error)
+{
+  return new_point(in, pt, per_device, FALSE, error);
 }
 
 MmSimulation *mm_simulation_new(const char *model, const char *hardware, const char *config, const MmSimOptions *opt,
@@ -106,7 +142,7 @@ MmSimulation *mm_simulation_new(const char *model, const char *hardware, const c
   if (opt->calibrated && !mm_hardware_use_calibrated(in->hardware, &used, error)) return NULL;
   MmPoint pt = {.nodes = opt->nodes, .global_batch = opt->global_batch, .micro_batch = opt->micro_batch,
                 .pipeline_degree = opt->pipeline_degree};
-  MmSimulation *sim = mm_simulation_new_point(in, &pt, opt->per_device, error);
+  MmSimulation *sim = new_point(in, &pt, opt->per_device, opt->timeline, error);
   if (sim) sim->owned = g_steal_pointer(&in);
   return sim;
 }

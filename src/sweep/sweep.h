@@ -33,6 +33,12 @@ typedef struct {
   MmPlan *plan;
   MmEngine *engine;
   MmRunMetrics metrics;     /* the iteration (serving: the prefill) */
+  /* Set before running to keep the whole iteration in plan and engine (traces, per-stage
+   * tables); otherwise a pipeline or gradient-accumulation schedule whose steady periods repeat
+   * exactly is simulated with fewer micro-batches, its metrics those of the whole iteration
+   * (mm_report_run_metrics_steady), and plan and engine those of the shorter run. */
+  gboolean timeline;
+  uint32_t steady_micro_steps; /* micro-batches simulated when that reduction applied, else 0 */
   /* serving only: one decode step, and the request-level figures */
   MmGraph *decode_graph;
   MmPlan *decode_plan;
@@ -61,6 +67,7 @@ typedef struct {
   int64_t pipeline_degree; /* pipeline stages */
   gboolean per_device;
   gboolean calibrated; /* the device's calibrated sibling where it has one (mm_hardware_use_calibrated) */
+  gboolean timeline;   /* keep the whole iteration's plan and engine (MmSimulation.timeline) */
 } MmSimOptions;
 
 /* Loads the three files and simulates the point @opt describes (may be NULL). (transfer full) */

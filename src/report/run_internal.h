@@ -1,0 +1,13 @@
+/* run internals shared by run.c and steady.c (not a public header). */
+#pragma once
+
+#include "report.h"
+
+/* Serialized sums and busy unions of the compute and communication streams of class @c, added
+ * to @r; with @win ([win[0], win[1]) ps) only the parts of ops inside it, and the ops that start
+ * in it counted (fused groups are not accounted then). */
+void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTime *win, MmRunMetrics *r);
+
+/* The figures derived from @r's iteration time and busy times: idle, bubble, exposed fraction,
+ * throughput, MFU. */
+void mm__run_derived(const MmPlan *p, MmRunMetrics *r);

@@ -1,0 +1,148 @@
+/* check_steady: the steady-state reduction of pipeline and gradient-accumulation schedules gives
+ * the whole simulation's answer (mm_report_run_metrics_steady), and declines where it cannot. */
+#include <math.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define LLAMA70 "models/llama3-70b.json"
+#define LLAMA8 "models/llama3-8b.json"
+#define H100 "hardware/dgx-h100-2048.json"
+
+typedef struct {
+  const char *model, *hw;
+  int64_t nodes;
+  const char *config; /* inline JSON */
+  gboolean reduces;   /* the reduction must apply */
+} Case;
+
+#define CFG(batch, rest) "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch_tokens\":" batch ",\"micro_batch\":1" rest "}"
+#define TOKENS_16M "16777216"
+#define SP8_DDP(zero) "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"" zero "}]}"
+
+/* micro-steps = sequences (2048 of 8192 tokens in 16M) / data-parallel ranks */
+static const Case cases[] = {
+  /* gradient accumulation (no pipeline): TP 8 + DDP over 4 nodes -> 512 micro-steps */
+  {LLAMA70, H100, 4, CFG(TOKENS_16M, "," SP8_DDP("")), TRUE},
+  {LLAMA70, H100, 4, CFG(TOKENS_16M, ",\"recompute\":\"full\"," SP8_DDP(",\"zero\":1")), TRUE},
+  {LLAMA8, H100, 2, CFG(TOKENS_16M, ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), TRUE},
+  {LLAMA8, H100, 2,
+   CFG(TOKENS_16M, ",\"ddp_overlap\":false,\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":4},"
+                   "{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  /* 1F1B */
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"recompute\":\"selective\",\"pipeline\":{\"degree\":8}," SP8_DDP(",\"zero\":2")), TRUE},
+  {LLAMA70, H100, 8,
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"overlap_p2p\":true},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
+                   "\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  {LLAMA8, H100, 4,
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
+                   "{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  {LLAMA70, H100, 256, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":8}," SP8_DDP("")), TRUE},
+  {LLAMA70, H100, 256, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), TRUE},
+  /* context parallelism and a pipeline */
+  {LLAMA70, H100, 32,
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},"
+                   "{\"strategy\":\"cp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  /* experts, with an imbalanced rank (two behaviours per stage) */
+  {"models/mixtral-8x7b.json", H100, 16,
+   "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch\":4096,\"micro_batch\":1,\"expert_skew\":0.5,"
+   "\"pipeline\":{\"degree\":2},\"parallelism\":{\"transformer\":[{\"strategy\":\"ep\",\"degree\":8},"
+   "{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}],\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}",
+   TRUE},
+  /* tied embedding over the first and last stage (GPT-3), interleaved */
+  {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", 64,
+   "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch\":1536,\"micro_batch\":1,"
+   "\"pipeline\":{\"degree\":8,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":3},"
+   "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}",
+   TRUE},
+  /* interleaved 1F1B */
+  {LLAMA70, H100, 16,
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":2}," SP8_DDP(",\"zero\":1")),
+   TRUE},
+  {LLAMA70, H100, 16,
+   CFG(TOKENS_16M, ",\"recompute\":\"full\",\"pipeline\":{\"degree\":2,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":4},"
+       SP8_DDP("")),
+   TRUE},
+  /* declined: TP overlap's fused groups; GPipe has no steady part; too few micro-steps to gain */
+  {LLAMA70, H100, 16,
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8,"
+                   "\"overlap\":\"async_tp\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
+   FALSE},
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"schedule\":\"gpipe\"}," SP8_DDP("")), FALSE},
+  {LLAMA70, H100, 256, CFG("4194304", ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), FALSE},
+  /* Llama 3 405B as published: 16 interleaved stages of 4 chunks, 128 micro-steps */
+  {"models/llama3-405b.json", H100, 0, "configs/llama3-405b-pretrain.json", FALSE},
+};
+
+static MmSimulation *sim_of(const Case *c, gboolean timeline)
+{
+  g_autoptr(GError) error = NULL;
+  MmSimOptions opt = {.nodes = c->nodes, .timeline = timeline};
+  MmSimulation *x = mm_test_sim(c->model, c->hw, c->config, &opt, &error);
+  ck_assert_msg(x, "%s: %s", c->config, error ? error->message : "?");
+  return x;
+}
+
+/* Relative agreement of two sums of the same terms added in another order. */
+#define SAME(a, b, what)                                                                                           \
+  ck_assert_msg(fabs((a) - (b)) <= 1e-9 * fmax(fabs(a), fabs(b)) + 1e-15, "case %d %s: full %.17g steady %.17g", \
+                _i, what, (double)(a), (double)(b))
+
+START_TEST(test_steady_equals_full)
+{
+  const Case *c = &cases[_i];
+  g_autoptr(MmSimulation) full = sim_of(c, TRUE);
+  g_autoptr(MmSimulation) red = sim_of(c, FALSE);
+  ck_assert_uint_eq(full->steady_micro_steps, 0);
+  if (c->reduces) {
+    ck_assert_msg(red->steady_micro_steps > 0 && red->steady_micro_steps < full->scenario->micro_steps,
+                  "case %d: not reduced (%u of %" G_GINT64_FORMAT " micro-steps)", _i, red->steady_micro_steps,
+                  full->scenario->micro_steps);
+    ck_assert_uint_eq(red->plan->micro_steps, red->steady_micro_steps);
+  } else {
+    ck_assert_uint_eq(red->steady_micro_steps, 0);
+  }
+  const MmRunMetrics *a = &full->metrics, *b = &red->metrics;
+  /* integer picoseconds: the same time exactly */
+  ck_assert_msg(a->iteration_time_s == b->iteration_time_s, "case %d: %.17g vs %.17g", _i, a->iteration_time_s,
+                b->iteration_time_s);
+  ck_assert_uint_eq(a->critical_class, b->critical_class);
+  ck_assert_uint_eq(a->ops, b->ops);
+  ck_assert_uint_eq(a->events, b->events);
+  SAME(a->compute_s, b->compute_s, "compute_s");
+  SAME(a->embedding_s, b->embedding_s, "embedding_s");
+  SAME(a->comm_s, b->comm_s, "comm_s");
+  SAME(a->comm_active_s, b->comm_active_s, "comm_active_s");
+  SAME(a->compute_active_s, b->compute_active_s, "compute_active_s");
+  SAME(a->exposed_comm_s, b->exposed_comm_s, "exposed_comm_s");
+  SAME(a->hidden_comm_s, b->hidden_comm_s, "hidden_comm_s");
+  /* idle: the iteration less two busy times (cancellation): relative to the iteration */
+  ck_assert_msg(fabs(a->idle_s - b->idle_s) <= 1e-9 * a->iteration_time_s, "case %d idle_s: %.17g vs %.17g", _i,
+                a->idle_s, b->idle_s);
+  SAME(a->mfu, b->mfu, "mfu");
+  for (int i = 0; i < MM_COLL_COUNT; i++) SAME(a->comm_by_kind_s[i], b->comm_by_kind_s[i], "comm_by_kind_s");
+  for (int i = 0; i < MM_REASON_COUNT; i++) SAME(a->comm_by_reason_s[i], b->comm_by_reason_s[i], "comm_by_reason_s");
+  for (int i = 0; i < MM_PHASE_COUNT; i++)
+    SAME(a->compute_by_phase_s[i], b->compute_by_phase_s[i], "compute_by_phase_s");
+  for (int i = 0; i < MM_STREAM_COUNT; i++) {
+    SAME(a->stream_busy_s[i], b->stream_busy_s[i], "stream_busy_s");
+    ck_assert_uint_eq(a->stream_ops[i], b->stream_ops[i]);
+  }
+}
+END_TEST
+
+static Suite *steady_suite(void)
+{
+  Suite *s = suite_create("steady");
+  TCase *tc = tcase_create("core");
+  tcase_add_loop_test(tc, test_steady_equals_full, 0, G_N_ELEMENTS(cases));
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return mm_test_main(steady_suite()); }
