@@ -44,6 +44,32 @@ static double one_sim(const MmSimulation *sim)
   return x->metrics.iteration_time_s;
 }
 
+/* The same with the whole iteration simulated (no steady-state reduction; what `madmax run` does). */
+static double one_whole(const MmSimulation *sim)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) x = mm_simulation_prepare(sim->inputs, &sim->point, &error);
+  if (!x) die(error);
+  x->timeline = TRUE;
+  if (!mm_simulation_run(x, FALSE, &error)) die(error);
+  return x->metrics.iteration_time_s;
+}
+
+/* Median of 7 single runs of @f, with the fastest and slowest. */
+static double median7(const MmSimulation *sim, double (*f)(const MmSimulation *), double *sink, double *lo, double *hi)
+{
+  double t[7];
+  for (int i = 0; i < 7; i++) {
+    gint64 start = g_get_monotonic_time();
+    *sink += f(sim);
+    t[i] = (double)(g_get_monotonic_time() - start) / 1e6;
+  }
+  qsort(t, 7, sizeof(double), cmp_double);
+  *lo = t[0];
+  *hi = t[6];
+  return t[3];
+}
+
 /* The median rate of 7 batches of ~0.3 s after a warm-up. */
 static double rate(const MmSimulation *sim, double (*f)(const MmSimulation *), double *sink, double *lo, double *hi)
 {
@@ -75,7 +101,7 @@ int main(int argc, char **argv)
   gboolean single = argc > 4 && strcmp(argv[4], "--single") == 0; /* large scenarios: median of 7 single runs */
   g_autoptr(GError) error = NULL;
   gint64 t0 = g_get_monotonic_time();
-  MmSimOptions opt = {.per_device = per_device};
+  MmSimOptions opt = {.per_device = per_device, .timeline = TRUE}; /* whole programs: their op counts */
   g_autoptr(MmSimulation) sim = mm_simulation_new(argv[1], argv[2], argv[3], &opt, &error);
   if (!sim) {
     fprintf(stderr, "bench: %s\n", error->message);
@@ -91,17 +117,16 @@ int main(int argc, char **argv)
   }
   double sink = 0;
   if (single) {
-    double t[7];
-    for (int i = 0; i < 7; i++) {
-      gint64 start = g_get_monotonic_time();
-      sink += one_sim(sim);
-      t[i] = (double)(g_get_monotonic_time() - start) / 1e6;
-    }
-    qsort(t, 7, sizeof(double), cmp_double);
+    double lo, hi, wlo, whi;
+    const double t = median7(sim, one_sim, &sink, &lo, &hi), w = median7(sim, one_whole, &sink, &wlo, &whi);
+    g_autoptr(MmSimulation) x = mm_simulation_new_point(sim->inputs, &sim->point, FALSE, &error);
+    if (!x) die(error);
     uint32_t ops = 0;
     for (uint32_t p = 0; p < sim->plan->n_programs; p++) ops += sim->plan->programs[p].n_ops;
-    printf("sim_s=%.4f programs=%u ops=%u events=%" G_GUINT64_FORMAT " (min %.4f, max %.4f; checksum %.6g)\n", t[3],
-           sim->plan->n_programs, ops, sim->metrics.events, t[0], t[6], sink);
+    printf("sim_s=%.4f whole_s=%.4f steady_micro=%u micro=%" G_GINT64_FORMAT " programs=%u ops=%u events=%" G_GUINT64_FORMAT
+           " (min %.4f, max %.4f; whole min %.4f, max %.4f; checksum %.6g)\n",
+           t, w, x->steady_micro_steps, sim->scenario->micro_steps, sim->plan->n_programs, ops, sim->metrics.events, lo,
+           hi, wlo, whi, sink);
     return 0;
   }
   double lo, hi, plo, phi;

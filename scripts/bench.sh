@@ -3,12 +3,14 @@
 # 2048 A100s, and wall time + peak memory of the same run with --per-device (every one
 # of the 2048 devices simulated). Builds what it needs (Release) in build-bench/.
 # Then one pipeline-parallel simulation: Llama-3.1-405B, 16 interleaved stages x 128
-# micro-batches on 2048 H100s (median of 7).
+# micro-batches on 2048 H100s (median of 7; its interleaved period of 64 steady pairs is too long
+# for the steady-state reduction at 128 micro-batches, so it is simulated whole), and Llama-3-70B
+# with 8 1F1B stages x 64 micro-batches, reduced (sim_s) and whole (whole_s).
 # Then two sweeps with both cores (madmax sweep, points in the space / wall time, loading
 # included): LLaMA-2-70B on 2048 A100s over bench/spaces/llama2-70b.json, and Llama-3-70B on 512
 # H100s with pipeline degrees over bench/spaces/llama3-70b-pp.json.
 # The last line is: sims_per_s=<N> points_per_s=<P> per_device_2048_s=<T> peak_rss_mb=<M> pipeline_sim_s=<S>
-#   sweep_points_per_s=<W> sweep_pp_points_per_s=<X>
+#   sweep_points_per_s=<W> sweep_pp_points_per_s=<X> pipeline_steady_sim_s=<Y> pipeline_steady_whole_s=<Z>
 # (sims: memory + plan + engine + metrics of a derived scenario; points: a whole point from the
 # loaded inputs, scenario and graphs included)
 set -euo pipefail
@@ -30,6 +32,11 @@ rss=$(printf '%s\n' "${pd_runs[@]}" | sed -E 's/.*peak_rss_mb=([0-9.]+).*/\1/' |
 pp=$(build-bench/madmax-bench models/llama3-405b.json hardware/dgx-h100-2048.json configs/llama3-405b-pretrain.json --single)
 echo "pipeline:   $pp"
 pp_s=$(sed -E 's/.*sim_s=([0-9.]+).*/\1/' <<<"$pp")
+# a 1F1B pipeline the steady-state reduction applies to: a sweep's cost (sim_s) and the whole timeline's (whole_s)
+ps=$(build-bench/madmax-bench models/llama3-70b.json hardware/dgx-h100-2048.json bench/configs/llama3-70b-pp8-1f1b.json --single)
+echo "steady:     $ps"
+ps_s=$(sed -E 's/.*sim_s=([0-9.]+).*/\1/' <<<"$ps")
+ps_whole=$(sed -E 's/.*whole_s=([0-9.]+).*/\1/' <<<"$ps")
 # sweeps: points per second of wall time (both cores)
 sweep_rate() { # OUT_NAME ARGS...: points/s of one sweep
   local dir; dir=$(mktemp -d)
@@ -46,4 +53,4 @@ sw=$(sweep_rate llama2 -m models/llama2-70b.json -H hardware/dgx-a100-2048.json 
 swpp=$(sweep_rate llama3 -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-pretrain.json \
   -n 64 --space bench/spaces/llama3-70b-pp.json)
 echo "sweeps:     llama2-70b $sw points/s, llama3-70b with pipeline degrees $swpp points/s"
-echo "sims_per_s=$sims points_per_s=$points per_device_2048_s=$pd_s peak_rss_mb=$rss pipeline_sim_s=$pp_s sweep_points_per_s=$sw sweep_pp_points_per_s=$swpp"
+echo "sims_per_s=$sims points_per_s=$points per_device_2048_s=$pd_s peak_rss_mb=$rss pipeline_sim_s=$pp_s sweep_points_per_s=$sw sweep_pp_points_per_s=$swpp pipeline_steady_sim_s=$ps_s pipeline_steady_whole_s=$ps_whole"
