@@ -167,6 +167,60 @@ START_TEST(test_fsdp_prefetch_hides_gathers)
 }
 END_TEST
 
+/* overlap_param_gather: ZeRO's all-gather of the updated weights moves from after the optimizer step
+ * into the forward pass, one per layer, each before that layer's first forward; the same bytes, and on
+ * a node where it was exposed it now hides behind the forward's compute. */
+START_TEST(test_overlap_param_gather)
+{
+  g_autofree char *hw = mm_test_node8();
+  const char *lv = "[{\"strategy\":\"ddp\",\"degree\":8,\"zero\":1}]";
+  /* one sequence per device: the gathers are a few percent of the iteration */
+  g_autofree char *c0 = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,"
+                                        "\"parallelism\":{\"default\":%s}}", lv);
+  g_autofree char *c1 = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,"
+                                        "\"overlap_param_gather\":true,\"parallelism\":{\"default\":%s}}", lv);
+  g_autofree char *cz = cfg("\"overlap_param_gather\":true,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autofree char *cn = cfg("", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) a = sim("models/llama3-8b.json", hw, c0, 0);
+  g_autoptr(MmSimulation) b = sim("models/llama3-8b.json", hw, c1, 0);
+  const MmPlanProgram *pa = &a->plan->programs[0], *pb = &b->plan->programs[0];
+  double bytes_a = 0, bytes_b = 0;
+  guint fwd_gathers = 0;
+  g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)pb->n_ops + 1);
+  MmTime *t1 = t0 + pb->n_ops;
+  mm_engine_class_times(b->engine, 0, t0, t1);
+  for (uint32_t i = 0; i < pa->n_ops; i++)
+    if (pa->info[i].what == MM_OP_COLLECTIVE && pa->info[i].reason == MM_REASON_ZERO) {
+      bytes_a += pa->info[i].bytes;
+      ck_assert_int_eq(pa->info[i].phase, MM_PHASE_OPTIMIZER);
+    }
+  for (uint32_t i = 0; i < pb->n_ops; i++) {
+    const MmOpInfo *in = &pb->info[i];
+    if (in->what != MM_OP_COLLECTIVE || in->reason != MM_REASON_ZERO) continue;
+    bytes_b += in->bytes;
+    ck_assert_int_eq(in->phase, MM_PHASE_FWD);
+    fwd_gathers++;
+    /* every forward compute of its unit in the first micro-batch starts after it */
+    for (uint32_t j = 0; j < pb->n_ops; j++)
+      if (pb->info[j].what == MM_OP_COMPUTE && pb->info[j].unit == in->unit && pb->info[j].micro == 0 &&
+          pb->info[j].phase == MM_PHASE_FWD)
+        ck_assert_uint_ge(t0[j], t1[i]);
+  }
+  ck_assert_double_gt(bytes_a, 0);
+  ck_assert_double_eq_tol(bytes_a, bytes_b, 1e-9 * bytes_a);
+  ck_assert_uint_ge(fwd_gathers, a->graph->n_units - 2); /* one per unit with parameters */
+  ck_assert_double_gt(a->metrics.comm_by_reason_s[MM_REASON_ZERO], 0.01 * a->metrics.iteration_time_s);
+  /* the gathers were the iteration's tail; now most of their time is hidden */
+  ck_assert_double_lt(b->metrics.iteration_time_s,
+                      a->metrics.iteration_time_s - 0.5 * a->metrics.comm_by_reason_s[MM_REASON_ZERO]);
+  /* without ZeRO the key changes nothing */
+  g_autoptr(MmSimulation) z = sim("models/llama3-8b.json", hw, cz, 0);
+  g_autoptr(MmSimulation) n = sim("models/llama3-8b.json", hw, cn, 0);
+  ck_assert_double_eq(z->metrics.iteration_time_s, n->metrics.iteration_time_s);
+  ck_assert_uint_eq(z->plan->programs[0].n_ops, n->plan->programs[0].n_ops);
+}
+END_TEST
+
 START_TEST(test_ddp_buckets)
 {
   g_autofree char *hw = mm_test_node8();
@@ -456,6 +510,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_fsdp_gathers_and_order);
   tcase_add_test(tc, test_fsdp_prefetch_hides_gathers);
   tcase_add_test(tc, test_ddp_buckets);
+  tcase_add_test(tc, test_overlap_param_gather);
   tcase_add_test(tc, test_single_device_closed_form);
   tcase_add_test(tc, test_hierarchy_order_matters);
   tcase_add_test(tc, test_finetune_and_inference);

@@ -102,7 +102,7 @@ MmSimulation *mm_test_sim(const char *model, const char *hw, const char *cfg, co
 MmSimulation *mm_test_sim_ok(const char *model, const char *hw, const char *cfg, int64_t nodes)
 {
   g_autoptr(GError) error = NULL;
-  MmSimOptions opt = {.nodes = nodes};
+  MmSimOptions opt = {.nodes = nodes, .timeline = TRUE}; /* whole plans: tests look at their ops */
   MmSimulation *sim = mm_test_sim(model, hw, cfg, &opt, &error);
   ck_assert_msg(sim != NULL, "%s / %s / %s: %s", model, hw, cfg, error ? error->message : "");
   return sim;

@@ -25,7 +25,8 @@ int mm_test_cli(const char *const *args, char **out, char **err);
 MmSimulation *mm_test_sim(const char *model, const char *hw, const char *cfg, const MmSimOptions *opt,
                           GError **error);
 
-/* The same, failing the test when the scenario is rejected. @nodes > 0 resizes the system. */
+/* The same, failing the test when the scenario is rejected, with the whole iteration simulated
+ * (MmSimulation.timeline). @nodes > 0 resizes the system. */
 MmSimulation *mm_test_sim_ok(const char *model, const char *hw, const char *cfg, int64_t nodes);
 
 /* A one-node system of 8 A100-80GB behind NVSwitch, as inline JSON. (transfer full) */

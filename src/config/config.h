@@ -495,6 +495,7 @@ typedef struct {
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
+  gboolean overlap_param_gather; /* ZeRO-1/2: gather updated weights in the next forward (else after the step) */
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: choose) */
   MmPipeline pipeline;
   double expert_skew;        /* EP: the busiest rank's routed tokens / the mean, minus 1 */

@@ -42,6 +42,11 @@ static const MmField config_fields[] = {
   {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,
    "DDP: all-reduce each bucket as soon as its gradients exist (PyTorch DDP); false: all "
    "buckets after the backward pass (Megatron-LM before 2023)"},
+  {"overlap_param_gather", MM_F_BOOL, FALSE, 0, 0, 0, NULL, CFG(overlap_param_gather), NULL,
+   "ZeRO-1/2 (Megatron's distributed optimizer): all-gather the updated parameters during the next "
+   "iteration's forward pass, each layer's issued while the layer before it computes and waited for by its "
+   "first forward (Megatron-LM --overlap-param-gather); false: after the optimizer step, exposed. No effect "
+   "without ZeRO"},
   {"collectives", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "force an algorithm per collective kind, e.g. {\"all_reduce\": \"ring\"}; unnamed kinds pick the fastest"},
   {"pipeline", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,

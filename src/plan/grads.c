@@ -212,8 +212,37 @@ static gboolean stage_block_params(const Lower *L, guint b, double *dense, doubl
   return any;
 }
 
+/* Whether block @b's updated weights are all-gathered in the next forward (overlap_param_gather). */
+static gboolean gathered_in_forward(const Lower *L, guint b)
+{
+  const MmBlockSetup *bs = &L->s->blocks[b];
+  return L->param_gather && bs->zero > 0 && !bs->frozen && L->m->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG;
+}
+
+static void param_gather_emit(Lower *L, uint32_t u)
+{
+  const guint b = L->g->units[u].block;
+  if (L->param_gather[2 * u] != NONE || L->param_gather[2 * u + 1] != NONE || !gathered_in_forward(L, b)) return;
+  const double e = mm_dtype_bytes(L->m->blocks[b].dtype);
+  for (int x = 0; x < 2; x++) {
+    const double params = x ? L->unit_expert[u] : L->unit_dense[u];
+    if (params > 0)
+      L->param_gather[2 * u + x] = mm__emit_coll(L, b, L->replicas[x], MM_COLL_ALL_GATHER, MM_REASON_ZERO, params * e,
+                                                 NULL, u, 0, MM_PHASE_FWD);
+  }
+}
+
+void mm__param_gather_deps(Lower *L, uint32_t u, uint32_t end, Deps *d)
+{
+  if (!L->param_gather) return;
+  param_gather_emit(L, u);
+  if (u + 1 < end) param_gather_emit(L, u + 1); /* one layer ahead, as Megatron's forward pre-hook */
+  mm__deps_add(L, d, L->param_gather[2 * u]);
+  mm__deps_add(L, d, L->param_gather[2 * u + 1]);
+}
+
 /* One optimizer step after every gradient has arrived; ZeRO-1/2 then all-gather the
- * updated weights. */
+ * updated weights (with overlap_param_gather: in the next iteration's forward instead). */
 void mm__emit_optimizer(Lower *L)
 {
   const MmModel *m = L->m;
@@ -242,7 +271,7 @@ void mm__emit_optimizer(Lower *L)
   uint32_t opt = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlockSetup *bs = &L->s->blocks[b];
-    if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG ||
+    if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG || gathered_in_forward(L, b) ||
         !stage_block_params(L, b, &dense, &expert))
       continue;
     const double e = mm_dtype_bytes(m->blocks[b].dtype);

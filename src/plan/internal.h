@@ -100,6 +100,7 @@ typedef struct {
   uint32_t *chunk_first, *chunk_end; /* unit range of each chunk */
   gboolean *chunk_trained;           /* runs a backward */
   uint32_t cur_chunk;
+  uint32_t *param_gather; /* overlap_param_gather: per unit its ZeRO all-gather op (NONE: not issued) */
   uint32_t *pair_first; /* ops at the start of each steady 1F1B pair, and after the last */
   uint32_t n_pairs;
 
@@ -194,6 +195,10 @@ void mm__emit_optimizer(Lower *L);
 /* limits.c: the bounds mm_scenario_new checks last (see MM_PLAN_MAX_OPS) */
 double mm__plan_ops_estimate(double layers, double units, int64_t micro_steps, int64_t stages);
 gboolean mm__scenario_check_limits(const MmScenario *s, GError **error);
+
+/* grads.c: overlap_param_gather: adds to @d the ZeRO all-gathers of unit @u's updated weights (none
+ * when it has no ZeRO), issuing them and the next unit's (below @end) if not issued yet */
+void mm__param_gather_deps(Lower *L, uint32_t u, uint32_t end, Deps *d);
 
 /* schedule.c: steady pairs per period and micro-batches per period (0, 0: no steady part) */
 void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro);

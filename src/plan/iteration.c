@@ -43,6 +43,7 @@ static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     }
     for (uint32_t u = u0; u < u1; u++) {
       Deps d = out == NONE ? bin : mm__deps_one(out);
+      if (mi == 0) mm__param_gather_deps(L, u, u1, &d);
       if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, FALSE));
       out = mm__lower_fwd(L, u, mi, MM_PHASE_FWD, &d);
       if (mm__fsdp_unit(L, u)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
