@@ -221,6 +221,74 @@ START_TEST(test_overlap_param_gather)
 }
 END_TEST
 
+/* Llama-3-8B (hidden 4096), one sequence per H100 of a node, FSDP, in @precision (inline JSON). */
+static MmSimulation *fp8_sim(const char *precision, const char *task)
+{
+  g_autofree char *c = g_strdup_printf("{\"name\":\"c\",\"task\":\"%s\",\"global_batch\":8,\"precision\":%s,"
+                                       "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}",
+                                       task, precision);
+  return sim("models/llama3-8b.json", "hardware/dgx-h100-2048.json", c, 1);
+}
+
+/* FP8 recipes: the linear layers' GEMMs in FP8 with the recipe's casts before them, attention in
+ * bf16; the speedup over bf16 lands below the 2x peak ratio and below "everything at FP8". */
+START_TEST(test_fp8_recipes)
+{
+  g_autoptr(MmSimulation) bf = fp8_sim("{\"compute\":\"bf16\"}", "pretrain");
+  g_autoptr(MmSimulation) del = fp8_sim("{\"compute\":\"fp8\"}", "pretrain");
+  g_autoptr(MmSimulation) tw = fp8_sim("{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\"}", "pretrain");
+  g_autoptr(MmSimulation) all = fp8_sim("{\"compute\":\"fp8\",\"fp8_recipe\":\"all\"}", "pretrain");
+  ck_assert_int_eq(del->config->fp8_recipe, MM_FP8_DELAYED); /* the default */
+  const double t = bf->metrics.iteration_time_s;
+  const double s_del = t / del->metrics.iteration_time_s, s_tw = t / tw->metrics.iteration_time_s,
+               s_all = t / all->metrics.iteration_time_s;
+  ck_assert_msg(s_del > 1.2 && s_del < 1.6, "delayed scaling: %.3fx over bf16", s_del);
+  ck_assert_msg(s_tw > 1.2 && s_tw < s_del, "tensorwise %.3fx (an amax pass more than delayed %.3fx)", s_tw, s_del);
+  ck_assert_msg(s_all > s_del + 0.1, "everything at the FP8 peak %.3fx vs delayed %.3fx", s_all, s_del);
+
+  /* kernels: GEMMs fp8 with the casts of their operands, attention bf16 */
+  const MmScenario *s = del->scenario;
+  const MmGraph *g = del->graph;
+  gboolean seen_gemm = FALSE, seen_attn = FALSE;
+  for (uint32_t li = 0; li < g->n_layers; li++) {
+    const MmLayer *l = &g->layers[li];
+    MmPlacement p;
+    mm_plan_place(s, g, li, &p);
+    MmPartWork fw, bi, bw;
+    mm_plan_part_work(s, g, li, MM_PART_FWD, &p, 1.0, &fw, NULL);
+    mm_plan_part_work(s, g, li, MM_PART_BWD_INPUT, &p, 1.0, &bi, NULL);
+    mm_plan_part_work(s, g, li, MM_PART_BWD_WEIGHT, &p, 1.0, &bw, NULL);
+    if (l->kernel.kind == MM_KERNEL_ATTENTION && fw.flops > 0) {
+      seen_attn = TRUE;
+      ck_assert_int_eq(fw.kernel.dtype, MM_DTYPE_BF16);
+      ck_assert_double_eq(fw.cast_bytes, 0);
+    }
+    if (l->kernel.kind == MM_KERNEL_GEMM && fw.flops > 0 && fw.kernel.kind == MM_KERNEL_GEMM) {
+      seen_gemm = TRUE;
+      ck_assert_int_eq(fw.kernel.dtype, MM_DTYPE_FP8);
+      /* delayed: x cast and transposed (2 read + 1 + 1 written per element), W likewise once per
+       * iteration; dY the same in the backward; the weight gradient's operands come ready */
+      const MmKernel *k = &fw.kernel;
+      const double want = 4.0 * k->m * k->k * k->batch + 4.0 * k->k * k->n * k->batch / (double)s->micro_steps;
+      ck_assert_double_eq_tol(fw.cast_bytes, want, 1e-9 * want);
+      ck_assert_double_eq_tol(bi.cast_bytes, 4.0 * bi.kernel.m * bi.kernel.k * bi.kernel.batch, 1e-6 * want);
+      ck_assert_double_eq(bw.cast_bytes, 0);
+      ck_assert_double_gt(fw.cast_s, 0);
+    }
+  }
+  ck_assert(seen_gemm && seen_attn);
+  /* delayed scaling caches each GEMM weight in FP8 and transposed: 2 bytes per parameter more */
+  /* (bf16 weights: 2 bytes per parameter too; the token embedding, 6.5% of Llama-3-8B, is no GEMM) */
+  const double extra = del->memory->total.weights - tw->memory->total.weights;
+  ck_assert_double_lt(extra, tw->memory->total.weights);
+  ck_assert_double_gt(extra, 0.9 * tw->memory->total.weights);
+  /* serving is untouched by training recipes */
+  g_autoptr(MmSimulation) i1 = fp8_sim("{\"compute\":\"fp8\"}", "inference");
+  g_autoptr(MmSimulation) i2 = fp8_sim("{\"compute\":\"fp8\",\"fp8_recipe\":\"all\"}", "inference");
+  ck_assert_double_eq(i1->metrics.iteration_time_s, i2->metrics.iteration_time_s);
+}
+END_TEST
+
 START_TEST(test_ddp_buckets)
 {
   g_autofree char *hw = mm_test_node8();
@@ -511,6 +579,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_fsdp_prefetch_hides_gathers);
   tcase_add_test(tc, test_ddp_buckets);
   tcase_add_test(tc, test_overlap_param_gather);
+  tcase_add_test(tc, test_fp8_recipes);
   tcase_add_test(tc, test_single_device_closed_form);
   tcase_add_test(tc, test_hierarchy_order_matters);
   tcase_add_test(tc, test_finetune_and_inference);

@@ -454,6 +454,19 @@ typedef struct {
 typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE } MmRecompute;
 extern const char *const mm_recompute_names[];
 
+/* How FP8 training runs (blocks whose compute dtype is fp8): which kernels run in FP8 and the
+ * casts around them (docs/MODEL.md, "FP8 recipes"). ALL: every kernel at the FP8 peak, no casts. */
+typedef enum {
+  MM_FP8_DELAYED,    /* Transformer Engine DelayedScaling (its default) */
+  MM_FP8_TENSORWISE, /* current per-tensor scaling (TE Float8CurrentScaling, torchao tensorwise) */
+  MM_FP8_ROWWISE,    /* torchao rowwise */
+  MM_FP8_BLOCKWISE,  /* 1x128 / 128x128 blocks (DeepSeek-V3, TE Float8BlockScaling) */
+  MM_FP8_MXFP8,      /* OCP MX: 1x32 blocks, E8M0 scales (Blackwell) */
+  MM_FP8_ALL,
+  MM_FP8_COUNT
+} MmFp8Recipe;
+extern const char *const mm_fp8_recipe_names[];
+
 typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED } MmPipeSchedule;
 extern const char *const mm_pipe_schedule_names[];
 
@@ -491,6 +504,7 @@ typedef struct {
   MmOptimizer optimizer;        /* dense parameters */
   MmOptimizer sparse_optimizer; /* embedding_bag tables */
   MmRecompute recompute;
+  MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */

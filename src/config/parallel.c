@@ -105,7 +105,7 @@ static const MmField serving_fields[] = {
 };
 
 typedef struct {
-  int grads, compute;
+  int grads, compute, fp8_recipe;
 } PrecisionRaw;
 
 static const MmField precision_fields[] = {
@@ -113,6 +113,15 @@ static const MmField precision_fields[] = {
    "gradient dtype (default: each block's dtype)"},
   {"compute", MM_F_ENUM, FALSE, 0, 0, NAN, mm_dtype_names, (gssize)offsetof(PrecisionRaw, compute), NULL,
    "compute dtype of every block (default: each block's compute_dtype)"},
+  {"fp8_recipe", MM_F_ENUM, FALSE, 0, 0, MM_FP8_DELAYED, mm_fp8_recipe_names, (gssize)offsetof(PrecisionRaw, fp8_recipe),
+   NULL,
+   "training blocks that compute in fp8: the linear layers' GEMMs (forward, input and weight gradients) run in FP8, "
+   "attention and elementwise kernels in bf16, and each recipe adds its casts (docs/MODEL.md, \"FP8 recipes\"): "
+   "delayed (Transformer Engine's default DelayedScaling: one fused cast+transpose per operand, FP8 weights and "
+   "their transposes cached for the iteration), tensorwise (current scaling: an amax pass before every cast, "
+   "weights cast every micro-batch), rowwise (torchao: per-row scales, transposed operands cast again along the "
+   "other axis), blockwise (1x128 and 128x128 blocks, DeepSeek-V3), mxfp8 (Blackwell, 1x32 blocks; casts as "
+   "rowwise); all: every kernel at the FP8 peak without casts (an upper bound)"},
   MM_FIELDS_END,
 };
 
@@ -464,13 +473,14 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "ddp_bucket_MB");
   c->ddp_bucket_bytes = (bucket ? bucket->valuedouble : 25.0) * 1e6;
 
-  PrecisionRaw prec = {-1, -1};
+  PrecisionRaw prec = {-1, -1, MM_FP8_DELAYED};
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "precision");
   if (p && !mm_json_apply(&ctx, p, "$.precision", precision_fields, &prec, NULL, error)) return NULL;
   c->grads_set = prec.grads >= 0;
   c->grad_dtype = c->grads_set ? (MmDtype)prec.grads : MM_DTYPE_FP32;
   c->compute_set = prec.compute >= 0;
   c->compute_dtype = c->compute_set ? (MmDtype)prec.compute : MM_DTYPE_FP32;
+  c->fp8_recipe = (MmFp8Recipe)prec.fp8_recipe;
 
   default_optimizer(&c->optimizer, MM_OPT_ADAM);
   default_optimizer(&c->sparse_optimizer, MM_OPT_ROWWISE_ADAGRAD);

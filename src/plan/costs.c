@@ -20,6 +20,48 @@ void mm__places_new(Lower *L)
     if (g->layers[li].canon == li) mm_plan_place(L->s, g, li, &L->place[L->place_of[li]]);
 }
 
+/* Bytes per element an FP8 recipe's casts move to give one GEMM operand in the layout @part needs:
+ * [recipe][part][operand A (m x k), B (k x n)]. A bf16 read is 2, an FP8 write 1; an amax pass
+ * before a cast reads the operand once more (2). Forward: A = x, B = W; input gradient: A = dY,
+ * B = W^T; weight gradient: A = x^T, B = dY. Delayed scaling (Transformer Engine): scales from the
+ * amax history, cast and transpose fused (read 2, write 1 + 1), so x^T and dY^T come with the
+ * forward and input-gradient casts, and W, W^T are cast once per iteration (CAST_ONCE: divided by
+ * the micro-steps). Tensorwise (current scaling): an amax pass, then the fused cast-transpose (6),
+ * weights every micro-batch. Rowwise, blockwise, MXFP8: scales local to rows or blocks (no amax
+ * pass), but the transposed operand is scaled along the other axis, so it is cast again from bf16
+ * (3 + 3); 128x128 weight blocks serve both layouts (blockwise W^T free). */
+#define CAST_ONCE (-1.0) /* the weight's cast, amortized over the iteration */
+static const double fp8_cast[MM_FP8_COUNT][MM_PART_COUNT][2] = {
+  [MM_FP8_DELAYED] = {{4, 4 * CAST_ONCE}, {4, 0}, {0, 0}},
+  [MM_FP8_TENSORWISE] = {{6, 6}, {6, 0}, {0, 0}},
+  [MM_FP8_ROWWISE] = {{3, 3}, {3, 3}, {3, 3}},
+  [MM_FP8_BLOCKWISE] = {{3, 3}, {3, 0}, {3, 3}},
+  [MM_FP8_MXFP8] = {{3, 3}, {3, 3}, {3, 3}},
+  [MM_FP8_ALL] = {{0, 0}, {0, 0}, {0, 0}},
+};
+
+gboolean mm_plan_fp8_recipe(const MmScenario *s, const MmBlockSetup *bs)
+{
+  return bs->compute_dtype == MM_DTYPE_FP8 && s->cfg->task != MM_TASK_INFERENCE && s->cfg->fp8_recipe != MM_FP8_ALL;
+}
+
+/* Under an FP8 recipe only GEMMs run in FP8; the rest (attention, interactions, elementwise) in bf16. */
+static MmDtype kernel_dtype(const MmScenario *s, const MmBlockSetup *bs, const MmLayer *l)
+{
+  const MmKernelKind k = l->kernel.kind;
+  if (!mm_plan_fp8_recipe(s, bs) || k == MM_KERNEL_GEMM || k == MM_KERNEL_GEMV) return bs->compute_dtype;
+  return s->hw->device.peak_flops[MM_DTYPE_BF16] > 0 ? MM_DTYPE_BF16 : MM_DTYPE_FP16;
+}
+
+/* The casts an FP8 recipe runs before GEMM @k of @part: HBM bytes. */
+static double fp8_cast_bytes(const MmScenario *s, const MmKernel *k, MmKernelPart part)
+{
+  const double *f = fp8_cast[s->cfg->fp8_recipe][part];
+  const double a = k->m * k->k * k->batch, b = k->k * k->n * k->batch;
+  const double fb = f[1] < 0 ? -f[1] / (double)MAX(s->micro_steps, 1) : f[1];
+  return f[0] * a + fb * b;
+}
+
 void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
                        double load, MmPartWork *out, MmCostWhy *why)
 {
@@ -53,11 +95,20 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
   const double tp = (double)bs->degree[MM_STRAT_TP], ep = (double)bs->degree[MM_STRAT_EP];
   const MmKernelShare share = {.samples = n, .work = wf, .split = l->tp == MM_TP_REPLICATED ? 1.0 : 1.0 / tp,
                                .groups = l->expert && ep > 1 ? 1.0 / ep : 1.0};
-  mm_kernel_for_part(l, part, &share, bs->compute_dtype, &out->kernel);
+  mm_kernel_for_part(l, part, &share, kernel_dtype(s, bs, l), &out->kernel);
   out->flops = flops;
   out->model_flops = mflops;
   out->bytes = bytes;
   out->time_s = flops > 0 || bytes > 0 ? mm_cost_kernel_s(&s->hw->device, &out->kernel, flops, bytes, why) : 0;
+  out->cast_bytes = out->cast_s = 0;
+  if (flops > 0 && out->kernel.dtype == MM_DTYPE_FP8 && mm_plan_fp8_recipe(s, bs)) {
+    /* the recipe's casts: memory-bound elementwise kernels before the GEMM */
+    static const MmKernel cast = {MM_KERNEL_ELEMENTWISE, MM_DTYPE_BF16, 1, 1, 1, 1};
+    out->cast_bytes = fp8_cast_bytes(s, &out->kernel, part);
+    out->cast_s = out->cast_bytes > 0 ? mm_cost_kernel_s(&s->hw->device, &cast, 0, out->cast_bytes, NULL) : 0;
+    out->bytes += out->cast_bytes;
+    out->time_s += out->cast_s;
+  }
 }
 
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)

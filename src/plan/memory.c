@@ -60,6 +60,10 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
     double z = mm_plan_zero_shards(s, bi, l->expert);
     um->params_local += params * (double)bs->degree[MM_STRAT_FSDP];
     um->parts.weights += params * e;
+    /* delayed scaling keeps each GEMM weight's FP8 copy and its transpose for the iteration */
+    if (trained && c->fp8_recipe == MM_FP8_DELAYED && mm_plan_fp8_recipe(s, bs) &&
+        (l->kernel.kind == MM_KERNEL_GEMM || l->kernel.kind == MM_KERNEL_GEMV))
+      um->parts.weights += params * 2.0;
     if (trained) {
       double grads = params * ge / (bs->zero >= 2 ? z : 1.0);
       if (b->kind == MM_BLOCK_EMBEDDING_BAG) {

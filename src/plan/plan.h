@@ -446,9 +446,13 @@ typedef struct {
   MmKernel kernel;
   double flops, model_flops, bytes;
   double time_s;
+  double cast_bytes, cast_s; /* of bytes and time_s: an FP8 recipe's casts before the GEMM */
 } MmPartWork;
 void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
                        double load, MmPartWork *out, MmCostWhy *why);
+
+/* Whether block @bs's GEMMs run under an FP8 recipe (training in fp8, recipe not "all"). */
+gboolean mm_plan_fp8_recipe(const MmScenario *s, const MmBlockSetup *bs);
 
 /* Share of its experts' weights the busiest device of an expert group reads in one pass of
  * @samples samples (1 for non-expert layers, and in training). */
