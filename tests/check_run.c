@@ -289,6 +289,44 @@ START_TEST(test_fp8_recipes)
 }
 END_TEST
 
+/* Llama-3-70B, 4 stages of 20 layers, TP 8 + SP, with the config keys @rec. */
+static MmSimulation *rec_sim(const char *rec)
+{
+  g_autofree char *c = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,%s,"
+                                       "\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"sp\","
+                                       "\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}",
+                                       rec);
+  return sim("models/llama3-70b.json", "hardware/dgx-h100-2048.json", c, 4);
+}
+
+/* Megatron's partial full recompute: block recomputes the first N layers of each stage (time and
+ * memory between none and full), uniform checkpoints every N layers (full's time, less memory). */
+START_TEST(test_recompute_num_layers)
+{
+  g_autoptr(MmSimulation) none = rec_sim("\"recompute\":\"none\"");
+  g_autoptr(MmSimulation) full = rec_sim("\"recompute\":\"full\"");
+  g_autoptr(MmSimulation) b4 = rec_sim("\"recompute\":\"full\",\"recompute_method\":\"block\",\"recompute_num_layers\":4");
+  g_autoptr(MmSimulation) b20 = rec_sim("\"recompute\":\"full\",\"recompute_method\":\"block\",\"recompute_num_layers\":20");
+  g_autoptr(MmSimulation) u4 = rec_sim("\"recompute\":\"full\",\"recompute_method\":\"uniform\",\"recompute_num_layers\":4");
+  const double rf = full->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE];
+  const double r4 = b4->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE];
+  ck_assert_double_eq(none->metrics.compute_by_phase_s[MM_PHASE_RECOMPUTE], 0);
+  /* 4 of each stage's 20 layers (the first and last stages' embedding and head recompute too) */
+  ck_assert_msg(r4 >= 0.2 * rf * (1 - 1e-9) && r4 < 0.25 * rf, "block 4: %g of full %g", r4, rf);
+  ck_assert_double_gt(b4->metrics.iteration_time_s, none->metrics.iteration_time_s);
+  ck_assert_double_lt(b4->metrics.iteration_time_s, full->metrics.iteration_time_s);
+  ck_assert_double_gt(b4->memory->per_device_bytes, full->memory->per_device_bytes);
+  ck_assert_double_lt(b4->memory->per_device_bytes, none->memory->per_device_bytes);
+  /* every layer of a stage: full recompute itself */
+  ck_assert_double_eq(b20->metrics.iteration_time_s, full->metrics.iteration_time_s);
+  ck_assert_double_eq(b20->memory->per_device_bytes, full->memory->per_device_bytes);
+  /* uniform groups of 4: the same recompute, one checkpoint per 4 layers */
+  ck_assert_double_eq(u4->metrics.iteration_time_s, full->metrics.iteration_time_s);
+  ck_assert_double_lt(u4->memory->total.activations - u4->memory->transient_activations,
+                      full->memory->total.activations - full->memory->transient_activations);
+}
+END_TEST
+
 START_TEST(test_ddp_buckets)
 {
   g_autofree char *hw = mm_test_node8();
@@ -580,6 +618,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_ddp_buckets);
   tcase_add_test(tc, test_overlap_param_gather);
   tcase_add_test(tc, test_fp8_recipes);
+  tcase_add_test(tc, test_recompute_num_layers);
   tcase_add_test(tc, test_single_device_closed_form);
   tcase_add_test(tc, test_hierarchy_order_matters);
   tcase_add_test(tc, test_finetune_and_inference);

@@ -453,6 +453,11 @@ typedef struct {
 
 typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE } MmRecompute;
 extern const char *const mm_recompute_names[];
+/* Megatron's --recompute-method for full recompute with --recompute-num-layers N: uniform
+ * checkpoints the input of every group of N layers (all recomputed); block recomputes the first N
+ * layers of each model chunk and keeps the others' activations. */
+typedef enum { MM_RECOMPUTE_UNIFORM, MM_RECOMPUTE_BLOCK } MmRecomputeMethod;
+extern const char *const mm_recompute_method_names[];
 
 /* How FP8 training runs (blocks whose compute dtype is fp8): which kernels run in FP8 and the
  * casts around them (docs/MODEL.md, "FP8 recipes"). ALL: every kernel at the FP8 peak, no casts. */
@@ -504,6 +509,8 @@ typedef struct {
   MmOptimizer optimizer;        /* dense parameters */
   MmOptimizer sparse_optimizer; /* embedding_bag tables */
   MmRecompute recompute;
+  MmRecomputeMethod recompute_method;
+  int64_t recompute_num_layers; /* full recompute: layers per group (uniform) or recomputed per chunk (block); 0: all */
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */

@@ -22,6 +22,7 @@ const char *const mm_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "pp", "sp", 
 const char *const mm_shard_names[] = {"table", "row", "column", NULL};
 const char *const mm_optimizer_names[] = {"adam", "sgd", "adagrad", "rowwise_adagrad", NULL};
 const char *const mm_recompute_names[] = {"none", "full", "selective", NULL};
+const char *const mm_recompute_method_names[] = {"uniform", "block", NULL};
 const char *const mm_fp8_recipe_names[] = {"delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "all", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_fp8_recipe_names) == MM_FP8_COUNT + 1);
 const char *const mm_pipe_schedule_names[] = {"gpipe", "1f1b", "interleaved_1f1b", NULL};

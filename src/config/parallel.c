@@ -33,6 +33,14 @@ static const MmField config_fields[] = {
    "activation recomputation: none keeps every activation; full keeps only layer inputs and "
    "recomputes the forward pass during backward; selective (Korthikanti et al. 2022) drops and "
    "recomputes only the attention core (its s x s scores; little with flash attention)"},
+  {"recompute_method", MM_F_ENUM, FALSE, 0, 0, MM_RECOMPUTE_UNIFORM, mm_recompute_method_names, CFG(recompute_method),
+   NULL,
+   "full recompute with recompute_num_layers N (Megatron-LM --recompute-method): uniform checkpoints the input of "
+   "every group of N layers and recomputes them all (less memory than per layer, the same time); block recomputes "
+   "the first N layers of each model chunk and keeps the activations of the rest (less time, more memory)"},
+  {"recompute_num_layers", MM_F_INT, FALSE, 0, 1000000, 0, NULL, CFG(recompute_num_layers), "layers",
+   "full recompute: N of recompute_method (Megatron-LM --recompute-num-layers); 0: uniform over single layers, "
+   "or every layer with block"},
   {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",
@@ -468,6 +476,12 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   if (GIVEN("global_batch") == GIVEN("global_batch_tokens")) {
     mm_json_error(error, GIVEN("global_batch") ? MM_CONFIG_ERROR_INCONSISTENT : MM_CONFIG_ERROR_MISSING_KEY,
                   &ctx, "$", "give exactly one of \"global_batch\" (samples) and \"global_batch_tokens\"");
+    return NULL;
+  }
+  if ((GIVEN("recompute_method") || GIVEN("recompute_num_layers")) && c->recompute != MM_RECOMPUTE_FULL) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx,
+                  GIVEN("recompute_method") ? "$.recompute_method" : "$.recompute_num_layers",
+                  "applies to \"recompute\": \"full\" (recompute is \"%s\")", mm_recompute_names[c->recompute]);
     return NULL;
   }
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "ddp_bucket_MB");

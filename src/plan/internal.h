@@ -100,6 +100,7 @@ typedef struct {
   uint32_t *chunk_first, *chunk_end; /* unit range of each chunk */
   gboolean *chunk_trained;           /* runs a backward */
   uint32_t cur_chunk;
+  uint8_t *recompute;      /* per unit: MM__RECOMPUTE_* under full recompute */
   uint32_t *param_gather; /* overlap_param_gather: per unit its ZeRO all-gather op (NONE: not issued) */
   uint32_t *pair_first; /* ops at the start of each steady 1F1B pair, and after the last */
   uint32_t n_pairs;
@@ -199,6 +200,12 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error);
 /* grads.c: overlap_param_gather: adds to @d the ZeRO all-gathers of unit @u's updated weights (none
  * when it has no ZeRO), issuing them and the next unit's (below @end) if not issued yet */
 void mm__param_gather_deps(Lower *L, uint32_t u, uint32_t end, Deps *d);
+
+/* schedule.c: full recompute per unit (Megatron's method and num_layers): none (activations kept),
+ * recomputed keeping its input (a checkpoint), recomputed from the checkpoint of its group.
+ * (transfer full) */
+enum { MM__RECOMPUTE_NONE, MM__RECOMPUTE_KEEP_INPUT, MM__RECOMPUTE_IN_GROUP };
+uint8_t *mm__recompute_units(const MmScenario *s, const MmGraph *g, const uint32_t *chunk);
 
 /* schedule.c: steady pairs per period and micro-batches per period (0, 0: no steady part) */
 void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro);

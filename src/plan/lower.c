@@ -27,6 +27,7 @@ static void lower_free(Lower *L)
   g_free(L->chunk_end);
   g_free(L->chunk_trained);
   g_free(L->param_gather);
+  g_free(L->recompute);
 }
 
 /* Expert load of the hot ep rank and of the others: (1 + skew) x the mean, and what is left. */
@@ -73,6 +74,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
       for (int part = PART_FWD; part <= PART_BWD_W; part++) mm__part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   mm__precompute_units(&L);
+  L.recompute = mm__recompute_units(s, g, unit_chunk);
   if (L.training && s->cfg->overlap_param_gather) {
     L.param_gather = g_new(uint32_t, 2 * (gsize)g->n_units + 1);
     for (gsize i = 0; i < 2 * (gsize)g->n_units; i++) L.param_gather[i] = NONE;

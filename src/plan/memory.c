@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "plan.h"
+#include "internal.h"
 
 void mm_memory_free(MmMemory *m)
 {
@@ -37,7 +37,7 @@ typedef struct {
   double a2a;           /* MP exchange buffers */
 } UnitMem;
 
-static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft, UnitMem *um)
+static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft, uint8_t recompute, UnitMem *um)
 {
   const MmUnit *un = &g->units[u];
   const guint bi = un->block;
@@ -85,9 +85,13 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
     um->coll_buf = MAX(um->coll_buf, p.ring_bwd_bytes);
   }
   if (training && bi >= ft) {
-    if (c->recompute == MM_RECOMPUTE_FULL) {
-      um->parts.activations = in;
-      um->transient = act - in;
+    if (c->recompute == MM_RECOMPUTE_FULL && recompute == MM__RECOMPUTE_NONE) {
+      um->parts.activations = act; /* block method: past the recomputed layers of its chunk */
+    } else if (c->recompute == MM_RECOMPUTE_FULL) {
+      /* its group's input kept (uniform groups of N layers: rebuilt N layers at a time) */
+      const double group = c->recompute_method == MM_RECOMPUTE_UNIFORM ? (double)MAX(c->recompute_num_layers, 1) : 1.0;
+      um->parts.activations = recompute == MM__RECOMPUTE_KEEP_INPUT ? in : 0;
+      um->transient = group * act - in;
     } else if (c->recompute == MM_RECOMPUTE_SELECTIVE) {
       um->parts.activations = act - dropped;
       um->transient = dropped;
@@ -151,12 +155,14 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   const gboolean training = c->task != MM_TASK_INFERENCE;
   const guint ft = mm_plan_first_trained(s), p = (guint)s->pp, K = (guint)(s->pp * s->vstages);
   g_autofree uint32_t *chunk = mm_pipe_unit_chunks(s, g);
+  g_autofree uint8_t *rec = mm__recompute_units(s, g, chunk);
   g_autofree UnitMem *um = g_new0(UnitMem, g->n_units + 1);
   g_autofree double *chunk_act = g_new0(double, K + 1);
   for (guint u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
-    if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) um[u] = um[u - 1]; /* identical unit */
-    else unit_memory(s, g, u, ft, &um[u]);
+    if (u > 0 && g->layers[un->first_layer].canon != un->first_layer && rec[u] == rec[u - 1])
+      um[u] = um[u - 1]; /* identical unit */
+    else unit_memory(s, g, u, ft, rec[u], &um[u]);
     chunk_act[chunk[u]] += um[u].parts.activations;
   }
 

@@ -68,6 +68,28 @@ guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint sta
   return n;
 }
 
+uint8_t *mm__recompute_units(const MmScenario *s, const MmGraph *g, const uint32_t *chunk)
+{
+  uint8_t *r = g_new0(uint8_t, g->n_units + 1);
+  const MmParallelConfig *c = s->cfg;
+  if (c->recompute != MM_RECOMPUTE_FULL) return r;
+  const int64_t n = c->recompute_num_layers;
+  int64_t j = 0; /* layer units of the chunk so far */
+  for (uint32_t u = 0; u < g->n_units; u++) {
+    if (u > 0 && chunk[u] != chunk[u - 1]) j = 0;
+    if (!mm_block_is_layers(&s->model->blocks[g->units[u].block])) {
+      r[u] = MM__RECOMPUTE_KEEP_INPUT;
+      continue;
+    }
+    if (c->recompute_method == MM_RECOMPUTE_BLOCK)
+      r[u] = n == 0 || j < n ? MM__RECOMPUTE_KEEP_INPUT : MM__RECOMPUTE_NONE;
+    else
+      r[u] = j % MAX(n, 1) == 0 ? MM__RECOMPUTE_KEEP_INPUT : MM__RECOMPUTE_IN_GROUP;
+    j++;
+  }
+  return r;
+}
+
 uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g)
 {
   uint32_t *chunk = g_new0(uint32_t, g->n_units + 1);

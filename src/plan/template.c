@@ -473,7 +473,7 @@ uint32_t mm__lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gbo
 {
   Deps d = *in;
   uint32_t rec_last = NONE;
-  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL)
+  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL && L->recompute[u] != MM__RECOMPUTE_NONE)
     mm__deps_add(L, &d, replay(L, template_for(L, u, MM__V_FWD), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
   else if (L->s->cfg->recompute == MM_RECOMPUTE_SELECTIVE)
     mm__deps_add(L, &d, replay(L, template_for(L, u, MM__V_SELECTIVE), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
