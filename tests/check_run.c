@@ -327,6 +327,34 @@ START_TEST(test_recompute_num_layers)
 }
 END_TEST
 
+/* FSDP2 reshard_after_forward=False: each layer gathered once per iteration (its first forward),
+ * kept gathered across micro-batches and the backward; reduce-scatters unchanged. */
+START_TEST(test_fsdp_no_reshard)
+{
+  g_autofree char *hw = mm_test_node8();
+#define RESHARD_CFG(r)                                                                                          \
+  "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":32,\"micro_batch\":1,\"fsdp_reshard_after_forward\":" r \
+  ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":8}]}}"
+  const char *ct = RESHARD_CFG("true"), *cf = RESHARD_CFG("false");
+  const char *model = "{\"name\":\"gpt8\",\"seq_len\":256,\"blocks\":[{\"kind\":\"transformer\",\"name\":\"dec\","
+                      "\"count\":8,\"hidden\":512,\"heads\":8,\"ffn\":2048}]}";
+  g_autoptr(MmSimulation) a = sim(model, hw, ct, 0);
+  g_autoptr(MmSimulation) b = sim(model, hw, cf, 0);
+  ck_assert_int_eq(a->scenario->micro_steps, 4);
+  guint units = 0;
+  for (uint32_t u = 0; u < a->graph->n_units; u++) units += a->graph->units[u].cost.params > 0;
+  /* resharding: a forward and a backward gather per unit and micro-batch (the first trained unit's
+   * backward included); once: one per unit */
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), units);
+  ck_assert_uint_eq(count_ops(a, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_FWD), 4 * units);
+  ck_assert_uint_gt(count_ops(a, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_BWD), 3 * units);
+  ck_assert_uint_eq(count_ops(a, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1),
+                    count_ops(b, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1));
+  ck_assert_double_lt(b->metrics.comm_by_reason_s[MM_REASON_FSDP], a->metrics.comm_by_reason_s[MM_REASON_FSDP]);
+  ck_assert_double_gt(b->memory->total.comm_buffers, a->memory->total.comm_buffers);
+}
+END_TEST
+
 START_TEST(test_ddp_buckets)
 {
   g_autofree char *hw = mm_test_node8();
@@ -619,6 +647,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_overlap_param_gather);
   tcase_add_test(tc, test_fp8_recipes);
   tcase_add_test(tc, test_recompute_num_layers);
+  tcase_add_test(tc, test_fsdp_no_reshard);
   tcase_add_test(tc, test_single_device_closed_form);
   tcase_add_test(tc, test_hierarchy_order_matters);
   tcase_add_test(tc, test_finetune_and_inference);

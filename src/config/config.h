@@ -514,6 +514,7 @@ typedef struct {
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
+  gboolean fsdp_reshard;     /* FSDP: gather again for every micro-batch's forward and backward (else once) */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
   gboolean overlap_param_gather; /* ZeRO-1/2: gather updated weights in the next forward (else after the step) */

@@ -45,6 +45,11 @@ static const MmField config_fields[] = {
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",
    "FSDP: layers whose AllGather is issued ahead of the one computing"},
+  {"fsdp_reshard_after_forward", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(fsdp_reshard), NULL,
+   "FSDP: free each layer's gathered parameters after its forward and gather them again for its backward, in every "
+   "micro-batch (PyTorch FSDP's default); false: gather each layer once per iteration, in its first forward, and "
+   "keep it gathered across micro-batches and the backward (FSDP2 reshard_after_forward=False, as torchtitan runs "
+   "FSDP with pipeline parallelism): fewer all-gathers, every unsharded layer of the stage held"},
   {"ddp_bucket_MB", MM_F_NUM, FALSE, 0.001, 1e6, 25, NULL, MM_NO_OFFSET, "MB",
    "DDP: gradient bucket size per AllReduce"},
   {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,

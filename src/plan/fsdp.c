@@ -39,6 +39,11 @@ gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
   return L->s->blocks[un->block].degree[MM_STRAT_FSDP] > 1 && L->g->units[u].cost.params > 0;
 }
 
+gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  return mm__fsdp_unit(L, u) && (L->s->cfg->fsdp_reshard || (micro == 0 && !bwd));
+}
+
 static void gq_add(GArray *a, uint32_t u, uint32_t micro, gboolean bwd)
 {
   GatherItem it = {u, micro, bwd};
@@ -54,10 +59,11 @@ void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
     const uint32_t k = steps[i].chunk * L->p + L->stage;
     if (!steps[i].bwd) {
       for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
-        if (mm__fsdp_unit(L, u)) gq_add(a, u, steps[i].micro, FALSE);
+        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) gq_add(a, u, steps[i].micro, FALSE);
     } else {
       for (uint32_t u = L->chunk_end[k]; u-- > L->chunk_first[k];)
-        if (L->g->units[u].block >= L->first_trained && mm__fsdp_unit(L, u)) gq_add(a, u, steps[i].micro, TRUE);
+        if (L->g->units[u].block >= L->first_trained && mm__fsdp_gathers(L, u, steps[i].micro, TRUE))
+          gq_add(a, u, steps[i].micro, TRUE);
     }
   }
   L->n_gq = a->len;

@@ -178,6 +178,9 @@ void mm__templates_free(Lower *L);
 void mm__precompute_units(Lower *L);
 double mm__unit_params(const Lower *L, uint32_t u);
 gboolean mm__fsdp_unit(const Lower *L, uint32_t u);
+/* Whether unit @u all-gathers its FSDP shards for micro-batch @micro's forward (or backward):
+ * every time, or without fsdp_reshard_after_forward only in its first forward. */
+gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd);
 void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps);
 void mm__emit_gather(Lower *L, const Deps *d);
 uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd);

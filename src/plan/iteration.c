@@ -44,9 +44,9 @@ static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     for (uint32_t u = u0; u < u1; u++) {
       Deps d = out == NONE ? bin : mm__deps_one(out);
       if (mi == 0) mm__param_gather_deps(L, u, u1, &d);
-      if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, FALSE));
+      if (mm__fsdp_gathers(L, u, mi, FALSE)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, FALSE));
       out = mm__lower_fwd(L, u, mi, MM_PHASE_FWD, &d);
-      if (mm__fsdp_unit(L, u)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+      if (mm__fsdp_gathers(L, u, mi, FALSE)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
     }
     if (mm__mp_block(L, b)) {
       Deps d = mm__deps_one(out);
@@ -104,10 +104,10 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     }
     for (uint32_t u = u1; u-- > u0;) {
       Deps d = out == NONE ? grad : mm__deps_one(out);
-      if (mm__fsdp_unit(L, u)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, TRUE));
+      if (mm__fsdp_gathers(L, u, mi, TRUE)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, TRUE));
       uint32_t wd = NONE;
       out = mm__lower_bwd(L, u, mi, &d, u == bf ? need_in : TRUE, &wd);
-      if (mm__fsdp_unit(L, u)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+      if (mm__fsdp_gathers(L, u, mi, TRUE)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
       mm__sync_grads(L, st, u, mi, wd);
     }
     if (last_micro && L->s->cfg->ddp_overlap) {

@@ -177,7 +177,8 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   for (guint st = 0; st < p; st++) {
     memset(blocks, 0, sizeof(MmMemoryParts) * m->n_blocks);
     MmMemoryParts tot = {0};
-    double transient = 0, fsdp_gather = 0, fsdp_grad = 0, coll_buf = 0, a2a_buf = 0, ddp_bucket = 0, kept = 0;
+    double transient = 0, fsdp_gather = 0, fsdp_held = 0, fsdp_grad = 0, coll_buf = 0, a2a_buf = 0, ddp_bucket = 0,
+           kept = 0;
     for (guint u = 0; u < g->n_units; u++) {
       if (chunk[u] % p != st) continue;
       const guint bi = g->units[u].block;
@@ -193,6 +194,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       if (bs->degree[MM_STRAT_FSDP] > 1) {
         const double e = mm_dtype_bytes(m->blocks[bi].dtype);
         fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * um[u].params_local * e);
+        fsdp_held += um[u].params_local * e; /* without resharding: every layer stays gathered */
         if (training && !bs->frozen) fsdp_grad = MAX(fsdp_grad, um[u].params_local * mm_dtype_bytes(bs->grad_dtype));
       }
       coll_buf = MAX(coll_buf, um[u].coll_buf);
@@ -212,6 +214,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       tot.kv_cache += blocks[bi].kv_cache;
     }
     tot.activations += transient;
+    if (!c->fsdp_reshard) fsdp_gather = MAX(fsdp_gather, fsdp_held);
     tot.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + coll_buf + a2a_buf;
     const double bytes = mm_memory_parts_sum(&tot);
     mem->stage_bytes[st] = bytes;
