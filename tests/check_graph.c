@@ -99,6 +99,46 @@ START_TEST(test_attention_seq_squared)
 }
 END_TEST
 
+/* Sliding-window attention: a windowed layer's core counts s x w (model FLOPs) and executes the causal
+ * band s w - w (w - 1) / 2; every global_every-th layer attends to everything; decode reads the window. */
+START_TEST(test_sliding_window)
+{
+  const char *full = "{\"name\":\"t\",\"seq_len\":4096,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+                     "\"hidden\":256,\"heads\":8,\"ffn\":1024}]}";
+  const char *swa = "{\"name\":\"t\",\"seq_len\":4096,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+                    "\"hidden\":256,\"heads\":8,\"ffn\":1024,\"sliding_window\":512,\"global_every\":2}]}";
+  g_autoptr(MmModel) mf = parse_model(full);
+  g_autoptr(MmModel) ms = parse_model(swa);
+  g_autoptr(MmGraph) gf = mm_graph_new(mf);
+  g_autoptr(MmGraph) gs = mm_graph_new(ms);
+  const double s = 4096, w = 512;
+  const MmLayer *f0 = mm_test_layer(gf, 0, MM_ROLE_ATTN_CORE);
+  for (guint u = 0; u < 4; u++) {
+    const MmLayer *l = mm_test_layer(gs, u, MM_ROLE_ATTN_CORE);
+    if (u % 2 == 1) { /* layers 2 and 4: global */
+      ck_assert_double_eq(l->cost.fwd_flops, f0->cost.fwd_flops);
+      ck_assert_double_eq(l->cost.fwd_exec_flops, f0->cost.fwd_exec_flops);
+      continue;
+    }
+    ck_assert_double_eq_tol(l->cost.fwd_flops, f0->cost.fwd_flops * w / s, 1e-9 * f0->cost.fwd_flops);
+    ck_assert_double_eq_tol(l->cost.fwd_exec_flops, l->cost.fwd_flops * (s * w - w * (w - 1) / 2) / (s * w),
+                            1e-9 * l->cost.fwd_flops);
+    ck_assert_double_eq(l->kernel.n, w); /* the kernel's keys */
+  }
+  /* projections do not change */
+  ck_assert_double_eq(mm_test_layer(gs, 0, MM_ROLE_QKV)->cost.fwd_flops, mm_test_layer(gf, 0, MM_ROLE_QKV)->cost.fwd_flops);
+  /* a decode step at 4096 tokens of context: a windowed layer reads 512 cached tokens */
+  MmGraphPass step = {1, 4096, TRUE, TRUE, TRUE};
+  g_autoptr(MmGraph) df = mm_graph_new_pass(mf, &step);
+  g_autoptr(MmGraph) ds = mm_graph_new_pass(ms, &step);
+  const MmLayer *dl = mm_test_layer(ds, 0, MM_ROLE_ATTN_CORE), *dg = mm_test_layer(ds, 1, MM_ROLE_ATTN_CORE);
+  const MmLayer *dfull = mm_test_layer(df, 0, MM_ROLE_ATTN_CORE);
+  ck_assert_double_eq(dg->cost.fwd_bytes, dfull->cost.fwd_bytes);
+  ck_assert_double_lt(dl->cost.fwd_bytes, 0.2 * dfull->cost.fwd_bytes);
+  ck_assert_double_eq_tol(dl->cost.fwd_flops, dfull->cost.fwd_flops * w / s, 1e-9 * dfull->cost.fwd_flops);
+}
+END_TEST
+
 START_TEST(test_eager_attention_keeps_scores)
 {
 #define BASE "{\"name\":\"t\",\"seq_len\":1024,\"blocks\":[{\"kind\":\"transformer\",\"count\":1," \
@@ -211,6 +251,7 @@ static Suite *graph_suite(void)
   tcase_add_test(tc, test_six_n_plus_attention);
   tcase_add_test(tc, test_attention_seq_squared);
   tcase_add_test(tc, test_eager_attention_keeps_scores);
+  tcase_add_test(tc, test_sliding_window);
   tcase_add_test(tc, test_moe_counts);
   tcase_add_test(tc, test_dlrm_a);
   tcase_add_test(tc, test_interaction_dot);

@@ -355,6 +355,26 @@ START_TEST(test_fsdp_no_reshard)
 }
 END_TEST
 
+/* Serving with sliding-window layers: they cache their window, the global ones the whole context. */
+START_TEST(test_sliding_window_kv_cache)
+{
+  g_autofree char *hw = mm_test_node8();
+#define SWA_MODEL(extra)                                                                                        \
+  "{\"name\":\"t\",\"seq_len\":4096,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,\"hidden\":1024,\"heads\":8," \
+  "\"ffn\":4096" extra "}]}"
+  const char *cfg8 = "{\"name\":\"c\",\"task\":\"inference\",\"global_batch\":8,\"inference\":{\"prompt_tokens\":4096,"
+                     "\"output_tokens\":512},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8}]}}";
+  g_autoptr(MmSimulation) f = sim(SWA_MODEL(""), hw, cfg8, 0);
+  g_autoptr(MmSimulation) w = sim(SWA_MODEL(",\"sliding_window\":512,\"global_every\":2"), hw, cfg8, 0);
+#undef SWA_MODEL
+  /* two layers keep 512 of the 4608 tokens, two keep all */
+  const double want = (2.0 * 512 + 2.0 * 4608) / (4.0 * 4608);
+  ck_assert_double_gt(f->memory->total.kv_cache, 0);
+  ck_assert_double_eq_tol(w->memory->total.kv_cache / f->memory->total.kv_cache, want, 1e-9);
+  ck_assert_double_lt(w->serving.tpot_s, f->serving.tpot_s);
+}
+END_TEST
+
 START_TEST(test_ddp_buckets)
 {
   g_autofree char *hw = mm_test_node8();
@@ -648,6 +668,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_fp8_recipes);
   tcase_add_test(tc, test_recompute_num_layers);
   tcase_add_test(tc, test_fsdp_no_reshard);
+  tcase_add_test(tc, test_sliding_window_kv_cache);
   tcase_add_test(tc, test_single_device_closed_form);
   tcase_add_test(tc, test_hierarchy_order_matters);
   tcase_add_test(tc, test_finetune_and_inference);

@@ -136,6 +136,9 @@ typedef struct {
   gboolean causal;
   gboolean dropout;
   gboolean tied; /* lm_head shares the token embedding's matrix */
+  /* sliding-window attention: layers attend to the last sliding_window tokens (0: all); with
+   * global_every k, every k-th layer (k-1, 2k-1, ...) attends to all (0: none does) */
+  int64_t sliding_window, global_every;
 
   /* blocks whose outputs this block reads (indices of earlier blocks); default: the previous one */
   guint *inputs;
@@ -150,6 +153,13 @@ typedef struct {
   double capacity_factor;
   int64_t shared_experts; /* transformer: experts every token uses (a dense FFN of shared x ffn) */
 } MmBlock;
+
+/* The attention window of layer @i of transformer block @b: tokens, or 0 for full attention. */
+static inline int64_t mm_block_layer_window(const MmBlock *b, int64_t i)
+{
+  if (b->sliding_window <= 0 || (b->global_every > 0 && (i + 1) % b->global_every == 0)) return 0;
+  return b->sliding_window;
+}
 
 /* Blocks of repeated layers, the units pipeline stages split (transformer and mlp). */
 static inline gboolean mm_block_is_layers(const MmBlock *b)

@@ -105,6 +105,12 @@ static const MmField transformer_fields[] = {
   {"bias", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(bias), NULL, "linear layers have biases"},
   {"dropout", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(dropout), NULL,
    "dropout on attention probabilities and both residual branches: masks kept for backward, extra memory passes (fused into flash attention)"},
+  {"sliding_window", MM_F_INT, FALSE, 0, 1 << 30, 0, NULL, BLK(sliding_window), "tokens",
+   "sliding-window attention: each query attends to the last this many tokens (Mistral 4096, Gemma 2 4096, "
+   "Gemma 3 1024, GPT-OSS 128); K/V cache holds as many; 0: full attention"},
+  {"global_every", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, BLK(global_every), "layers",
+   "with sliding_window: every this-many-th layer (the k-th, 2k-th, ...) attends to the whole context "
+   "(Gemma 2 and GPT-OSS 2, Gemma 3 6); 0: every layer windowed"},
   {"causal", MM_F_BOOL, FALSE, 0, 0, 1, NULL, BLK(causal), NULL,
    "causal (decoder) attention: flash kernels skip the masked half; model FLOPs still count the full matrix"},
   {"head_dim", MM_F_INT, FALSE, 1, 1 << 16, NAN, NULL, BLK(head_dim), NULL,

@@ -179,15 +179,26 @@ static void scale_params(MmCost *c, double f)
  * (masked blocks skipped) and add the flash backward's recomputation of QK^T
  * (FlashAttention-2: 5 matmuls vs 2 forward). Serving reads the cached K/V of the
  * earlier kv - q tokens and writes the new ones. */
-static void attention(MmCost *c, const MmBlock *b, double q, double kv, gboolean cache, double e)
+/* The keys one query of a pass of @kv context tokens attends to under window @w (0: all; flash
+ * kernels skip what is outside the band, eager ones compute it and mask it). */
+static double window_keys(const MmBlock *b, double kv, int64_t w)
+{
+  return w > 0 && b->attention == MM_ATTN_FLASH ? MIN((double)w, kv) : kv;
+}
+
+static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t window, gboolean cache, double e)
 {
   double a = (double)b->heads, dk = (double)b->head_dim, dv = (double)b->v_head_dim;
   double kvh = (double)b->kv_heads;
   gboolean flash = b->attention == MM_ATTN_FLASH;
-  double qk = 2.0 * q * kv * a * dk, av = 2.0 * q * kv * a * dv, mm = qk + av, sm = FLOPS_SOFTMAX * a * q * kv;
+  const double kw = window_keys(b, kv, window); /* the band of a sliding window; model FLOPs count it whole */
+  double qk = 2.0 * q * kw * a * dk, av = 2.0 * q * kw * a * dv, mm = qk + av, sm = FLOPS_SOFTMAX * a * q * kw;
   c->fwd_flops = mm + sm;
   c->bwd_input_flops = 2.0 * mm + 2.0 * sm;
-  double causal = flash && b->causal && q == kv ? 0.5 : 1.0; /* eager kernels compute the masked half too */
+  /* causal flash kernels over a whole sequence skip the masked half; inside a band of w < s keys the
+   * first w - 1 queries see fewer: s w - w (w - 1) / 2 of the s w (eager kernels compute it all) */
+  double causal = 1.0;
+  if (flash && b->causal && q == kv) causal = kw < kv ? 1.0 - (kw - 1.0) / (2.0 * kv) : 0.5;
   c->fwd_exec_flops = causal * c->fwd_flops;
   c->bwd_input_exec_flops = causal * (c->bwd_input_flops + (flash ? qk : 0));
   /* this pass's q, k, v (MLA: k and v expanded from the latent per head) */
@@ -198,7 +209,7 @@ static void attention(MmCost *c, const MmBlock *b, double q, double kv, gboolean
   c->act_bytes = qkv + q * a * 4.0; /* q, k, v + fp32 log-sum-exp per row */
   if (cache) {
     double per_token = mm_graph_kv_bytes_per_token(b);
-    c->fwd_bytes += (kv - q) * per_token + q * per_token; /* read the context, write the new entries */
+    c->fwd_bytes += MAX(0.0, kw - q) * per_token + q * per_token; /* read the context (its window), write the new */
   }
   if (!flash) {
     double scores = a * q * kv * e;
@@ -292,13 +303,14 @@ static void build_transformer(Builder *bd, const MmBlock *b)
 
   const double a = (double)b->heads;
   const MmKernel k_norm = kelem(b, s, h);
-  const MmKernel k_attn = kernel(MM_KERNEL_ATTENTION, b, s, kvn, (double)b->head_dim, a);
   const MmKernel k_out = kgemm(b, s, a * (double)b->v_head_dim, h);
   const MmKernel k_router = kgemm(b, s, h, (double)b->experts);
   for (int64_t i = 0; i < b->count; i++) {
     MmCost c;
     begin_unit(bd, (guint)i);
-    if (i > 0) { /* the layers of a transformer block are alike: repeat the one before */
+    const int64_t window = mm_block_layer_window(b, i);
+    const MmKernel k_attn = kernel(MM_KERNEL_ATTENTION, b, s, window_keys(b, kvn, window), (double)b->head_dim, a);
+    if (i > 0 && window == mm_block_layer_window(b, i - 1)) { /* alike (same window): repeat the one before */
       const MmUnit prev = g_array_index(bd->units, MmUnit, bd->units->len - 2);
       for (guint k = 0; k < prev.n_layers; k++) {
         MmLayer l = g_array_index(bd->layers, MmLayer, prev.first_layer + k);
@@ -315,7 +327,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     MmKernel k_qkv = qkv_projection(&c, b, s, e);
     push(bd, MM_ROLE_QKV, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE, &k_qkv);
     c = (MmCost){0};
-    attention(&c, b, s, kvn, bd->pass.kv_cache, e);
+    attention(&c, b, s, kvn, window, bd->pass.kv_cache, e);
     push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE, &k_attn);
     c = (MmCost){0};
     gemm(&c, s, (double)b->heads * (double)b->v_head_dim, h, e, b->bias);

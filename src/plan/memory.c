@@ -123,7 +123,10 @@ static double unit_kv_cache(const MmScenario *s, const MmGraph *g, guint u)
   mm_plan_place(s, g, un->first_layer, &p); /* kv heads split by TP; MLA's latent is whole */
   double frac = p.kv_frac;
   double sequences = bs->samples_per_micro * (double)s->micro_steps;
-  return sequences * (double)(sv->prompt_tokens + sv->output_tokens) * mm_graph_kv_bytes_per_token(b) * frac;
+  double tokens = (double)(sv->prompt_tokens + sv->output_tokens);
+  const int64_t w = mm_block_layer_window(b, un->index); /* a sliding-window layer keeps its window */
+  if (w > 0) tokens = MIN(tokens, (double)w);
+  return sequences * tokens * mm_graph_kv_bytes_per_token(b) * frac;
 }
 
 /* The peak number of micro-batches whose activations chunk-local index c holds, weighted
