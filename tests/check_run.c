@@ -375,6 +375,29 @@ START_TEST(test_sliding_window_kv_cache)
 }
 END_TEST
 
+/* LAMB keeps Adam's states and reads weights and update again in its step; Adafactor keeps a row and a
+ * column per matrix (about 2 / hidden states per parameter). */
+START_TEST(test_lamb_adafactor)
+{
+#define OPT_CFG(opt)                                                                                            \
+  "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,\"optimizer\":{\"kind\":\"" opt "\"},"                \
+  "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}"
+  g_autoptr(MmSimulation) adam = sim("models/llama3-8b.json", "hardware/dgx-h100-2048.json", OPT_CFG("adam"), 1);
+  g_autoptr(MmSimulation) lamb = sim("models/llama3-8b.json", "hardware/dgx-h100-2048.json", OPT_CFG("lamb"), 1);
+  g_autoptr(MmSimulation) af = sim("models/llama3-8b.json", "hardware/dgx-h100-2048.json", OPT_CFG("adafactor"), 1);
+#undef OPT_CFG
+  ck_assert_double_eq(lamb->memory->total.optimizer, adam->memory->total.optimizer);
+  const double oa = adam->metrics.compute_by_phase_s[MM_PHASE_OPTIMIZER], ol = lamb->metrics.compute_by_phase_s[MM_PHASE_OPTIMIZER];
+  /* adam's step moves 2 e + g + 2 (2 x 4 + 4) = 32 bytes per parameter (bf16 weights, fp32 grads, master copy);
+   * lamb 6 more */
+  ck_assert_double_eq_tol(ol / oa, 38.0 / 32.0, 0.02);
+  /* fp32 master weights (4 bytes per parameter) remain; the factored moments are 2 x 4 / 4096 */
+  const double params = adam->memory->total.optimizer / 12.0;
+  ck_assert_double_eq_tol(af->memory->total.optimizer, params * (4.0 + 8.0 / 4096.0), 0.01 * params);
+  ck_assert_double_lt(af->memory->total.optimizer, 0.4 * adam->memory->total.optimizer);
+}
+END_TEST
+
 START_TEST(test_ddp_buckets)
 {
   g_autofree char *hw = mm_test_node8();
@@ -669,6 +692,7 @@ static Suite *run_suite(void)
   tcase_add_test(tc, test_recompute_num_layers);
   tcase_add_test(tc, test_fsdp_no_reshard);
   tcase_add_test(tc, test_sliding_window_kv_cache);
+  tcase_add_test(tc, test_lamb_adafactor);
   tcase_add_test(tc, test_single_device_closed_form);
   tcase_add_test(tc, test_hierarchy_order_matters);
   tcase_add_test(tc, test_finetune_and_inference);

@@ -451,7 +451,14 @@ typedef struct {
   guint n_levels;
 } MmStrategyEntry;
 
-typedef enum { MM_OPT_ADAM, MM_OPT_SGD, MM_OPT_ADAGRAD, MM_OPT_ROWWISE_ADAGRAD } MmOptimizerKind;
+typedef enum {
+  MM_OPT_ADAM,
+  MM_OPT_SGD,
+  MM_OPT_ADAGRAD,
+  MM_OPT_ROWWISE_ADAGRAD,
+  MM_OPT_LAMB,      /* Adam's states; per-layer trust ratio: norms of the weights and of the update */
+  MM_OPT_ADAFACTOR, /* factored second moment (a row and a column vector per matrix), momentum optional */
+} MmOptimizerKind;
 extern const char *const mm_optimizer_names[];
 
 typedef struct {

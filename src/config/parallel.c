@@ -140,13 +140,16 @@ static const MmField precision_fields[] = {
 
 static const MmField optimizer_fields[] = {
   {"kind", MM_F_ENUM, TRUE, 0, 0, 0, mm_optimizer_names, (gssize)offsetof(MmOptimizer, kind), NULL,
-   "adam: 2 states per parameter; sgd: 0 (1 with momentum); adagrad: 1; rowwise_adagrad: 1 per row"},
+   "adam: 2 states per parameter; sgd: 0 (1 with momentum); adagrad: 1; rowwise_adagrad: 1 per row; lamb (You et al. "
+   "2020): adam's 2, plus the per-layer norms of weights and update in the step; adafactor (Shazeer & Stern 2018): "
+   "a factored second moment, a row and a column of each matrix (about 2 / hidden states per parameter), 1 more "
+   "with momentum"},
   {"state_dtype", MM_F_ENUM, FALSE, 0, 0, MM_DTYPE_FP32, mm_dtype_names,
    (gssize)offsetof(MmOptimizer, state_dtype), NULL, "dtype of optimizer states"},
   {"master_weights", MM_F_BOOL, FALSE, 0, 0, 1, NULL, (gssize)offsetof(MmOptimizer, master_weights), NULL,
    "keep an fp32 copy of weights stored in a narrower dtype"},
   {"momentum", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmOptimizer, momentum), NULL,
-   "sgd only: one momentum state per parameter"},
+   "sgd and adafactor: one momentum state per parameter"},
   MM_FIELDS_END,
 };
 
@@ -508,8 +511,9 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   o = cJSON_GetObjectItemCaseSensitive(root, "sparse_optimizer");
   if (o && !mm_json_apply(&ctx, o, "$.sparse_optimizer", optimizer_fields, &c->sparse_optimizer, NULL, error))
     return NULL;
-  if (c->optimizer.momentum && c->optimizer.kind != MM_OPT_SGD) {
-    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.optimizer.momentum", "momentum applies to sgd only");
+  if (c->optimizer.momentum && c->optimizer.kind != MM_OPT_SGD && c->optimizer.kind != MM_OPT_ADAFACTOR) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.optimizer.momentum",
+                  "momentum applies to sgd and adafactor only");
     return NULL;
   }
 
@@ -591,8 +595,9 @@ void mm_parallel_write_schema(FILE *out)
                        config_fields);
   mm_json_write_schema(out, "`precision`", "", precision_fields);
   mm_json_write_schema(out, "`optimizer` / `sparse_optimizer`",
-                       "Bytes per trained parameter: adam 2 x state, sgd 0 (+1 state with "
-                       "momentum), adagrad 1 x state, rowwise_adagrad 1 state per row; plus 4 "
+                       "Bytes per trained parameter: adam and lamb 2 x state, sgd 0 (+1 state with "
+                       "momentum), adagrad 1 x state, rowwise_adagrad 1 state per row, adafactor 2 / hidden x state "
+                       "(+1 with momentum); plus 4 "
                        "(fp32 master copy) when master_weights and the weights are narrower than fp32.",
                        optimizer_fields);
   mm_json_write_schema(out, "`pipeline`",

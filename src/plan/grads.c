@@ -257,6 +257,10 @@ void mm__emit_optimizer(Lower *L)
                     (double)bs->degree[MM_STRAT_FSDP];
     double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
     bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
+    /* LAMB reads the weights and the fp32 update again for their norms; Adafactor the gradient for its
+     * row and column means */
+    if (bs->optimizer->kind == MM_OPT_LAMB) bytes += params * (e + 4.0);
+    if (bs->optimizer->kind == MM_OPT_ADAFACTOR) bytes += params * ge;
     kernels++;
   }
   if (kernels == 0) return;

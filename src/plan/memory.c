@@ -22,6 +22,13 @@ double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
   case MM_OPT_SGD: bytes = o->momentum ? st : 0.0; break;
   case MM_OPT_ADAGRAD: bytes = st; break;
   case MM_OPT_ROWWISE_ADAGRAD: bytes = b->kind == MM_BLOCK_EMBEDDING_BAG ? st / (double)b->dim : st; break;
+  case MM_OPT_LAMB: bytes = 2.0 * st; break;
+  case MM_OPT_ADAFACTOR: {
+    /* a row and a column vector per r x c matrix: (r + c) / (r c) per parameter, ~2 / width */
+    const double width = (double)MAX(1, b->kind == MM_BLOCK_EMBEDDING_BAG ? b->dim : b->hidden > 0 ? b->hidden : b->width);
+    bytes = 2.0 * st / width + (o->momentum ? st : 0.0);
+    break;
+  }
   }
   if (o->master_weights && mm_dtype_bytes(b->dtype) < 4.0) bytes += 4.0;
   return bytes;
