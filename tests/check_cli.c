@@ -932,7 +932,8 @@ START_TEST(test_plot_studies)
       ck_assert_ptr_nonnull(strstr(note[0], "out of memory (not simulated)"));
       g_auto(GStrv) meta = data_block(data, "figure");
       g_auto(GStrv) title = fields(meta[0]);
-      ck_assert_str_eq(title[1], "dlrm-a on zionex-a100-128: dlrm-pretrain-fsdp-mp");
+      /* the inputs' names, the config's cut to its headline */
+      ck_assert_str_eq(title[1], "DLRM-A on Meta ZionEX, 16 nodes x 8 A100-40GB: DLRM pretraining");
     } else if (k == 1) {
       g_auto(GStrv) pts = data_block(data, "points");
       ck_assert_uint_eq(g_strv_length(pts), ran);
@@ -954,6 +955,9 @@ START_TEST(test_plot_studies)
       ck_assert(g_str_has_prefix(joint[0], "7 "));
       g_auto(GStrv) note = data_block(data, "note");
       ck_assert_ptr_nonnull(strstr(note[0], "super-linear"));
+      g_auto(GStrv) meta = data_block(data, "figure");
+      g_auto(GStrv) title = fields(meta[0]);
+      ck_assert_str_eq(title[1], "What-if: DLRM-A on Meta ZionEX, 16 nodes x 8 A100-40GB: DLRM pretraining");
     }
   }
 

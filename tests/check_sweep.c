@@ -203,6 +203,12 @@ START_TEST(test_summary)
   ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "pareto_memory_throughput")), 0);
   const cJSON *pts = cJSON_GetObjectItemCaseSensitive(s, "points");
   ck_assert_double_gt(cJSON_GetObjectItemCaseSensitive(pts, "out_of_memory")->valuedouble, 0);
+  /* the inputs by their names, the files beside them */
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(s, "inputs");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "model")->valuestring, "DLRM-A");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "hardware")->valuestring, "Meta ZionEX, 16 nodes x 8 A100-40GB");
+  ck_assert(g_str_has_prefix(cJSON_GetObjectItemCaseSensitive(in, "config")->valuestring, "DLRM pretraining: "));
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "hardware_path")->valuestring, "hardware/zionex-a100-128.json");
   /* pruned points carry their memory, not a time */
   ck_assert_ptr_nonnull(strstr(csv, ",oom,0,,,"));
   cJSON_Delete(s);
@@ -233,6 +239,9 @@ START_TEST(test_whatif_dlrm)
   ck_assert_ptr_nonnull(w);
   const cJSON *rows = cJSON_GetObjectItemCaseSensitive(w, "systems");
   ck_assert_int_eq(cJSON_GetArraySize(rows), 8); /* baseline, 6 single, all together */
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(w, "inputs");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "model")->valuestring, "DLRM-A");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "model_path")->valuestring, "models/dlrm-a.json");
   const char *best = NULL;
   double best_speedup = 0;
   for (int i = 1; i < 7; i++) {

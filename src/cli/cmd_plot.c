@@ -47,7 +47,7 @@ int mm_cmd_plot(int argc, char **argv)
      "column (3.5x2.4 in, 7 pt text), page (7x3.5 in, 8 pt), slide (10x5.6 in, 16 pt) or WxH in inches "
      "(default: page width, the height the rows need)", "SIZE"},
     {"title", 0, 0, G_OPTION_ARG_STRING, &title,
-     "Figure title (default: the run's model, system and config; a sweep's input files)", "T"},
+     "Figure title (default: the run's or the study's model, system and config)", "T"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("INPUT... - draw a figure of madmax's outputs with gnuplot");
@@ -73,8 +73,8 @@ int mm_cmd_plot(int argc, char **argv)
     "whatif: the JSON of `madmax whatif --json W.json`: a bar per system (the baseline, each\n"
     "component scaled alone, all together) of its speedup with the strategy re-optimized, the\n"
     "best strategy under it, a line at 1, and how the joint speedup compares with the single ones.\n"
-    "Titles and labels come from the runs' names (model, system, config), a sweep's from its\n"
-    "input files' names. The figure's extension picks the format: .png (slides, 150 pixels per\n"
+    "Titles and labels come from the names (model, system, config) the runs and studies carry\n"
+    "(a long config name: its headline). The figure's extension picks the format: .png (slides, 150 pixels per\n"
     "inch), .svg, .pdf (papers); --size its size and text size. --script keeps the gnuplot\n"
     "script and its data file, to restyle by hand.");
   g_option_context_set_description(ctx,

@@ -160,9 +160,7 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
   }
   cJSON *root = cJSON_CreateObject();
   cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
-  cJSON_AddStringToObject(in_o, "model", in->model->path);
-  cJSON_AddStringToObject(in_o, "hardware", in->hardware->path);
-  cJSON_AddStringToObject(in_o, "config", in->config->path);
+  mm_sweep_inputs_json(in, in_o);
   cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
   cJSON *cnt = cJSON_AddObjectToObject(root, "points");
   cJSON_AddNumberToObject(cnt, "in_space", (double)sp->n_points);

@@ -19,6 +19,16 @@ MmInputs *mm_inputs_load(const char *model, const char *hardware, const char *co
   return g_steal_pointer(&in);
 }
 
+void mm_sweep_inputs_json(const MmInputs *in, cJSON *obj)
+{
+  cJSON_AddStringToObject(obj, "model", in->model->name);
+  cJSON_AddStringToObject(obj, "hardware", in->hardware->name);
+  cJSON_AddStringToObject(obj, "config", in->config->name);
+  cJSON_AddStringToObject(obj, "model_path", in->model->path);
+  cJSON_AddStringToObject(obj, "hardware_path", in->hardware->path);
+  cJSON_AddStringToObject(obj, "config_path", in->config->path);
+}
+
 void mm_simulation_free(MmSimulation *sim)
 {
   if (!sim) return;

@@ -17,6 +17,9 @@ typedef struct {
 MmInputs *mm_inputs_load(const char *model, const char *hardware, const char *config, GError **error);
 void mm_inputs_free(MmInputs *in);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmInputs, mm_inputs_free)
+/* Adds the inputs' names ("model", "hardware", "config": the files' name fields) and paths
+ * ("model_path", ...) to @obj, as summary.json and whatif --json carry them. */
+void mm_sweep_inputs_json(const MmInputs *in, cJSON *obj);
 
 /* One complete simulation of one point and everything it produced. */
 typedef struct {
@@ -176,6 +179,7 @@ typedef struct {
 } MmWhatifRow;
 
 typedef struct {
+  cJSON *inputs;                 /* the study's inputs (mm_sweep_inputs_json) (transfer: owned) */
   MmWhatifRow *rows;
   guint n_rows;
   double joint_over_product;     /* all together / the product of the single speedups (> 1: super-linear) */
