@@ -2,6 +2,7 @@
  * interruption and --resume, and for shards merged; the summary; bad space files. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -228,6 +229,104 @@ START_TEST(test_summary)
 }
 END_TEST
 
+/* The column @name of a CSV header line split into @names. */
+static int csv_col(char **names, const char *name)
+{
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  ck_abort_msg("no column %s", name);
+  return -1;
+}
+
+/* Serving under a latency bound: the summary's pick is, of the points that ran with TTFT (and
+ * TPOT) within the bound, the one with the most output tokens/s per GPU, as counted here from
+ * points.csv; a bound that excludes the fastest point changes the pick; one nothing meets says so. */
+START_TEST(test_serving_latency_bound)
+{
+  static const char *const in[] = {"-m", "models/llama3-70b.json", "-H", "hardware/dgx-h100-2048.json", "-c",
+                                   "configs/llama3-70b-serving-tp8.json", "--nodes", "1", "--quiet"};
+  const struct {
+    const char *ttft, *tpot;
+  } bounds[] = {{"2500", NULL}, {"2500", "20"}, {"1000", NULL}};
+  for (guint b = 0; b < G_N_ELEMENTS(bounds); b++) {
+    g_autofree char *name = g_strdup_printf("serving-%u", b), *dir = tmp(name);
+    const char *args[24] = {"sweep"};
+    guint n = 1;
+    for (guint i = 0; i < G_N_ELEMENTS(in); i++) args[n++] = in[i];
+    args[n++] = "--out", args[n++] = dir;
+    if (bounds[b].ttft) args[n++] = "--ttft-max-ms", args[n++] = bounds[b].ttft;
+    if (bounds[b].tpot) args[n++] = "--tpot-max-ms", args[n++] = bounds[b].tpot;
+    args[n] = NULL;
+    g_autofree char *out = NULL, *err = NULL;
+    ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s", err);
+    g_autofree char *csv_path = g_build_filename(dir, "points.csv", NULL), *csv = NULL;
+    g_autofree char *sum_path = g_build_filename(dir, "summary.json", NULL), *text = NULL;
+    ck_assert(g_file_get_contents(csv_path, &csv, NULL, NULL) && g_file_get_contents(sum_path, &text, NULL, NULL));
+    /* the bound applied to points.csv here */
+    const double ttft_max = g_ascii_strtod(bounds[b].ttft, NULL) * 1e-3;
+    const double tpot_max = bounds[b].tpot ? g_ascii_strtod(bounds[b].tpot, NULL) * 1e-3 : INFINITY;
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+    const int cp = csv_col(names, "point"), cs = csv_col(names, "status"), cd = csv_col(names, "devices");
+    const int ct = csv_col(names, "tokens_per_s"), cf = csv_col(names, "time_to_first_token_s");
+    const int co = csv_col(names, "time_per_output_token_s");
+    guint meeting = 0, ran = 0;
+    double best_rate = -1, fastest = -1, fastest_ttft = 0;
+    long best_point = -1;
+    for (guint i = 1; lines[i] && *lines[i]; i++) {
+      g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+      if (strcmp(f[cs], "ok") != 0) continue;
+      ran++;
+      const double rate = g_ascii_strtod(f[ct], NULL) / g_ascii_strtod(f[cd], NULL);
+      if (rate > fastest) fastest = rate, fastest_ttft = g_ascii_strtod(f[cf], NULL);
+      if (g_ascii_strtod(f[cf], NULL) > ttft_max || g_ascii_strtod(f[co], NULL) > tpot_max) continue;
+      meeting++;
+      if (rate > best_rate) best_rate = rate, best_point = strtol(f[cp], NULL, 10);
+    }
+    ck_assert_double_gt(fastest_ttft, ttft_max); /* the bound excludes the unbounded best */
+    cJSON *s = cJSON_Parse(text);
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(s, "latency_bound");
+    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(lb, "time_to_first_token_max_s")->valuedouble, ttft_max, 1e-12);
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(lb, "points_meeting")->valueint, (int)meeting);
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(lb, "points_simulated")->valueint, (int)ran);
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(s, "best");
+    const cJSON *pick = cJSON_GetObjectItemCaseSensitive(best, "serving_under_latency_bound");
+    if (b < 2) {
+      ck_assert_uint_gt(meeting, 0);
+      ck_assert_ptr_nonnull(pick);
+      ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(pick, "point")->valueint, (int)best_point);
+      ck_assert_double_le(cJSON_GetObjectItemCaseSensitive(pick, "time_to_first_token_s")->valuedouble, ttft_max);
+      ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(pick, "output_tokens_per_s_per_device")->valuedouble,
+                              best_rate, 1e-9 * best_rate);
+      const cJSON *fast = cJSON_GetObjectItemCaseSensitive(best, "throughput");
+      ck_assert_int_ne(cJSON_GetObjectItemCaseSensitive(fast, "point")->valueint, (int)best_point);
+      ck_assert_ptr_nonnull(strstr(out, "best under latency bound"));
+    } else {
+      ck_assert_uint_eq(meeting, 0);
+      ck_assert_ptr_null(pick);
+      ck_assert_ptr_nonnull(strstr(out, "none of the"));
+    }
+    if (b == 1) ck_assert_uint_lt(meeting, 26); /* TPOT narrows it */
+    cJSON_Delete(s);
+  }
+  /* bad bounds, and a bound on a training sweep: exit 1 naming the option */
+  static const char *const bad[][2] = {{"--ttft-max-ms", "0"}, {"--ttft-max-ms", "-5"}, {"--tpot-max-ms", "fast"},
+                                       {"--tpot-max-ms", "nan"}, {"--ttft-max-ms", "1e99"}};
+  for (guint i = 0; i < G_N_ELEMENTS(bad) + 1; i++) {
+    g_autofree char *dir = tmp("serving-bad");
+    const gboolean training = i == G_N_ELEMENTS(bad);
+    const char *args[] = {"sweep", training ? DLRM[0] : in[0], training ? DLRM[1] : in[1], training ? DLRM[2] : in[2],
+                          training ? DLRM[3] : in[3], training ? DLRM[4] : in[4], training ? DLRM[5] : in[5],
+                          "--out", dir, training ? "--ttft-max-ms" : bad[i][0], training ? "100" : bad[i][1], NULL};
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    ck_assert_msg(strstr(err, training ? "--ttft-max-ms" : bad[i][0]), "%s", err);
+    if (training) ck_assert_msg(strstr(err, "serving"), "%s", err);
+    ck_assert(!g_file_test(dir, G_FILE_TEST_EXISTS));
+  }
+}
+END_TEST
+
 /* MAD-Max's DLRM-A scaling study, its shape: of the single 10x improvements inter-node
  * bandwidth helps most, and all of them together do better than their product. */
 START_TEST(test_whatif_dlrm)
@@ -300,6 +399,7 @@ int main(void)
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);
+  tcase_add_test(tc, test_serving_latency_bound);
   tcase_add_test(tc, test_whatif_dlrm);
   tcase_add_test(tc, test_bad_space);
   suite_add_tcase(s, tc);

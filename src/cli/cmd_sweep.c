@@ -1,5 +1,6 @@
 /* cmd_sweep: `madmax sweep`: every valid strategy (and, where asked, pipeline, batch, recompute,
  * ZeRO and node choices) of one model on one system, ranked; `madmax sweep merge` joins shards. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +104,21 @@ static void print_point(const cJSON *p, const char *what)
   printf("\n");
 }
 
+/* A latency bound option: a positive number of milliseconds -> seconds; FALSE with a message. */
+static gboolean parse_bound_ms(const char *option, const char *text, double *out_s)
+{
+  char *end = NULL;
+  const double v = text ? g_ascii_strtod(text, &end) : 0;
+  if (text && (end == text || *end || !isfinite(v) || !(v > 0) || v > 1e9)) {
+    g_autofree char *shown = mm_config_printable(text);
+    fprintf(stderr, "madmax: %s %s: expected a positive number of milliseconds (at most 1e9)\n", option,
+            *text ? shown : "''");
+    return FALSE;
+  }
+  *out_s = text ? v * 1e-3 : 0;
+  return TRUE;
+}
+
 static int sweep_merge(int argc, char **argv)
 {
   g_autofree char *out_dir = NULL;
@@ -137,7 +153,7 @@ int mm_cmd_sweep(int argc, char **argv)
 
 static int sweep_main(int argc, char **argv, const Mpi *mpi)
 {
-  g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL;
+  g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL, *ttft_text = NULL, *tpot_text = NULL;
   gint jobs = 0;
   gdouble budget_tokens = 0, budget_samples = 0;
   gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
@@ -153,6 +169,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress line", NULL},
     {"budget-tokens", 0, 0, G_OPTION_ARG_DOUBLE, &budget_tokens, "Time-to-train objective: the days to process T tokens (e.g. 1.4e12)", "T"},
     {"budget-samples", 0, 0, G_OPTION_ARG_DOUBLE, &budget_samples, "Time-to-train objective for a budget of S samples", "S"},
+    {"ttft-max-ms", 0, 0, G_OPTION_ARG_STRING, &ttft_text, "Serving: the best point (most output tokens/s per GPU) among those whose time to first token is at most X ms", "X"},
+    {"tpot-max-ms", 0, 0, G_OPTION_ARG_STRING, &tpot_text, "Serving: ... whose time per output token is at most Y ms (with --ttft-max-ms: both)", "Y"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- rank every valid parallelization of a model on a system");
@@ -169,7 +187,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     "thread pool and stream to DIR/points.csv in point order (the same bytes for any --jobs, and\n"
     "after Ctrl-C or a kill and --resume); DIR/summary.json holds the best point per objective\n"
     "(throughput, time to train a --budget-tokens/--budget-samples budget, A100-normalized GPU-hours\n"
-    "per sample, memory headroom, time per output token),\n"
+    "per sample, memory headroom, time per output token; serving under a --ttft-max-ms/--tpot-max-ms\n"
+    "latency bound: the most output tokens/s per GPU among the points that meet it),\n"
     "the speedup over FSDP everywhere, the best strategy per layer kind with the others at FSDP,\n"
     "and the memory-throughput Pareto set.");
   g_option_context_set_description(ctx,
@@ -207,6 +226,10 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     fprintf(stderr, "madmax: --budget-tokens / --budget-samples: one of them, from 0 to 1e18\n");
     return MM_EXIT_INPUT;
   }
+  MmSweepBudget budget = {budget_tokens, budget_samples, 0, 0};
+  if (!parse_bound_ms("--ttft-max-ms", ttft_text, &budget.ttft_max_s) ||
+      !parse_bound_ms("--tpot-max-ms", tpot_text, &budget.tpot_max_s))
+    return MM_EXIT_INPUT;
   if (mpi->on && shard_text) {
     fprintf(stderr, "madmax: --shard and mpirun both split the points; give one\n");
     return MM_EXIT_INPUT;
@@ -217,6 +240,12 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   g_autoptr(MmSweepSpace) sp = NULL;
   paths.model = model_path, paths.hardware = hw_path, paths.config = cfg_path;
   if (!mm_cli_study_load(&paths, space_path, &in, &sp, &error)) return mm_cli_fail(error);
+  if ((ttft_text || tpot_text) && !in->config->serving.present) {
+    fprintf(stderr, "madmax: %s: %s has no serving block; the latency bounds rank serving points (a serving config, "
+                    "e.g. configs/llama3-70b-serving-tp8.json)\n", ttft_text ? "--ttft-max-ms" : "--tpot-max-ms",
+            cfg_path);
+    return MM_EXIT_INPUT;
+  }
   if (!out_dir) out_dir = g_strdup("results/sweep");
 
   /* how long: up to 256 points spread over the space derived (which are valid, which fit), and
@@ -290,7 +319,6 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
             out_dir);
     return MM_EXIT_OK;
   }
-  const MmSweepBudget budget = {budget_tokens, budget_samples};
   g_autoptr(cJSON) sum = mm_sweep_summary(out_dir, sp, in, &budget, &error);
   if (!sum) return mm_cli_fail(error);
   g_autofree char *sum_path = g_build_filename(out_dir, "summary.json", NULL);
@@ -309,6 +337,28 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   const cJSON *ttt = cJSON_GetObjectItemCaseSensitive(best, "time_to_train");
   if (ttt) printf("  %-28s %.3g days for the budget\n", "time to train",
                   cJSON_GetObjectItemCaseSensitive(ttt, "time_to_train_days")->valuedouble);
+  const cJSON *lb = cJSON_GetObjectItemCaseSensitive(sum, "latency_bound");
+  if (lb) {
+    const cJSON *tt = cJSON_GetObjectItemCaseSensitive(lb, "time_to_first_token_max_s");
+    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(lb, "time_per_output_token_max_s");
+    GString *b = g_string_new(NULL);
+    if (tt) g_string_append_printf(b, "TTFT <= %.4g ms", tt->valuedouble * 1e3);
+    if (tp) g_string_append_printf(b, "%sTPOT <= %.4g ms", b->len ? ", " : "", tp->valuedouble * 1e3);
+    g_autofree char *bound = g_string_free(b, FALSE);
+    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(best, "serving_under_latency_bound");
+    const double meeting = cJSON_GetObjectItemCaseSensitive(lb, "points_meeting")->valuedouble;
+    const double simulated = cJSON_GetObjectItemCaseSensitive(lb, "points_simulated")->valuedouble;
+    if (sv) {
+      print_point(sv, "best under latency bound");
+      printf("  %-28s %.0f of %.0f points meet %s; this one: %.4g output tokens/s per GPU, TTFT %.4g ms, TPOT %.4g ms\n",
+             "", meeting, simulated, bound,
+             cJSON_GetObjectItemCaseSensitive(sv, "output_tokens_per_s_per_device")->valuedouble,
+             cJSON_GetObjectItemCaseSensitive(sv, "time_to_first_token_s")->valuedouble * 1e3,
+             cJSON_GetObjectItemCaseSensitive(sv, "time_per_output_token_s")->valuedouble * 1e3);
+    } else {
+      printf("  %-28s none of the %.0f points that ran meets %s\n", "latency bound", simulated, bound);
+    }
+  }
   const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(sum, "per_layer_kind");
   for (const cJSON *k = kinds ? kinds->child : NULL; k; k = k->next) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(k, "best"), *w = cJSON_GetObjectItemCaseSensitive(k, "worst");

@@ -125,10 +125,12 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
   }
   const int cs = col(&c, "status"), cf = col(&c, "fits"), ct = col(&c, "samples_per_s"), cm = col(&c, "memory_per_device_bytes");
   const int cg = col(&c, "a100_gpu_hours_per_iteration"), ci = col(&c, "iteration_time_s"), cc = col(&c, "memory_capacity_bytes");
-  const int ctpot = col(&c, "time_per_output_token_s");
+  const int ctpot = col(&c, "time_per_output_token_s"), cttft = col(&c, "time_to_first_token_s");
+  const int cdev = col(&c, "devices"), ctok = col(&c, "tokens_per_s");
   const guint n = c.rows->len;
-  guint oom = 0;
-  int base = -1, best = -1, gpuh = -1, head = -1, tpot = -1;
+  const gboolean bounded = budget && (budget->ttft_max_s > 0 || budget->tpot_max_s > 0);
+  guint oom = 0, meeting = 0, simulated = 0;
+  int base = -1, best = -1, gpuh = -1, head = -1, tpot = -1, served = -1;
   for (guint r = 0; r < n; r++) {
     const gboolean fits = val(&c, r, cf) > 0, ran = strcmp(str(&c, r, cs), "oom") != 0;
     oom += !fits;
@@ -140,6 +142,15 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
     if (gpuh < 0 || gh < val(&c, (guint)gpuh, cg) / (val(&c, (guint)gpuh, ct) * val(&c, (guint)gpuh, ci))) gpuh = (int)r;
     if (head < 0 || val(&c, r, cc) - val(&c, r, cm) > val(&c, (guint)head, cc) - val(&c, (guint)head, cm)) head = (int)r;
     if (isfinite(val(&c, r, ctpot)) && (tpot < 0 || val(&c, r, ctpot) < val(&c, (guint)tpot, ctpot))) tpot = (int)r;
+    simulated++;
+    /* the latency bound: both figures known and within it; then the most output tokens/s per device */
+    const double ttft = val(&c, r, cttft), tp = val(&c, r, ctpot);
+    if (!bounded || !isfinite(ttft) || !isfinite(tp) || (budget->ttft_max_s > 0 && ttft > budget->ttft_max_s) ||
+        (budget->tpot_max_s > 0 && tp > budget->tpot_max_s))
+      continue;
+    meeting++;
+    if (served < 0 || val(&c, r, ctok) / val(&c, r, cdev) > val(&c, (guint)served, ctok) / val(&c, (guint)served, cdev))
+      served = (int)r;
   }
   /* no baseline row that ran: find it among the pruned ones and simulate it for reference */
   double base_t = base >= 0 && val(&c, (guint)base, cf) > 0 ? val(&c, (guint)base, ct) : 0;
@@ -176,9 +187,16 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
   if (gpuh >= 0) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, (guint)gpuh, sp, base_t));
   if (head >= 0) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, (guint)head, sp, base_t));
   if (tpot >= 0) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, (guint)tpot, sp, base_t));
+  if (served >= 0) {
+    cJSON *o = point_json(&c, (guint)served, sp, base_t);
+    cJSON_AddNumberToObject(o, "time_to_first_token_s", val(&c, (guint)served, cttft));
+    cJSON_AddNumberToObject(o, "time_per_output_token_s", val(&c, (guint)served, ctpot));
+    cJSON_AddNumberToObject(o, "output_tokens_per_s_per_device",
+                            val(&c, (guint)served, ctok) / val(&c, (guint)served, cdev));
+    cJSON_AddItemToObject(obj, "serving_under_latency_bound", o);
+  }
   if (best >= 0 && budget && (budget->tokens > 0 || budget->samples > 0)) {
     /* the fastest point processes the budget first: time = budget / its rate */
-    const int ctok = col(&c, "tokens_per_s");
     const double rate = budget->tokens > 0 ? val(&c, (guint)best, ctok) : val(&c, (guint)best, ct);
     cJSON *o = point_json(&c, (guint)best, sp, base_t);
     cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
@@ -186,6 +204,14 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
     cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
     cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
     cJSON_AddItemToObject(obj, "time_to_train", o);
+  }
+
+  if (bounded) {
+    cJSON *lb = cJSON_AddObjectToObject(root, "latency_bound");
+    if (budget->ttft_max_s > 0) cJSON_AddNumberToObject(lb, "time_to_first_token_max_s", budget->ttft_max_s);
+    if (budget->tpot_max_s > 0) cJSON_AddNumberToObject(lb, "time_per_output_token_max_s", budget->tpot_max_s);
+    cJSON_AddNumberToObject(lb, "points_simulated", simulated);
+    cJSON_AddNumberToObject(lb, "points_meeting", meeting);
   }
 
   /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */

@@ -151,14 +151,19 @@ typedef struct {
  * Fails on output errors and on a resume that does not match. */
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *stats, GError **error);
 
-/* A training budget: time-to-train ranks points by the time to process it (0: not asked). */
+/* The summary's objectives beyond the fixed ones (0: not asked): a training budget
+ * (time-to-train ranks points by the time to process it) and a serving latency bound (the
+ * most output tokens/s per device among the points whose time to first token and time per
+ * output token are within it). */
 typedef struct {
   double tokens, samples;
+  double ttft_max_s, tpot_max_s;
 } MmSweepBudget;
 
 /* Writes DIR/summary.json from DIR/points.csv: the best point per objective, the baseline
  * (every varied kind FSDP over all devices) and each point's speedup over it, the best
- * strategy per layer kind, the memory-throughput Pareto set. (transfer full) */
+ * strategy per layer kind, the memory-throughput Pareto set; with a latency bound, how many
+ * points meet it and the best of them. (transfer full) */
 cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, const MmSweepBudget *budget,
                         GError **error);
 
