@@ -32,6 +32,8 @@ static char *sweep_csv(const char *dir, const char *const *extra, int want)
   return text;
 }
 
+static int csv_col(char **names, const char *name);
+
 static char *tmp(const char *name)
 {
   return g_build_filename(mm_test_tmpdir(), name, NULL);
@@ -229,6 +231,77 @@ START_TEST(test_summary)
 }
 END_TEST
 
+/* The summary's Pareto set, kept as the rows stream by, against the definition checked pair by
+ * pair: a point is on it unless another that ran has no more memory and no fewer samples/s (and
+ * is better in one, or is the same and earlier). Many ties, a few out-of-memory rows. */
+START_TEST(test_summary_pareto_streamed)
+{
+  g_autofree char *dir = tmp("pareto-src");
+  g_autofree char *csv = sweep_csv(dir, NULL, 0);
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  const char *tmpl = NULL;
+  for (guint i = 1; lines[i] && !tmpl; i++)
+    if (strstr(lines[i], ",ok,1,")) tmpl = lines[i];
+  ck_assert_ptr_nonnull(tmpl);
+  g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+  const int cp = csv_col(names, "point"), cs = csv_col(names, "status"), cf = csv_col(names, "fits");
+  const int ct = csv_col(names, "samples_per_s"), cm = csv_col(names, "memory_per_device_bytes");
+  enum { N = 3000 };
+  static double mem[N], sps[N];
+  static gboolean ran[N];
+  GString *g = g_string_new(lines[0]);
+  g_string_append_c(g, '\n');
+  GRand *rnd = g_rand_new_with_seed(7);
+  for (guint i = 0; i < N; i++) {
+    g_auto(GStrv) f = g_strsplit(tmpl, ",", -1);
+    mem[i] = 1e9 * g_rand_int_range(rnd, 1, 60);
+    sps[i] = 100.0 * g_rand_int_range(rnd, 1, 60) + (g_rand_int_range(rnd, 0, 4) == 0 ? 0 : mem[i] / 1e8);
+    ran[i] = g_rand_int_range(rnd, 0, 10) != 0;
+    g_free(f[cp]), f[cp] = g_strdup_printf("%u", i);
+    g_free(f[cm]), f[cm] = g_strdup_printf("%.9g", mem[i]);
+    g_free(f[ct]), f[ct] = g_strdup_printf("%.9g", sps[i]);
+    if (!ran[i]) g_free(f[cs]), f[cs] = g_strdup("oom"), g_free(f[cf]), f[cf] = g_strdup("0");
+    g_autofree char *row = g_strjoinv(",", f);
+    g_string_append_printf(g, "%s\n", row);
+  }
+  g_rand_free(rnd);
+  g_autofree char *syn = tmp("pareto-syn");
+  ck_assert(g_mkdir_with_parents(syn, 0755) == 0);
+  g_autofree char *path = g_build_filename(syn, "points.csv", NULL);
+  ck_assert(g_file_set_contents(path, g->str, (gssize)g->len, NULL));
+  g_string_free(g, TRUE);
+  g_autofree char *mp = mm_test_src("models/dlrm-a.json"), *hp = mm_test_src("hardware/zionex-a100-128.json");
+  g_autofree char *cfp = mm_test_src("configs/dlrm-pretrain-fsdp-mp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(mp, hp, cfp, &error);
+  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, NULL, &error);
+  cJSON *sum = mm_sweep_summary(syn, sp, in, NULL, &error);
+  ck_assert_msg(sum != NULL, "%s", error ? error->message : "");
+  GArray *want = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint r = 0; r < N; r++) {
+    gboolean dominated = !ran[r];
+    for (guint q = 0; q < N && !dominated; q++)
+      dominated = q != r && ran[q] && mem[q] <= mem[r] && sps[q] >= sps[r] &&
+                  (mem[q] < mem[r] || sps[q] > sps[r] || q < r);
+    if (!dominated) g_array_append_val(want, r);
+  }
+  const cJSON *front = cJSON_GetObjectItemCaseSensitive(sum, "pareto_memory_throughput");
+  ck_assert_int_eq(cJSON_GetArraySize(front), (int)want->len);
+  ck_assert_uint_gt(want->len, 5);
+  int i = 0;
+  for (const cJSON *e = front->child; e; e = e->next, i++)
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(e, "point")->valueint, (int)g_array_index(want, guint, i));
+  g_array_free(want, TRUE);
+  ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sum, "points"), "valid")->valuedouble, N);
+  cJSON_Delete(sum);
+  /* a row of the wrong width: the file and line named */
+  ck_assert(g_file_set_contents(path, "point,status\n0,ok\n1,ok,extra\n", -1, NULL));
+  g_clear_error(&error);
+  ck_assert_ptr_null(mm_sweep_summary(syn, sp, in, NULL, &error));
+  ck_assert_msg(strstr(error->message, "points.csv: line 3"), "%s", error->message);
+}
+END_TEST
+
 /* The column @name of a CSV header line split into @names. */
 static int csv_col(char **names, const char *name)
 {
@@ -399,6 +472,7 @@ int main(void)
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);
+  tcase_add_test(tc, test_summary_pareto_streamed);
   tcase_add_test(tc, test_serving_latency_bound);
   tcase_add_test(tc, test_whatif_dlrm);
   tcase_add_test(tc, test_bad_space);

@@ -1,10 +1,12 @@
 /* runner: a sweep's points on a GLib thread pool, streamed to DIR/points.csv in point order. */
+#define _POSIX_C_SOURCE 200809L /* fseeko, ftello, truncate */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <unistd.h>
 
 #include "sweep.h"
 
@@ -136,29 +138,64 @@ static uint64_t shard_index(const MmSweepOptions *o, uint64_t i)
   return r <= o->shard ? i - r + o->shard : i - r + o->shards + o->shard;
 }
 
+/* The offset just after the last '\n' in [@lo, @hi) of @f (@lo when none): read backwards in
+ * chunks, so that a resume reads the end of points.csv, never all of it. */
+static gboolean last_newline(FILE *f, off_t lo, off_t hi, off_t *out)
+{
+  char buf[65536];
+  while (hi > lo) {
+    const off_t from = MAX(lo, hi - (off_t)sizeof buf);
+    if (fseeko(f, from, SEEK_SET) != 0 || fread(buf, 1, (size_t)(hi - from), f) != (size_t)(hi - from)) return FALSE;
+    for (off_t i = hi - from; i-- > 0;)
+      if (buf[i] == '\n') {
+        *out = from + i + 1;
+        return TRUE;
+      }
+    hi = from;
+  }
+  *out = lo;
+  return TRUE;
+}
+
 /* Resume: keeps the complete rows of an existing points.csv (whose header must match) and
- * returns the index after its last row. */
+ * returns the index after its last row. Reads the header and the last rows only. */
 static gboolean resume_from(const char *csv, const char *header, uint64_t *next, gboolean *found, GError **error)
 {
-  g_autofree char *text = NULL;
-  gsize len = 0;
   *found = FALSE;
   if (!g_file_test(csv, G_FILE_TEST_EXISTS)) return TRUE;
-  if (!g_file_get_contents(csv, &text, &len, error)) return FALSE;
-  const gsize hl = strlen(header);
-  if (len < hl || memcmp(text, header, hl) != 0) {
+  FILE *f = fopen(csv, "rb");
+  if (!f) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
+    return FALSE;
+  }
+  const size_t hl = strlen(header);
+  g_autofree char *head = g_malloc(hl + 1);
+  off_t len = 0, end = 0, start = 0;
+  gboolean ok = fseeko(f, 0, SEEK_END) == 0 && (len = ftello(f)) >= 0;
+  const gboolean same = ok && len >= (off_t)hl && fseeko(f, 0, SEEK_SET) == 0 && fread(head, 1, hl, f) == hl &&
+                        memcmp(head, header, hl) == 0;
+  if (ok && !same) {
+    fclose(f);
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: its header is not this sweep's; --resume continues the same sweep only", csv);
     return FALSE;
   }
-  gsize end = len;
-  while (end > hl && text[end - 1] != '\n') end--; /* drop a row cut off by a kill */
-  if (end < len && !g_file_set_contents(csv, text, (gssize)end, error)) return FALSE;
+  /* drop a row cut off by a kill; the last complete row's index */
+  ok = ok && last_newline(f, (off_t)hl, len, &end) && (end == (off_t)hl || last_newline(f, (off_t)hl, end - 1, &start));
+  char first[32] = {0};
+  if (ok && end > (off_t)hl)
+    ok = fseeko(f, start, SEEK_SET) == 0 && fread(first, 1, MIN(sizeof first - 1, (size_t)(end - start)), f) > 0;
+  fclose(f);
+  if (!ok) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: reading failed", csv);
+    return FALSE;
+  }
+  if (end < len && truncate(csv, end) != 0) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
+    return FALSE;
+  }
   *found = TRUE;
-  if (end == hl) return TRUE;
-  gsize start = end - 1;
-  while (start > hl && text[start - 1] != '\n') start--;
-  *next = g_ascii_strtoull(text + start, NULL, 10) + 1;
+  if (end > (off_t)hl) *next = g_ascii_strtoull(first, NULL, 10) + 1;
   return TRUE;
 }
 
