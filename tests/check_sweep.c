@@ -275,7 +275,8 @@ START_TEST(test_summary_pareto_streamed)
   g_autoptr(GError) error = NULL;
   g_autoptr(MmInputs) in = mm_inputs_load(mp, hp, cfp, &error);
   g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, NULL, &error);
-  cJSON *sum = mm_sweep_summary(syn, sp, in, NULL, &error);
+  MmSweepSystem one = {in, sp, 0};
+  cJSON *sum = mm_sweep_summary(syn, &one, 1, NULL, &error);
   ck_assert_msg(sum != NULL, "%s", error ? error->message : "");
   GArray *want = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint r = 0; r < N; r++) {
@@ -297,7 +298,7 @@ START_TEST(test_summary_pareto_streamed)
   /* a row of the wrong width: the file and line named */
   ck_assert(g_file_set_contents(path, "point,status\n0,ok\n1,ok,extra\n", -1, NULL));
   g_clear_error(&error);
-  ck_assert_ptr_null(mm_sweep_summary(syn, sp, in, NULL, &error));
+  ck_assert_ptr_null(mm_sweep_summary(syn, &one, 1, NULL, &error));
   ck_assert_msg(strstr(error->message, "points.csv: line 3"), "%s", error->message);
 }
 END_TEST
@@ -400,6 +401,145 @@ START_TEST(test_serving_latency_bound)
 }
 END_TEST
 
+/* Runs `madmax sweep` of DLRM-A on two systems (ZionEX A100, an H100 SuperPOD) at 8 and 16 nodes
+ * with @extra arguments into @dir; returns points.csv. */
+static char *two_systems_csv(const char *dir, const char *const *extra)
+{
+  g_autofree char *space = mm_test_write("space-systems.json", "{\"nodes\": [8, 16], \"strategies\": {\"mlp\": "
+                                         "[\"fsdp\", \"ddp\", \"tp\"], \"embedding_bag\": [\"mp\", \"ddp\"]}}");
+  const char *args[32] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H",
+                          "hardware/h100-superpod-256.json", "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--space",
+                          space, "--out", dir, "--quiet"};
+  guint n = 14;
+  for (guint i = 0; extra && extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  g_autofree char *err = NULL;
+  ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s", err);
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+  char *text = NULL;
+  ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+  return text;
+}
+
+/* Several systems in one sweep: a system column (the system the outermost dimension of the
+ * index), the same bytes for any --jobs, for shards merged and after a cut and --resume; the
+ * summary's per-system best and the time-vs-GPU-hours front across systems, as counted here. */
+START_TEST(test_two_systems)
+{
+  g_autofree char *d1 = tmp("sys-j1"), *d3 = tmp("sys-j3");
+  const char *j1[] = {"--jobs", "1", NULL}, *j3[] = {"--jobs", "3", NULL};
+  g_autofree char *want = two_systems_csv(d1, j1), *got3 = two_systems_csv(d3, j3);
+  ck_assert_str_eq(got3, want);
+  /* shards merged */
+  g_autofree char *s0 = tmp("sys-s0"), *s1 = tmp("sys-s1"), *s2 = tmp("sys-s2"), *merged = tmp("sys-merged");
+  const char *const dirs[] = {s0, s1, s2};
+  for (guint k = 0; k < 3; k++) {
+    g_autofree char *spec = g_strdup_printf("%u/3", k);
+    const char *sh[] = {"--shard", spec, NULL};
+    g_autofree char *part = two_systems_csv(dirs[k], sh);
+  }
+  const char *margs[] = {"sweep", "merge", "--out", merged, s0, s1, s2, NULL};
+  ck_assert_int_eq(mm_test_cli(margs, NULL, NULL), 0);
+  g_autofree char *mcsv = g_build_filename(merged, "points.csv", NULL), *mtext = NULL;
+  ck_assert(g_file_get_contents(mcsv, &mtext, NULL, NULL));
+  ck_assert_str_eq(mtext, want);
+  /* a cut, then --resume */
+  g_autofree char *cut = tmp("sys-cut");
+  ck_assert(g_mkdir_with_parents(cut, 0755) == 0);
+  g_autofree char *sig_src = g_build_filename(d1, "sweep.json", NULL), *sig = g_build_filename(cut, "sweep.json", NULL);
+  g_autofree char *sig_text = NULL, *ccsv = g_build_filename(cut, "points.csv", NULL);
+  ck_assert(g_file_get_contents(sig_src, &sig_text, NULL, NULL) && g_file_set_contents(sig, sig_text, -1, NULL));
+  ck_assert(strstr(sig_text, "h100-superpod-256.json")); /* the second system is part of what is resumed */
+  g_autofree char *partial = g_strndup(want, strlen(want) * 3 / 5);
+  ck_assert(g_file_set_contents(ccsv, partial, -1, NULL));
+  const char *resume[] = {"--resume", NULL};
+  g_autofree char *resumed = two_systems_csv(cut, resume);
+  ck_assert_str_eq(resumed, want);
+
+  /* the rows: system 0's points first, then system 1's */
+  g_auto(GStrv) lines = g_strsplit(want, "\n", -1);
+  ck_assert(g_str_has_prefix(lines[0], "point,system,nodes,"));
+  g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+  const int cp = csv_col(names, "point"), cy = csv_col(names, "system"), cs = csv_col(names, "status");
+  const int ct = csv_col(names, "samples_per_s"), cg = csv_col(names, "a100_gpu_hours_per_iteration");
+  const int ci = csv_col(names, "iteration_time_s");
+  static const char *const label[2] = {"Meta ZionEX; 16 nodes x 8 A100-40GB",
+                                       "H100 SuperPOD with NVLink Switch System; 32 nodes x 8 H100-SXM"};
+  GArray *ok = g_array_new(FALSE, FALSE, sizeof(guint));
+  double best[2] = {0};
+  long best_point[2] = {-1, -1}, last_point = -1;
+  int prev_sys = 0;
+  for (guint i = 1; lines[i] && *lines[i]; i++) {
+    g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+    const int y = strcmp(f[cy], label[0]) == 0 ? 0 : 1;
+    if (y == 1) ck_assert_str_eq(f[cy], label[1]);
+    ck_assert_int_ge(y, prev_sys); /* the outermost dimension */
+    prev_sys = y;
+    last_point = strtol(f[cp], NULL, 10);
+    if (strcmp(f[cs], "ok") != 0) continue;
+    g_array_append_val(ok, i);
+    const double t = g_ascii_strtod(f[ct], NULL);
+    if (t > best[y]) best[y] = t, best_point[y] = strtol(f[cp], NULL, 10);
+  }
+  ck_assert_int_eq(prev_sys, 1);
+  ck_assert(best_point[0] >= 0 && best_point[1] >= 0);
+  /* the summary */
+  g_autofree char *sum_path = g_build_filename(d1, "summary.json", NULL), *text = NULL;
+  ck_assert(g_file_get_contents(sum_path, &text, NULL, NULL));
+  cJSON *sum = cJSON_Parse(text);
+  const cJSON *systems = cJSON_GetObjectItemCaseSensitive(sum, "systems");
+  ck_assert_int_eq(cJSON_GetArraySize(systems), 2);
+  ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sum, "points"), "in_space")->valuedouble,
+                   (int)last_point + 1);
+  for (int y = 0; y < 2; y++) {
+    const cJSON *e = cJSON_GetArrayItem(systems, y);
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "best"), "throughput");
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(bt, "point")->valueint, (int)best_point[y]);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(bt, "system")->valuestring,
+                     y == 0 ? "Meta ZionEX, 16 nodes x 8 A100-40GB" : "H100 SuperPOD with NVLink Switch System, 32 nodes x 8 H100-SXM");
+  }
+  /* the front across systems: no other point that ran takes fewer GPU-hours per sample and is faster */
+  GArray *want_front = g_array_new(FALSE, FALSE, sizeof(long));
+  for (guint a = 0; a < ok->len; a++) {
+    g_auto(GStrv) f = g_strsplit(lines[g_array_index(ok, guint, a)], ",", -1);
+    const double ta = g_ascii_strtod(f[ct], NULL), ga = g_ascii_strtod(f[cg], NULL) / (ta * g_ascii_strtod(f[ci], NULL));
+    gboolean dominated = FALSE;
+    for (guint b = 0; b < ok->len && !dominated; b++) {
+      if (a == b) continue;
+      g_auto(GStrv) h = g_strsplit(lines[g_array_index(ok, guint, b)], ",", -1);
+      const double tb = g_ascii_strtod(h[ct], NULL), gb = g_ascii_strtod(h[cg], NULL) / (tb * g_ascii_strtod(h[ci], NULL));
+      dominated = gb <= ga && tb >= ta && (gb < ga || tb > ta || b < a);
+    }
+    const long pt = strtol(f[cp], NULL, 10);
+    if (!dominated) g_array_append_val(want_front, pt);
+  }
+  const cJSON *front = cJSON_GetObjectItemCaseSensitive(sum, "pareto_time_gpu_hours");
+  ck_assert_int_eq(cJSON_GetArraySize(front), (int)want_front->len);
+  ck_assert_uint_ge(want_front->len, 2);
+  int i = 0;
+  for (const cJSON *e = front->child; e; e = e->next, i++)
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(e, "point")->valueint, (int)g_array_index(want_front, long, i));
+  g_array_free(want_front, TRUE);
+  g_array_free(ok, TRUE);
+  cJSON_Delete(sum);
+
+  /* one system twice: exit 1 naming the file and $.name */
+  g_autofree char *dup = tmp("sys-dup");
+  const char *bad[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H",
+                       "hardware/zionex-a100-128.json", "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--out", dup, NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(bad, NULL, &err), 1);
+  ck_assert_msg(strstr(err, "hardware/zionex-a100-128.json: $.name"), "%s", err);
+  /* a bad second system: its file named */
+  g_autofree char *bad_hw = mm_test_write("bad-system.json", "{\"name\": 3}");
+  const char *bad2[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H", bad_hw,
+                        "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--out", dup, NULL};
+  g_autofree char *err2 = NULL;
+  ck_assert_int_eq(mm_test_cli(bad2, NULL, &err2), 1);
+  ck_assert_msg(strstr(err2, "bad-system.json"), "%s", err2);
+}
+END_TEST
+
 /* MAD-Max's DLRM-A scaling study, its shape: of the single 10x improvements inter-node
  * bandwidth helps most, and all of them together do better than their product. */
 START_TEST(test_whatif_dlrm)
@@ -473,6 +613,7 @@ int main(void)
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);
   tcase_add_test(tc, test_summary_pareto_streamed);
+  tcase_add_test(tc, test_two_systems);
   tcase_add_test(tc, test_serving_latency_bound);
   tcase_add_test(tc, test_whatif_dlrm);
   tcase_add_test(tc, test_bad_space);

@@ -23,15 +23,19 @@ typedef struct {
 
 typedef struct {
   const MmSweepOptions *o;
+  char **labels; /* per system: its system column */
   GMutex lock;
   GCond cond;
   Slot slots[WINDOW];
 } Run;
 
 /* The header of points.csv: inputs, then results; units in the names. */
-static char *csv_header(const MmSweepSpace *sp)
+static char *csv_header(const MmSweepOptions *o)
 {
-  GString *h = g_string_new("point,nodes,devices,pipeline_degree,virtual_stages,micro_batch,micro_steps,recompute,zero");
+  const MmSweepSpace *sp = o->systems[0].space; /* every system's has the model's kinds */
+  GString *h = g_string_new("point");
+  if (o->n_systems > 1) g_string_append(h, ",system");
+  g_string_append(h, ",nodes,devices,pipeline_degree,virtual_stages,micro_batch,micro_steps,recompute,zero");
   for (guint k = 0; k < sp->n_kinds; k++) g_string_append_printf(h, ",%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
   g_string_append(h, ",status,fits,iteration_time_s,samples_per_s,tokens_per_s,mfu,compute_s,comm_s,exposed_comm_s,"
                      "memory_per_device_bytes,memory_capacity_bytes,a100_gpu_hours_per_iteration,time_to_first_token_s,"
@@ -48,12 +52,16 @@ static void num(GString *g, double v)
 /* Peak dense bf16 FLOP/s of an A100: the unit of normalized GPU-hours (NVIDIA A100 datasheet). */
 #define A100_PEAK_FLOPS 312e12
 
-static char *eval_point(const MmSweepOptions *o, uint64_t i, int *status, double *rate, char **why)
+static char *eval_point(const Run *run, uint64_t i, int *status, double *rate, char **why)
 {
+  const MmSweepOptions *o = run->o;
+  uint64_t local = 0;
+  const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
+  const MmSweepSystem *sy = &o->systems[k_sys];
   MmSweepPoint sp;
-  mm_sweep_space_point(o->space, o->inputs->model, i, &sp);
+  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmSimulation) sim = mm_simulation_prepare(o->inputs, &sp.point, &error);
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare(sy->inputs, &sp.point, &error);
   *status = 2;
   *rate = 0;
   if (!sim) {
@@ -70,11 +78,13 @@ static char *eval_point(const MmSweepOptions *o, uint64_t i, int *status, double
   }
   *status = simulate ? 0 : 1;
   GString *g = g_string_new("");
-  g_string_append_printf(g, "%" G_GUINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+  g_string_append_printf(g, "%" G_GUINT64_FORMAT, i);
+  if (o->n_systems > 1) g_string_append_printf(g, ",%s", run->labels[k_sys]);
+  g_string_append_printf(g, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                          ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
-                         i, s->hw->nodes, s->devices, s->pp, s->vstages, s->micro_batch, s->micro_steps,
+                         s->hw->nodes, s->devices, s->pp, s->vstages, s->micro_batch, s->micro_steps,
                          mm_recompute_names[s->cfg->recompute], sp.zero);
-  for (guint k = 0; k < o->space->n_kinds; k++) {
+  for (guint k = 0; k < sy->space->n_kinds; k++) {
     g_autofree char *txt = mm_sweep_entry_text(&sp.entries[k]);
     g_string_append_printf(g, ",%s", txt);
   }
@@ -119,7 +129,7 @@ static void work(gpointer data, gpointer user)
   int status;
   double rate;
   char *why = NULL;
-  char *row = eval_point(r->o, i, &status, &rate, &why);
+  char *row = eval_point(r, i, &status, &rate, &why);
   g_mutex_lock(&r->lock);
   Slot *s = &r->slots[(i / r->o->shards) % WINDOW];
   s->row = row;
@@ -202,8 +212,7 @@ static gboolean resume_from(const char *csv, const char *header, uint64_t *next,
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 {
   memset(st, 0, sizeof *st);
-  const MmSweepSpace *sp = o->space;
-  g_autofree char *header = csv_header(sp);
+  g_autofree char *header = csv_header(o);
   g_autofree char *csv = g_build_filename(o->dir, "points.csv", NULL);
   g_autofree char *sig = g_build_filename(o->dir, "sweep.json", NULL);
   if (g_mkdir_with_parents(o->dir, 0755) != 0) {
@@ -235,11 +244,13 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
+  r->labels = g_new0(char *, o->n_systems + 1);
+  for (guint k = 0; k < o->n_systems; k++) r->labels[k] = mm_sweep_system_label(o->systems[k].inputs->hardware);
   g_mutex_init(&r->lock);
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
   GThreadPool *pool = g_thread_pool_new(work, r, (gint)jobs, TRUE, NULL);
-  const uint64_t n = sp->n_points;
+  const uint64_t n = o->systems[o->n_systems - 1].first + o->systems[o->n_systems - 1].space->n_points;
   uint64_t next_write = shard_index(o, first), next_push = next_write;
   const gint64 t0 = g_get_monotonic_time();
   gint64 shown = 0;
@@ -291,6 +302,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
+  g_strfreev(r->labels);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");
   if (fclose(out) != 0 || !ok) {

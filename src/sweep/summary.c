@@ -159,7 +159,8 @@ static const char *baseline_of(MmBlockKind kind)
  * dimensions of @like. */
 static gboolean fsdp_elsewhere(const Csv *c, const MmSweepSpace *sp, char *const *row, int except, char *const *like)
 {
-  static const char *const dims[] = {"nodes", "pipeline_degree", "virtual_stages", "micro_batch", "recompute", "zero"};
+  static const char *const dims[] = {"system", "nodes", "pipeline_degree", "virtual_stages", "micro_batch",
+                                     "recompute", "zero"};
   for (guint k = 0; k < sp->n_kinds; k++) {
     if ((int)k == except) continue;
     g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
@@ -274,9 +275,49 @@ typedef struct {
   char **best, **worst;
 } KindStudy;
 
-cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, const MmSweepBudget *budget,
+/* Per system of a sweep of several: its counts, its best points, its time-vs-GPU-hours front. */
+typedef struct {
+  char *label;  /* its system column */
+  guint64 valid, fit;
+  char **best, **gpuh;
+  double best_t, gpuh_v;
+  Front front;  /* A100-normalized GPU-hours per sample against samples/s */
+} SystemStudy;
+
+/* A point of a sweep of several systems: its system's name and its GPU-hours per sample too. */
+static cJSON *system_point_json(const Csv *c, char *const *row, const MmSweepSpace *sp, double base,
+                                const MmSweepSystem *sys, guint k)
+{
+  cJSON *o = point_json(c, row, sp, base);
+  cJSON_AddStringToObject(o, "system", sys[k].inputs->hardware->name);
+  const int cg = col(c, "a100_gpu_hours_per_iteration"), ct = col(c, "samples_per_s"), ci = col(c, "iteration_time_s");
+  cJSON_AddNumberToObject(o, "a100_gpu_hours_per_sample", val(row, cg) / (val(row, ct) * val(row, ci)));
+  return o;
+}
+
+static cJSON *front_json(const Csv *c, const Front *f, const MmSweepSpace *sp, double base, const MmSweepSystem *sys,
+                         const SystemStudy *ss, guint n_systems)
+{
+  cJSON *a = cJSON_CreateArray();
+  g_autoptr(GPtrArray) pts = front_points(f);
+  const int csys = col(c, "system");
+  for (guint i = 0; i < pts->len; i++) {
+    char *const *row = ((const FrontPoint *)pts->pdata[i])->fields;
+    guint k = 0;
+    while (k + 1 < n_systems && strcmp(ss[k].label, str(row, csys)) != 0) k++;
+    cJSON_AddItemToArray(a, system_point_json(c, row, sp, base, sys, k));
+  }
+  return a;
+}
+
+cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_systems, const MmSweepBudget *budget,
                         GError **error)
 {
+  g_return_val_if_fail(n_systems > 0, NULL);
+  const MmSweepSpace *sp = sys[0].space; /* every system's has the model's kinds and the same dimensions */
+  const MmInputs *in = sys[0].inputs;
+  uint64_t in_space = 0;
+  for (guint k = 0; k < n_systems; k++) in_space += sys[k].space->n_points;
   g_autofree char *path = g_build_filename(dir, "points.csv", NULL);
   Csv c;
   if (!csv_open(path, &c, error)) {
@@ -297,8 +338,15 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
   double best_t = 0, gpuh_v = 0, head_v = 0, tpot_v = 0, served_v = 0;
   gboolean like = FALSE; /* some row has the baseline's strategies and the first row's dimensions */
   KindStudy *ks = g_new0(KindStudy, MAX(1u, sp->n_kinds));
-  Front pareto;
+  Front pareto, time_gpuh;
   front_init(&pareto);
+  front_init(&time_gpuh);
+  SystemStudy *ss = g_new0(SystemStudy, n_systems);
+  for (guint k = 0; k < n_systems; k++) {
+    ss[k].label = mm_sweep_system_label(sys[k].inputs->hardware);
+    front_init(&ss[k].front);
+  }
+  const int csys = col(&c, "system");
   int got;
   while ((got = csv_next(&c, error)) > 0) {
     char *const *r = c.row;
@@ -318,11 +366,22 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
       if (!ks[k].best || val(r, ct) > val(ks[k].best, ct)) keep_in(&ks[k].best, r);
       if (!ks[k].worst || val(r, ct) < val(ks[k].worst, ct)) keep_in(&ks[k].worst, r);
     }
+    guint k_sys = 0;
+    while (k_sys + 1 < n_systems && strcmp(ss[k_sys].label, str(r, csys)) != 0) k_sys++;
+    SystemStudy *sy = &ss[k_sys];
+    sy->valid++;
     if (!fits || !ran) continue;
     const double t = val(r, ct);
     if (!best || t > best_t) keep_in(&best, r), best_t = t;
     const double gh = val(r, cg) / (t * val(r, ci));
     if (!gpuh || gh < gpuh_v) keep_in(&gpuh, r), gpuh_v = gh;
+    if (n_systems > 1) { /* per system, and the time-vs-GPU-hours front across them */
+      sy->fit++;
+      if (!sy->best || t > sy->best_t) keep_in(&sy->best, r), sy->best_t = t;
+      if (!sy->gpuh || gh < sy->gpuh_v) keep_in(&sy->gpuh, r), sy->gpuh_v = gh;
+      front_offer(&sy->front, gh, t, idx, r);
+      front_offer(&time_gpuh, gh, t, idx, r);
+    }
     const double room = val(r, cc) - val(r, cm);
     if (!head || room > head_v) keep_in(&head, r), head_v = room;
     if (isfinite(val(r, ctpot)) && (!tpot || val(r, ctpot) < tpot_v)) keep_in(&tpot, r), tpot_v = val(r, ctpot);
@@ -337,90 +396,125 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs 
     if (!served || per_device > served_v) keep_in(&served, r), served_v = per_device;
   }
   cJSON *root = NULL;
-  if (got < 0) goto done;
+  if (got >= 0) { /* the rows read: the summary */
 
-  /* no baseline row that ran: simulate the one pruned for reference */
-  double base_t = base && val(base, cf) > 0 ? val(base, ct) : 0;
-  cJSON *base_ref = NULL;
-  if (!base && base_oom) {
-    MmSweepPoint p;
-    mm_sweep_space_point(sp, in->model, (uint64_t)val(base_oom, col(&c, "point")), &p);
-    g_autoptr(MmSimulation) sim = mm_simulation_new_point(in, &p.point, FALSE, NULL);
-    if (sim) {
-      base_t = sim->metrics.samples_per_s;
-      base_ref = point_json(&c, base_oom, sp, 0);
-      cJSON_AddNumberToObject(base_ref, "samples_per_s", base_t);
-      cJSON_AddNumberToObject(base_ref, "iteration_time_s", sim->metrics.iteration_time_s);
-      cJSON_AddStringToObject(base_ref, "note", "does not fit in memory: simulated without the memory limit, for reference");
+    /* no baseline row that ran: simulate the one pruned for reference */
+    double base_t = base && val(base, cf) > 0 ? val(base, ct) : 0;
+    cJSON *base_ref = NULL;
+    if (!base && base_oom) {
+      MmSweepPoint p;
+      uint64_t local = 0;
+      const MmSweepSystem *bs = &sys[mm_sweep_locate(sys, n_systems, (uint64_t)val(base_oom, col(&c, "point")), &local)];
+      mm_sweep_space_point(bs->space, bs->inputs->model, local, &p);
+      g_autoptr(MmSimulation) sim = mm_simulation_new_point(bs->inputs, &p.point, FALSE, NULL);
+      if (sim) {
+        base_t = sim->metrics.samples_per_s;
+        base_ref = point_json(&c, base_oom, sp, 0);
+        cJSON_AddNumberToObject(base_ref, "samples_per_s", base_t);
+        cJSON_AddNumberToObject(base_ref, "iteration_time_s", sim->metrics.iteration_time_s);
+        cJSON_AddStringToObject(base_ref, "note", "does not fit in memory: simulated without the memory limit, for reference");
+      }
     }
-  }
-  root = cJSON_CreateObject();
-  cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
-  mm_sweep_inputs_json(in, in_o);
-  cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
-  cJSON *cnt = cJSON_AddObjectToObject(root, "points");
-  cJSON_AddNumberToObject(cnt, "in_space", (double)sp->n_points);
-  cJSON_AddNumberToObject(cnt, "valid", (double)n);
-  cJSON_AddNumberToObject(cnt, "rejected_by_scenario", (double)sp->n_points - (double)n);
-  cJSON_AddNumberToObject(cnt, "out_of_memory", oom);
-  if (base) cJSON_AddItemToObject(root, "baseline_fsdp", point_json(&c, base, sp, base_t));
-  else if (base_ref) cJSON_AddItemToObject(root, "baseline_fsdp", base_ref);
-  else cJSON_AddNullToObject(root, "baseline_fsdp");
-  cJSON *obj = cJSON_AddObjectToObject(root, "best");
-  if (best) cJSON_AddItemToObject(obj, "throughput", point_json(&c, best, sp, base_t));
-  if (gpuh) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, gpuh, sp, base_t));
-  if (head) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, head, sp, base_t));
-  if (tpot) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, tpot, sp, base_t));
-  if (served) {
-    cJSON *o = point_json(&c, served, sp, base_t);
-    cJSON_AddNumberToObject(o, "time_to_first_token_s", val(served, cttft));
-    cJSON_AddNumberToObject(o, "time_per_output_token_s", val(served, ctpot));
-    cJSON_AddNumberToObject(o, "output_tokens_per_s_per_device", served_v);
-    cJSON_AddItemToObject(obj, "serving_under_latency_bound", o);
-  }
-  if (best && budget && (budget->tokens > 0 || budget->samples > 0)) {
-    /* the fastest point processes the budget first: time = budget / its rate */
-    const double rate = budget->tokens > 0 ? val(best, ctok) : val(best, ct);
-    cJSON *o = point_json(&c, best, sp, base_t);
-    cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
-                            budget->tokens > 0 ? budget->tokens : budget->samples);
-    cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
-    cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
-    cJSON_AddItemToObject(obj, "time_to_train", o);
-  }
-  if (bounded) {
-    cJSON *lb = cJSON_AddObjectToObject(root, "latency_bound");
-    if (budget->ttft_max_s > 0) cJSON_AddNumberToObject(lb, "time_to_first_token_max_s", budget->ttft_max_s);
-    if (budget->tpot_max_s > 0) cJSON_AddNumberToObject(lb, "time_per_output_token_max_s", budget->tpot_max_s);
-    cJSON_AddNumberToObject(lb, "points_simulated", simulated);
-    cJSON_AddNumberToObject(lb, "points_meeting", meeting);
-  }
-
-  /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
-  cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");
-  for (guint k = 0; k < sp->n_kinds && like; k++) {
-    g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "kind", mm_block_kind_names[sp->kinds[k].kind]);
-    cJSON_AddNumberToObject(o, "strategies_that_fit", ks[k].tried);
-    if (ks[k].best) {
-      cJSON_AddStringToObject(o, "best", str(ks[k].best, col(&c, name)));
-      if (base_t > 0) cJSON_AddNumberToObject(o, "best_speedup_over_fsdp", val(ks[k].best, ct) / base_t);
-      cJSON_AddStringToObject(o, "worst", str(ks[k].worst, col(&c, name)));
-      if (base_t > 0) cJSON_AddNumberToObject(o, "worst_speedup_over_fsdp", val(ks[k].worst, ct) / base_t);
+    root = cJSON_CreateObject();
+    cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
+    mm_sweep_inputs_json(in, in_o);
+    cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
+    if (n_systems > 1) {
+      cJSON *names = cJSON_AddArrayToObject(in_o, "systems");
+      for (guint k = 0; k < n_systems; k++) cJSON_AddItemToArray(names, cJSON_CreateString(sys[k].inputs->hardware->name));
     }
-    if (best) cJSON_AddStringToObject(o, "in_best_point", str(best, col(&c, name)));
-    cJSON_AddItemToArray(kinds, o);
+    cJSON *cnt = cJSON_AddObjectToObject(root, "points");
+    cJSON_AddNumberToObject(cnt, "in_space", (double)in_space);
+    cJSON_AddNumberToObject(cnt, "valid", (double)n);
+    cJSON_AddNumberToObject(cnt, "rejected_by_scenario", (double)in_space - (double)n);
+    cJSON_AddNumberToObject(cnt, "out_of_memory", oom);
+    if (base) cJSON_AddItemToObject(root, "baseline_fsdp", point_json(&c, base, sp, base_t));
+    else if (base_ref) cJSON_AddItemToObject(root, "baseline_fsdp", base_ref);
+    else cJSON_AddNullToObject(root, "baseline_fsdp");
+    cJSON *obj = cJSON_AddObjectToObject(root, "best");
+    if (best) cJSON_AddItemToObject(obj, "throughput", point_json(&c, best, sp, base_t));
+    if (gpuh) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, gpuh, sp, base_t));
+    if (head) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, head, sp, base_t));
+    if (tpot) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, tpot, sp, base_t));
+    if (served) {
+      cJSON *o = point_json(&c, served, sp, base_t);
+      cJSON_AddNumberToObject(o, "time_to_first_token_s", val(served, cttft));
+      cJSON_AddNumberToObject(o, "time_per_output_token_s", val(served, ctpot));
+      cJSON_AddNumberToObject(o, "output_tokens_per_s_per_device", served_v);
+      cJSON_AddItemToObject(obj, "serving_under_latency_bound", o);
+    }
+    if (best && budget && (budget->tokens > 0 || budget->samples > 0)) {
+      /* the fastest point processes the budget first: time = budget / its rate */
+      const double rate = budget->tokens > 0 ? val(best, ctok) : val(best, ct);
+      cJSON *o = point_json(&c, best, sp, base_t);
+      cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
+                              budget->tokens > 0 ? budget->tokens : budget->samples);
+      cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
+      cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
+      cJSON_AddItemToObject(obj, "time_to_train", o);
+    }
+    if (bounded) {
+      cJSON *lb = cJSON_AddObjectToObject(root, "latency_bound");
+      if (budget->ttft_max_s > 0) cJSON_AddNumberToObject(lb, "time_to_first_token_max_s", budget->ttft_max_s);
+      if (budget->tpot_max_s > 0) cJSON_AddNumberToObject(lb, "time_per_output_token_max_s", budget->tpot_max_s);
+      cJSON_AddNumberToObject(lb, "points_simulated", simulated);
+      cJSON_AddNumberToObject(lb, "points_meeting", meeting);
+    }
+
+    /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
+    cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");
+    for (guint k = 0; k < sp->n_kinds && like; k++) {
+      g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "kind", mm_block_kind_names[sp->kinds[k].kind]);
+      cJSON_AddNumberToObject(o, "strategies_that_fit", ks[k].tried);
+      if (ks[k].best) {
+        cJSON_AddStringToObject(o, "best", str(ks[k].best, col(&c, name)));
+        if (base_t > 0) cJSON_AddNumberToObject(o, "best_speedup_over_fsdp", val(ks[k].best, ct) / base_t);
+        cJSON_AddStringToObject(o, "worst", str(ks[k].worst, col(&c, name)));
+        if (base_t > 0) cJSON_AddNumberToObject(o, "worst_speedup_over_fsdp", val(ks[k].worst, ct) / base_t);
+      }
+      if (best) cJSON_AddStringToObject(o, "in_best_point", str(best, col(&c, name)));
+      cJSON_AddItemToArray(kinds, o);
+    }
+
+    /* the Pareto set of simulated points: less memory per device or more samples/s */
+    cJSON *pareto_o = cJSON_AddArrayToObject(root, "pareto_memory_throughput");
+    g_autoptr(GPtrArray) front = front_points(&pareto);
+    for (guint i = 0; i < front->len; i++)
+      cJSON_AddItemToArray(pareto_o, point_json(&c, ((const FrontPoint *)front->pdata[i])->fields, sp, base_t));
+
+    /* several systems: each one's best points and front, and the front across them (fewer
+     * A100-normalized GPU-hours per sample or more samples/s: less time) */
+    if (n_systems > 1) {
+      cJSON *sa = cJSON_AddArrayToObject(root, "systems");
+      for (guint k = 0; k < n_systems; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", sys[k].inputs->hardware->name);
+        cJSON_AddStringToObject(o, "hardware_path", sys[k].inputs->hardware->path);
+        cJSON_AddNumberToObject(o, "points_in_space", (double)sys[k].space->n_points);
+        cJSON_AddNumberToObject(o, "points_valid", (double)ss[k].valid);
+        cJSON_AddNumberToObject(o, "points_that_fit", (double)ss[k].fit);
+        cJSON *b = cJSON_AddObjectToObject(o, "best");
+        if (ss[k].best) cJSON_AddItemToObject(b, "throughput", system_point_json(&c, ss[k].best, sp, base_t, sys, k));
+        if (ss[k].gpuh)
+          cJSON_AddItemToObject(b, "a100_gpu_hours_per_sample", system_point_json(&c, ss[k].gpuh, sp, base_t, sys, k));
+        cJSON_AddItemToObject(o, "pareto_time_gpu_hours", front_json(&c, &ss[k].front, sp, base_t, sys, ss, n_systems));
+        cJSON_AddItemToArray(sa, o);
+      }
+      cJSON_AddItemToObject(root, "pareto_time_gpu_hours", front_json(&c, &time_gpuh, sp, base_t, sys, ss, n_systems));
+    }
+
   }
-
-  /* the Pareto set of simulated points: less memory per device or more samples/s */
-  cJSON *pareto_o = cJSON_AddArrayToObject(root, "pareto_memory_throughput");
-  g_autoptr(GPtrArray) front = front_points(&pareto);
-  for (guint i = 0; i < front->len; i++)
-    cJSON_AddItemToArray(pareto_o, point_json(&c, ((const FrontPoint *)front->pdata[i])->fields, sp, base_t));
-
-done:
   front_clear(&pareto);
+  front_clear(&time_gpuh);
+  for (guint k = 0; k < n_systems; k++) {
+    g_free(ss[k].label);
+    g_strfreev(ss[k].best);
+    g_strfreev(ss[k].gpuh);
+    front_clear(&ss[k].front);
+  }
+  g_free(ss);
   for (guint k = 0; k < sp->n_kinds; k++) {
     g_strfreev(ks[k].best);
     g_strfreev(ks[k].worst);
