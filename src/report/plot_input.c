@@ -164,8 +164,11 @@ gboolean mm__plot_study_title(const MmJsonCtx *ctx, const cJSON *root, const cha
   /* a summary written before it held names has the files' paths under these keys */
   const gboolean paths = in && !cJSON_GetObjectItemCaseSensitive(in, "model_path") && name[0] && strchr(name[0], '/');
   char *part[3] = {NULL};
+  const cJSON *several = in ? cJSON_GetObjectItemCaseSensitive(in, "systems") : NULL;
   for (guint i = 0; i < 3; i++)
-    if (name[i] && *name[i]) part[i] = paths ? stem(name[i]) : mm__plot_short_name(name[i], i == 2 ? MM_PLOT_SHORT_NAME : G_MAXUINT);
+    if (i == 1 && cJSON_IsArray(several) && cJSON_GetArraySize(several) > 1)
+      part[i] = g_strdup_printf("%d systems", cJSON_GetArraySize(several));
+    else if (name[i] && *name[i]) part[i] = paths ? stem(name[i]) : mm__plot_short_name(name[i], i == 2 ? MM_PLOT_SHORT_NAME : G_MAXUINT);
   GString *g = g_string_new(prefix);
   if (part[0]) g_string_append(g, part[0]);
   if (part[1]) g_string_append_printf(g, "%s%s", part[0] ? " on " : "", part[1]);

@@ -156,6 +156,8 @@ gboolean mm__plot_ranking(MmPlotDoc *d, const char *const *inputs, guint n, cons
                           const MmPlotOptions *o, GError **error);
 gboolean mm__plot_pareto(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
                          const MmPlotOptions *o, GError **error);
+gboolean mm__plot_systems(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                          const MmPlotOptions *o, GError **error);
 gboolean mm__plot_whatif(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
                          const MmPlotOptions *o, GError **error);
 
