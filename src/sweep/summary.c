@@ -1,7 +1,8 @@
 /* summary: a sweep's points.csv -> best points per objective, speedups over FSDP, best strategy per
  * layer kind, the memory-throughput Pareto set; and merging shards' points.csv in point order.
- * The summary reads points.csv a line at a time and keeps only the rows it will show (the running
- * bests, the baseline, the Pareto front so far): its memory does not grow with the sweep. */
+ * Both read points.csv a line at a time: the summary keeps only the rows it will show (the
+ * running bests, the baseline, the Pareto fronts so far), the merge one row per shard, so their
+ * memory does not grow with the sweep. */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include <errno.h>
 #include <math.h>
@@ -534,25 +535,49 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_syste
 
 /* ---- merging shards ---------------------------------------------------------- */
 
+/* A shard's points.csv read a line at a time. */
+typedef struct {
+  FILE *f;
+  char *buf;
+  size_t cap;
+  gboolean has; /* buf holds a row not yet written */
+  guint64 idx;  /* its point index */
+} Shard;
+
+/* The shard's next line into buf (without its end): FALSE at the end or at an empty line. */
+static gboolean shard_next(Shard *s)
+{
+  const ssize_t n = getline(&s->buf, &s->cap, s->f);
+  if (n > 0 && s->buf[n - 1] == '\n') s->buf[n - 1] = '\0';
+  s->has = n > 0 && *s->buf;
+  if (s->has) s->idx = g_ascii_strtoull(s->buf, NULL, 10);
+  return s->has;
+}
+
 gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error)
 {
   g_autofree char *out_path = g_build_filename(dir, "points.csv", NULL);
-  char ***lines = g_new0(char **, n);
-  guint *pos = g_new0(guint, n);
+  Shard *sh = g_new0(Shard, n);
   gboolean ok = TRUE;
   char *header = NULL;
   for (guint i = 0; i < n && ok; i++) {
     g_autofree char *p = g_build_filename(shard_dirs[i], "points.csv", NULL);
-    g_autofree char *text = NULL;
-    if (!(ok = g_file_get_contents(p, &text, NULL, error))) break;
-    lines[i] = g_strsplit(text, "\n", -1);
-    if (!header) header = g_strdup(lines[i][0]);
-    else if (g_strcmp0(header, lines[i][0]) != 0) {
+    if (!(sh[i].f = fopen(p, "r"))) {
+      int err = errno;
+      g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(err), "Failed to open file \u201c%s\u201d: %s", p,
+                  g_strerror(err));
+      ok = FALSE;
+      break;
+    }
+    shard_next(&sh[i]); /* the header */
+    const char *h = sh[i].has ? sh[i].buf : "";
+    if (!header) header = g_strdup(h);
+    else if (strcmp(header, h) != 0) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: its header differs from %s's: not shards of one sweep",
                   p, shard_dirs[0]);
       ok = FALSE;
     }
-    pos[i] = 1;
+    shard_next(&sh[i]);
   }
   FILE *out = NULL;
   if (ok && g_mkdir_with_parents(dir, 0755) != 0) {
@@ -568,23 +593,22 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
     for (;;) { /* k-way merge on the point index (each shard is in point order) */
       int pick = -1;
       guint64 lowest = G_MAXUINT64;
-      for (guint i = 0; i < n; i++) {
-        const char *l = lines[i][pos[i]];
-        if (!l || !*l) continue;
-        guint64 idx = g_ascii_strtoull(l, NULL, 10);
-        if (idx < lowest) lowest = idx, pick = (int)i;
-      }
+      for (guint i = 0; i < n; i++)
+        if (sh[i].has && sh[i].idx < lowest) lowest = sh[i].idx, pick = (int)i;
       if (pick < 0) break;
-      fprintf(out, "%s\n", lines[pick][pos[pick]++]);
+      fprintf(out, "%s\n", sh[pick].buf);
+      shard_next(&sh[pick]);
     }
     if (fclose(out) != 0) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", out_path);
       ok = FALSE;
     }
   }
-  for (guint i = 0; i < n; i++) g_strfreev(lines[i]);
-  g_free(lines);
-  g_free(pos);
+  for (guint i = 0; i < n; i++) {
+    if (sh[i].f) fclose(sh[i].f);
+    free(sh[i].buf);
+  }
+  g_free(sh);
   g_free(header);
   return ok;
 }
