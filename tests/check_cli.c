@@ -1069,6 +1069,11 @@ START_TEST(test_plot_systems)
     prev_x = x, prev_y = y;
   }
   ck_assert_ptr_null(strstr(script, "DLRM-A")); /* names only in the data */
+  /* the ranking of a sweep of several systems has a system column */
+  const char *rk[] = {"plot", dir, "--kind", "ranking", "--script", gp, NULL};
+  g_autofree char *rscript = NULL, *rdata = NULL;
+  plot_script(rk, gp, &rscript, &rdata);
+  ck_assert_ptr_nonnull(strstr(rdata, "\"system\""));
   /* a sweep of one system */
   g_autofree char *one = g_build_filename(mm_test_tmpdir(), "plot-systems-one", NULL);
   const char *sweep1[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",

@@ -26,6 +26,7 @@ const struct MmPlotDim mm__plot_dims[MM_PLOT_N_DIMS] = {
   [MM_PLOT_DIM_MB] = {"micro_batch", "mb", TRUE},
   [MM_PLOT_DIM_RECOMPUTE] = {"recompute", "recompute", FALSE},
   [MM_PLOT_DIM_ZERO] = {"zero", "zero", TRUE},
+  [MM_PLOT_DIM_SYSTEM] = {"system", "system", FALSE}, /* a sweep of several systems */
 };
 
 /* points.csv's status column, by MmPlotPointStatus */
