@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A madmax sweep spread over a Slurm job array: each array task runs one shard of the points
 # (i mod N = K) into its own folder; a last job merges them into one points.csv (the same bytes
-# as one process would write) and writes the summary.
+# as one process would write) and writes the summary. HARDWARE may list several systems, comma-
+# separated (hardware/dgx-a100-2048.json,hardware/dgx-h100-2048.json): one sweep over all of them.
 #
 #   sbatch --array=0-15 scripts/sweep-slurm.sh MODEL HARDWARE CONFIG OUT [SPACE]
 #   sbatch --dependency=afterok:<array job id> scripts/sweep-slurm.sh --merge MODEL HARDWARE CONFIG OUT [SPACE]
@@ -17,17 +18,20 @@ if [[ $# -lt 4 ]]; then
   echo "usage: sbatch --array=0-(N-1) $0 MODEL HARDWARE CONFIG OUT [SPACE]; then $0 --merge ... (after the array)" >&2
   exit 1
 fi
-model=$1 hardware=$2 config=$3 out=$4
+model=$1 config=$3 out=$4
+IFS=, read -ra systems <<< "$2"
+hardware=()
+for h in "${systems[@]}"; do hardware+=(-H "$h"); done
 space=()
 [[ $# -ge 5 ]] && space=(--space "$5")
 if [[ $merge == 1 ]]; then
   shards=("$out"/shard-*)
   "$madmax" sweep merge --out "$out" "${shards[@]}"
   # the summary of the merged points: the same inputs, resumed on a complete points.csv
-  "$madmax" sweep -m "$model" -H "$hardware" -c "$config" "${space[@]}" --out "$out" --resume --quiet --yes
+  "$madmax" sweep -m "$model" "${hardware[@]}" -c "$config" "${space[@]}" --out "$out" --resume --quiet --yes
   exit 0
 fi
 k=${SLURM_ARRAY_TASK_ID:?run under sbatch --array}
 n=${SLURM_ARRAY_TASK_COUNT:?run under sbatch --array}
-"$madmax" sweep -m "$model" -H "$hardware" -c "$config" "${space[@]}" --out "$out/shard-$k" \
+"$madmax" sweep -m "$model" "${hardware[@]}" -c "$config" "${space[@]}" --out "$out/shard-$k" \
   --shard "$k/$n" --jobs "${SLURM_CPUS_PER_TASK:-0}" --quiet --yes

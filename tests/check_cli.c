@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -932,7 +933,8 @@ START_TEST(test_plot_studies)
       ck_assert_ptr_nonnull(strstr(note[0], "out of memory (not simulated)"));
       g_auto(GStrv) meta = data_block(data, "figure");
       g_auto(GStrv) title = fields(meta[0]);
-      ck_assert_str_eq(title[1], "dlrm-a on zionex-a100-128: dlrm-pretrain-fsdp-mp");
+      /* the inputs' names, the config's cut to its headline */
+      ck_assert_str_eq(title[1], "DLRM-A on Meta ZionEX, 16 nodes x 8 A100-40GB: DLRM pretraining");
     } else if (k == 1) {
       g_auto(GStrv) pts = data_block(data, "points");
       ck_assert_uint_eq(g_strv_length(pts), ran);
@@ -954,6 +956,9 @@ START_TEST(test_plot_studies)
       ck_assert(g_str_has_prefix(joint[0], "7 "));
       g_auto(GStrv) note = data_block(data, "note");
       ck_assert_ptr_nonnull(strstr(note[0], "super-linear"));
+      g_auto(GStrv) meta = data_block(data, "figure");
+      g_auto(GStrv) title = fields(meta[0]);
+      ck_assert_str_eq(title[1], "What-if: DLRM-A on Meta ZionEX, 16 nodes x 8 A100-40GB: DLRM pretraining");
     }
   }
 
@@ -1012,6 +1017,84 @@ START_TEST(test_plot_studies)
   const char *draw_oom[] = {"plot", oom, "--kind", "pareto", "--out", fig, NULL};
   ck_assert_int_eq(mm_test_cli(draw_oom, NULL, NULL), 0);
   ck_assert(file_starts_with(fig, "\x89PNG"));
+}
+END_TEST
+
+/* A sweep of two systems: the systems figure has each system's own front (its points, as the
+ * summary lists them), the front across systems, the names in the legend rows and in the title;
+ * a sweep of one system is refused naming $.systems. */
+START_TEST(test_plot_systems)
+{
+  g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "plot-systems", NULL);
+  g_autofree char *space = mm_test_write("plot-systems-space.json", "{\"nodes\": [8, 16], \"strategies\": "
+                                         "{\"mlp\": [\"fsdp\", \"ddp\", \"tp\"], \"embedding_bag\": [\"mp\"]}}");
+  const char *sweep[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H",
+                         "hardware/h100-superpod-256.json", "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--space",
+                         space, "--out", dir, "--quiet", NULL};
+  g_autofree char *err = NULL;
+  ck_assert_msg(mm_test_cli(sweep, NULL, &err) == 0, "%s", err);
+  g_autofree char *sum_path = g_build_filename(dir, "summary.json", NULL), *text = NULL;
+  ck_assert(g_file_get_contents(sum_path, &text, NULL, NULL));
+  g_autoptr(cJSON) sum = parse_json(text);
+  g_autofree char *gp = g_build_filename(mm_test_tmpdir(), "systems.gp", NULL);
+  const char *args[] = {"plot", dir, "--kind", "systems", "--script", gp, NULL};
+  g_autofree char *script = NULL, *data = NULL;
+  plot_script(args, gp, &script, &data);
+  g_auto(GStrv) meta = data_block(data, "figure");
+  g_auto(GStrv) title = fields(meta[0]);
+  ck_assert_str_eq(title[1], "DLRM-A on 2 systems: DLRM pretraining");
+  g_auto(GStrv) names = data_block(data, "systems");
+  ck_assert_uint_eq(g_strv_length(names), 2);
+  ck_assert_ptr_nonnull(strstr(names[1], "\"H100 SuperPOD with NVLink Switch System, 32 nodes x 8 H100-SXM\""));
+  const cJSON *systems = cJSON_GetObjectItemCaseSensitive(sum, "systems");
+  for (int k = 0; k < 2; k++) {
+    g_autofree char *what = g_strdup_printf("system %d's front", k);
+    g_auto(GStrv) pts = data_block(data, what);
+    const cJSON *own = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(systems, k), "pareto_time_gpu_hours");
+    ck_assert_uint_eq(g_strv_length(pts), (guint)cJSON_GetArraySize(own));
+    ck_assert_uint_gt(g_strv_length(pts), 0);
+    /* GPU-hours per million samples: the summary's per sample, times a million */
+    double x = 0, y = 0;
+    ck_assert_int_eq(sscanf(pts[0], "%lf %lf", &x, &y), 2);
+    ck_assert_double_eq_tol(x, 1e6 * num_at(cJSON_GetArrayItem(own, 0), "a100_gpu_hours_per_sample"), 1e-6 * x);
+  }
+  g_auto(GStrv) front = data_block(data, "front across systems");
+  ck_assert_uint_eq(g_strv_length(front), (guint)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sum, "pareto_time_gpu_hours")));
+  double prev_x = 0, prev_y = INFINITY;
+  for (guint i = 0; front[i]; i++) { /* a front: more GPU-hours buy less time */
+    double x = 0, y = 0;
+    unsigned sys = 9;
+    ck_assert_int_eq(sscanf(front[i], "%lf %lf %u", &x, &y, &sys), 3);
+    ck_assert(x >= prev_x && y < prev_y && sys < 2);
+    prev_x = x, prev_y = y;
+  }
+  ck_assert_ptr_null(strstr(script, "DLRM-A")); /* names only in the data */
+  /* the ranking of a sweep of several systems has a system column */
+  const char *rk[] = {"plot", dir, "--kind", "ranking", "--script", gp, NULL};
+  g_autofree char *rscript = NULL, *rdata = NULL;
+  plot_script(rk, gp, &rscript, &rdata);
+  ck_assert_ptr_nonnull(strstr(rdata, "\"system\""));
+  /* a sweep of one system */
+  g_autofree char *one = g_build_filename(mm_test_tmpdir(), "plot-systems-one", NULL);
+  const char *sweep1[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",
+                          "configs/dlrm-pretrain-fsdp-mp.json", "--space", space, "--out", one, "--quiet", NULL};
+  ck_assert_int_eq(mm_test_cli(sweep1, NULL, NULL), 0);
+  g_autofree char *fig1 = g_build_filename(mm_test_tmpdir(), "systems-one.png", NULL);
+  const char *bad[] = {"plot", one, "--kind", "systems", "--out", fig1, NULL};
+  g_autofree char *e1 = NULL;
+  ck_assert_int_eq(mm_test_cli(bad, NULL, &e1), 1);
+  ck_assert_msg(strstr(e1, "summary.json: $.systems"), "%s", e1);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (!gnuplot) return;
+  static const char *const formats[][2] = {{"png", "\x89PNG"}, {"svg", "<?xml"}};
+  for (guint f = 0; f < G_N_ELEMENTS(formats); f++) {
+    g_autofree char *name = g_strdup_printf("systems.%s", formats[f][0]);
+    g_autofree char *out = g_build_filename(mm_test_tmpdir(), name, NULL);
+    const char *draw[] = {"plot", dir, "--kind", "systems", "--out", out, NULL};
+    g_autofree char *e = NULL;
+    ck_assert_msg(mm_test_cli(draw, NULL, &e) == 0, "%s: %s", name, e);
+    ck_assert_msg(file_starts_with(out, formats[f][1]), "%s", name);
+  }
 }
 END_TEST
 
@@ -1245,6 +1328,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_plot_hostile_input);
   tcase_add_test(tc, test_plot_names_are_inert);
   tcase_add_test(tc, test_plot_studies);
+  tcase_add_test(tc, test_plot_systems);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("hostile");
   tcase_set_timeout(bad, 60);

@@ -2,6 +2,7 @@
  * interruption and --resume, and for shards merged; the summary; bad space files. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -30,6 +31,8 @@ static char *sweep_csv(const char *dir, const char *const *extra, int want)
   if (!g_file_get_contents(csv, &text, NULL, NULL)) ck_abort_msg("no %s: %s", csv, err);
   return text;
 }
+
+static int csv_col(char **names, const char *name);
 
 static char *tmp(const char *name)
 {
@@ -203,6 +206,12 @@ START_TEST(test_summary)
   ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "pareto_memory_throughput")), 0);
   const cJSON *pts = cJSON_GetObjectItemCaseSensitive(s, "points");
   ck_assert_double_gt(cJSON_GetObjectItemCaseSensitive(pts, "out_of_memory")->valuedouble, 0);
+  /* the inputs by their names, the files beside them */
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(s, "inputs");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "model")->valuestring, "DLRM-A");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "hardware")->valuestring, "Meta ZionEX, 16 nodes x 8 A100-40GB");
+  ck_assert(g_str_has_prefix(cJSON_GetObjectItemCaseSensitive(in, "config")->valuestring, "DLRM pretraining: "));
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "hardware_path")->valuestring, "hardware/zionex-a100-128.json");
   /* pruned points carry their memory, not a time */
   ck_assert_ptr_nonnull(strstr(csv, ",oom,0,,,"));
   cJSON_Delete(s);
@@ -222,6 +231,316 @@ START_TEST(test_summary)
 }
 END_TEST
 
+/* The summary's Pareto set, kept as the rows stream by, against the definition checked pair by
+ * pair: a point is on it unless another that ran has no more memory and no fewer samples/s (and
+ * is better in one, or is the same and earlier). Many ties, a few out-of-memory rows. */
+START_TEST(test_summary_pareto_streamed)
+{
+  g_autofree char *dir = tmp("pareto-src");
+  g_autofree char *csv = sweep_csv(dir, NULL, 0);
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  const char *tmpl = NULL;
+  for (guint i = 1; lines[i] && !tmpl; i++)
+    if (strstr(lines[i], ",ok,1,")) tmpl = lines[i];
+  ck_assert_ptr_nonnull(tmpl);
+  g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+  const int cp = csv_col(names, "point"), cs = csv_col(names, "status"), cf = csv_col(names, "fits");
+  const int ct = csv_col(names, "samples_per_s"), cm = csv_col(names, "memory_per_device_bytes");
+  enum { N = 3000 };
+  static double mem[N], sps[N];
+  static gboolean ran[N];
+  GString *g = g_string_new(lines[0]);
+  g_string_append_c(g, '\n');
+  GRand *rnd = g_rand_new_with_seed(7);
+  for (guint i = 0; i < N; i++) {
+    g_auto(GStrv) f = g_strsplit(tmpl, ",", -1);
+    mem[i] = 1e9 * g_rand_int_range(rnd, 1, 60);
+    sps[i] = 100.0 * g_rand_int_range(rnd, 1, 60) + (g_rand_int_range(rnd, 0, 4) == 0 ? 0 : mem[i] / 1e8);
+    ran[i] = g_rand_int_range(rnd, 0, 10) != 0;
+    g_free(f[cp]), f[cp] = g_strdup_printf("%u", i);
+    g_free(f[cm]), f[cm] = g_strdup_printf("%.9g", mem[i]);
+    g_free(f[ct]), f[ct] = g_strdup_printf("%.9g", sps[i]);
+    if (!ran[i]) g_free(f[cs]), f[cs] = g_strdup("oom"), g_free(f[cf]), f[cf] = g_strdup("0");
+    g_autofree char *row = g_strjoinv(",", f);
+    g_string_append_printf(g, "%s\n", row);
+  }
+  g_rand_free(rnd);
+  g_autofree char *syn = tmp("pareto-syn");
+  ck_assert(g_mkdir_with_parents(syn, 0755) == 0);
+  g_autofree char *path = g_build_filename(syn, "points.csv", NULL);
+  ck_assert(g_file_set_contents(path, g->str, (gssize)g->len, NULL));
+  g_string_free(g, TRUE);
+  g_autofree char *mp = mm_test_src("models/dlrm-a.json"), *hp = mm_test_src("hardware/zionex-a100-128.json");
+  g_autofree char *cfp = mm_test_src("configs/dlrm-pretrain-fsdp-mp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(mp, hp, cfp, &error);
+  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, NULL, &error);
+  MmSweepSystem one = {in, sp, 0};
+  cJSON *sum = mm_sweep_summary(syn, &one, 1, NULL, &error);
+  ck_assert_msg(sum != NULL, "%s", error ? error->message : "");
+  GArray *want = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint r = 0; r < N; r++) {
+    gboolean dominated = !ran[r];
+    for (guint q = 0; q < N && !dominated; q++)
+      dominated = q != r && ran[q] && mem[q] <= mem[r] && sps[q] >= sps[r] &&
+                  (mem[q] < mem[r] || sps[q] > sps[r] || q < r);
+    if (!dominated) g_array_append_val(want, r);
+  }
+  const cJSON *front = cJSON_GetObjectItemCaseSensitive(sum, "pareto_memory_throughput");
+  ck_assert_int_eq(cJSON_GetArraySize(front), (int)want->len);
+  ck_assert_uint_gt(want->len, 5);
+  int i = 0;
+  for (const cJSON *e = front->child; e; e = e->next, i++)
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(e, "point")->valueint, (int)g_array_index(want, guint, i));
+  g_array_free(want, TRUE);
+  ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sum, "points"), "valid")->valuedouble, N);
+  cJSON_Delete(sum);
+  /* a row of the wrong width: the file and line named */
+  ck_assert(g_file_set_contents(path, "point,status\n0,ok\n1,ok,extra\n", -1, NULL));
+  g_clear_error(&error);
+  ck_assert_ptr_null(mm_sweep_summary(syn, &one, 1, NULL, &error));
+  ck_assert_msg(strstr(error->message, "points.csv: line 3"), "%s", error->message);
+}
+END_TEST
+
+/* The column @name of a CSV header line split into @names. */
+static int csv_col(char **names, const char *name)
+{
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  ck_abort_msg("no column %s", name);
+  return -1;
+}
+
+/* Serving under a latency bound: the summary's pick is, of the points that ran with TTFT (and
+ * TPOT) within the bound, the one with the most output tokens/s per GPU, as counted here from
+ * points.csv; a bound that excludes the fastest point changes the pick; one nothing meets says so. */
+START_TEST(test_serving_latency_bound)
+{
+  static const char *const in[] = {"-m", "models/llama3-70b.json", "-H", "hardware/dgx-h100-2048.json", "-c",
+                                   "configs/llama3-70b-serving-tp8.json", "--nodes", "1", "--quiet"};
+  const struct {
+    const char *ttft, *tpot;
+  } bounds[] = {{"2500", NULL}, {"2500", "20"}, {"1000", NULL}};
+  for (guint b = 0; b < G_N_ELEMENTS(bounds); b++) {
+    g_autofree char *name = g_strdup_printf("serving-%u", b), *dir = tmp(name);
+    const char *args[24] = {"sweep"};
+    guint n = 1;
+    for (guint i = 0; i < G_N_ELEMENTS(in); i++) args[n++] = in[i];
+    args[n++] = "--out", args[n++] = dir;
+    if (bounds[b].ttft) args[n++] = "--ttft-max-ms", args[n++] = bounds[b].ttft;
+    if (bounds[b].tpot) args[n++] = "--tpot-max-ms", args[n++] = bounds[b].tpot;
+    args[n] = NULL;
+    g_autofree char *out = NULL, *err = NULL;
+    ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s", err);
+    g_autofree char *csv_path = g_build_filename(dir, "points.csv", NULL), *csv = NULL;
+    g_autofree char *sum_path = g_build_filename(dir, "summary.json", NULL), *text = NULL;
+    ck_assert(g_file_get_contents(csv_path, &csv, NULL, NULL) && g_file_get_contents(sum_path, &text, NULL, NULL));
+    /* the bound applied to points.csv here */
+    const double ttft_max = g_ascii_strtod(bounds[b].ttft, NULL) * 1e-3;
+    const double tpot_max = bounds[b].tpot ? g_ascii_strtod(bounds[b].tpot, NULL) * 1e-3 : INFINITY;
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+    const int cp = csv_col(names, "point"), cs = csv_col(names, "status"), cd = csv_col(names, "devices");
+    const int ct = csv_col(names, "tokens_per_s"), cf = csv_col(names, "time_to_first_token_s");
+    const int co = csv_col(names, "time_per_output_token_s");
+    guint meeting = 0, ran = 0;
+    double best_rate = -1, fastest = -1, fastest_ttft = 0;
+    long best_point = -1;
+    for (guint i = 1; lines[i] && *lines[i]; i++) {
+      g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+      if (strcmp(f[cs], "ok") != 0) continue;
+      ran++;
+      const double rate = g_ascii_strtod(f[ct], NULL) / g_ascii_strtod(f[cd], NULL);
+      if (rate > fastest) fastest = rate, fastest_ttft = g_ascii_strtod(f[cf], NULL);
+      if (g_ascii_strtod(f[cf], NULL) > ttft_max || g_ascii_strtod(f[co], NULL) > tpot_max) continue;
+      meeting++;
+      if (rate > best_rate) best_rate = rate, best_point = strtol(f[cp], NULL, 10);
+    }
+    ck_assert_double_gt(fastest_ttft, ttft_max); /* the bound excludes the unbounded best */
+    cJSON *s = cJSON_Parse(text);
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(s, "latency_bound");
+    ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(lb, "time_to_first_token_max_s")->valuedouble, ttft_max, 1e-12);
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(lb, "points_meeting")->valueint, (int)meeting);
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(lb, "points_simulated")->valueint, (int)ran);
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(s, "best");
+    const cJSON *pick = cJSON_GetObjectItemCaseSensitive(best, "serving_under_latency_bound");
+    if (b < 2) {
+      ck_assert_uint_gt(meeting, 0);
+      ck_assert_ptr_nonnull(pick);
+      ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(pick, "point")->valueint, (int)best_point);
+      ck_assert_double_le(cJSON_GetObjectItemCaseSensitive(pick, "time_to_first_token_s")->valuedouble, ttft_max);
+      ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(pick, "output_tokens_per_s_per_device")->valuedouble,
+                              best_rate, 1e-9 * best_rate);
+      const cJSON *fast = cJSON_GetObjectItemCaseSensitive(best, "throughput");
+      ck_assert_int_ne(cJSON_GetObjectItemCaseSensitive(fast, "point")->valueint, (int)best_point);
+      ck_assert_ptr_nonnull(strstr(out, "best under latency bound"));
+    } else {
+      ck_assert_uint_eq(meeting, 0);
+      ck_assert_ptr_null(pick);
+      ck_assert_ptr_nonnull(strstr(out, "none of the"));
+    }
+    if (b == 1) ck_assert_uint_lt(meeting, 26); /* TPOT narrows it */
+    cJSON_Delete(s);
+  }
+  /* bad bounds, and a bound on a training sweep: exit 1 naming the option */
+  static const char *const bad[][2] = {{"--ttft-max-ms", "0"}, {"--ttft-max-ms", "-5"}, {"--tpot-max-ms", "fast"},
+                                       {"--tpot-max-ms", "nan"}, {"--ttft-max-ms", "1e99"}};
+  for (guint i = 0; i < G_N_ELEMENTS(bad) + 1; i++) {
+    g_autofree char *dir = tmp("serving-bad");
+    const gboolean training = i == G_N_ELEMENTS(bad);
+    const char *args[] = {"sweep", training ? DLRM[0] : in[0], training ? DLRM[1] : in[1], training ? DLRM[2] : in[2],
+                          training ? DLRM[3] : in[3], training ? DLRM[4] : in[4], training ? DLRM[5] : in[5],
+                          "--out", dir, training ? "--ttft-max-ms" : bad[i][0], training ? "100" : bad[i][1], NULL};
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    ck_assert_msg(strstr(err, training ? "--ttft-max-ms" : bad[i][0]), "%s", err);
+    if (training) ck_assert_msg(strstr(err, "serving"), "%s", err);
+    ck_assert(!g_file_test(dir, G_FILE_TEST_EXISTS));
+  }
+}
+END_TEST
+
+/* Runs `madmax sweep` of DLRM-A on two systems (ZionEX A100, an H100 SuperPOD) at 8 and 16 nodes
+ * with @extra arguments into @dir; returns points.csv. */
+static char *two_systems_csv(const char *dir, const char *const *extra)
+{
+  g_autofree char *space = mm_test_write("space-systems.json", "{\"nodes\": [8, 16], \"strategies\": {\"mlp\": "
+                                         "[\"fsdp\", \"ddp\", \"tp\"], \"embedding_bag\": [\"mp\", \"ddp\"]}}");
+  const char *args[32] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H",
+                          "hardware/h100-superpod-256.json", "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--space",
+                          space, "--out", dir, "--quiet"};
+  guint n = 14;
+  for (guint i = 0; extra && extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  g_autofree char *err = NULL;
+  ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s", err);
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+  char *text = NULL;
+  ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+  return text;
+}
+
+/* Several systems in one sweep: a system column (the system the outermost dimension of the
+ * index), the same bytes for any --jobs, for shards merged and after a cut and --resume; the
+ * summary's per-system best and the time-vs-GPU-hours front across systems, as counted here. */
+START_TEST(test_two_systems)
+{
+  g_autofree char *d1 = tmp("sys-j1"), *d3 = tmp("sys-j3");
+  const char *j1[] = {"--jobs", "1", NULL}, *j3[] = {"--jobs", "3", NULL};
+  g_autofree char *want = two_systems_csv(d1, j1), *got3 = two_systems_csv(d3, j3);
+  ck_assert_str_eq(got3, want);
+  /* shards merged */
+  g_autofree char *s0 = tmp("sys-s0"), *s1 = tmp("sys-s1"), *s2 = tmp("sys-s2"), *merged = tmp("sys-merged");
+  const char *const dirs[] = {s0, s1, s2};
+  for (guint k = 0; k < 3; k++) {
+    g_autofree char *spec = g_strdup_printf("%u/3", k);
+    const char *sh[] = {"--shard", spec, NULL};
+    g_autofree char *part = two_systems_csv(dirs[k], sh);
+    ck_assert_uint_lt(strlen(part), strlen(want));
+  }
+  const char *margs[] = {"sweep", "merge", "--out", merged, s0, s1, s2, NULL};
+  ck_assert_int_eq(mm_test_cli(margs, NULL, NULL), 0);
+  g_autofree char *mcsv = g_build_filename(merged, "points.csv", NULL), *mtext = NULL;
+  ck_assert(g_file_get_contents(mcsv, &mtext, NULL, NULL));
+  ck_assert_str_eq(mtext, want);
+  /* a cut, then --resume */
+  g_autofree char *cut = tmp("sys-cut");
+  ck_assert(g_mkdir_with_parents(cut, 0755) == 0);
+  g_autofree char *sig_src = g_build_filename(d1, "sweep.json", NULL), *sig = g_build_filename(cut, "sweep.json", NULL);
+  g_autofree char *sig_text = NULL, *ccsv = g_build_filename(cut, "points.csv", NULL);
+  ck_assert(g_file_get_contents(sig_src, &sig_text, NULL, NULL) && g_file_set_contents(sig, sig_text, -1, NULL));
+  ck_assert(strstr(sig_text, "h100-superpod-256.json")); /* the second system is part of what is resumed */
+  g_autofree char *partial = g_strndup(want, strlen(want) * 3 / 5);
+  ck_assert(g_file_set_contents(ccsv, partial, -1, NULL));
+  const char *resume[] = {"--resume", NULL};
+  g_autofree char *resumed = two_systems_csv(cut, resume);
+  ck_assert_str_eq(resumed, want);
+
+  /* the rows: system 0's points first, then system 1's */
+  g_auto(GStrv) lines = g_strsplit(want, "\n", -1);
+  ck_assert(g_str_has_prefix(lines[0], "point,system,nodes,"));
+  g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+  const int cp = csv_col(names, "point"), cy = csv_col(names, "system"), cs = csv_col(names, "status");
+  const int ct = csv_col(names, "samples_per_s"), cg = csv_col(names, "a100_gpu_hours_per_iteration");
+  const int ci = csv_col(names, "iteration_time_s");
+  static const char *const label[2] = {"Meta ZionEX; 16 nodes x 8 A100-40GB",
+                                       "H100 SuperPOD with NVLink Switch System; 32 nodes x 8 H100-SXM"};
+  GArray *ok = g_array_new(FALSE, FALSE, sizeof(guint));
+  double best[2] = {0};
+  long best_point[2] = {-1, -1}, last_point = -1;
+  int prev_sys = 0;
+  for (guint i = 1; lines[i] && *lines[i]; i++) {
+    g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+    const int y = strcmp(f[cy], label[0]) == 0 ? 0 : 1;
+    if (y == 1) ck_assert_str_eq(f[cy], label[1]);
+    ck_assert_int_ge(y, prev_sys); /* the outermost dimension */
+    prev_sys = y;
+    last_point = strtol(f[cp], NULL, 10);
+    if (strcmp(f[cs], "ok") != 0) continue;
+    g_array_append_val(ok, i);
+    const double t = g_ascii_strtod(f[ct], NULL);
+    if (t > best[y]) best[y] = t, best_point[y] = strtol(f[cp], NULL, 10);
+  }
+  ck_assert_int_eq(prev_sys, 1);
+  ck_assert(best_point[0] >= 0 && best_point[1] >= 0);
+  /* the summary */
+  g_autofree char *sum_path = g_build_filename(d1, "summary.json", NULL), *text = NULL;
+  ck_assert(g_file_get_contents(sum_path, &text, NULL, NULL));
+  cJSON *sum = cJSON_Parse(text);
+  const cJSON *systems = cJSON_GetObjectItemCaseSensitive(sum, "systems");
+  ck_assert_int_eq(cJSON_GetArraySize(systems), 2);
+  ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sum, "points"), "in_space")->valuedouble,
+                   (int)last_point + 1);
+  for (int y = 0; y < 2; y++) {
+    const cJSON *e = cJSON_GetArrayItem(systems, y);
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "best"), "throughput");
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(bt, "point")->valueint, (int)best_point[y]);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(bt, "system")->valuestring,
+                     y == 0 ? "Meta ZionEX, 16 nodes x 8 A100-40GB" : "H100 SuperPOD with NVLink Switch System, 32 nodes x 8 H100-SXM");
+  }
+  /* the front across systems: no other point that ran takes fewer GPU-hours per sample and is faster */
+  GArray *want_front = g_array_new(FALSE, FALSE, sizeof(long));
+  for (guint a = 0; a < ok->len; a++) {
+    g_auto(GStrv) f = g_strsplit(lines[g_array_index(ok, guint, a)], ",", -1);
+    const double ta = g_ascii_strtod(f[ct], NULL), ga = g_ascii_strtod(f[cg], NULL) / (ta * g_ascii_strtod(f[ci], NULL));
+    gboolean dominated = FALSE;
+    for (guint b = 0; b < ok->len && !dominated; b++) {
+      if (a == b) continue;
+      g_auto(GStrv) h = g_strsplit(lines[g_array_index(ok, guint, b)], ",", -1);
+      const double tb = g_ascii_strtod(h[ct], NULL), gb = g_ascii_strtod(h[cg], NULL) / (tb * g_ascii_strtod(h[ci], NULL));
+      dominated = gb <= ga && tb >= ta && (gb < ga || tb > ta || b < a);
+    }
+    const long pt = strtol(f[cp], NULL, 10);
+    if (!dominated) g_array_append_val(want_front, pt);
+  }
+  const cJSON *front = cJSON_GetObjectItemCaseSensitive(sum, "pareto_time_gpu_hours");
+  ck_assert_int_eq(cJSON_GetArraySize(front), (int)want_front->len);
+  ck_assert_uint_ge(want_front->len, 2);
+  int i = 0;
+  for (const cJSON *e = front->child; e; e = e->next, i++)
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(e, "point")->valueint, (int)g_array_index(want_front, long, i));
+  g_array_free(want_front, TRUE);
+  g_array_free(ok, TRUE);
+  cJSON_Delete(sum);
+
+  /* one system twice: exit 1 naming the file and $.name */
+  g_autofree char *dup = tmp("sys-dup");
+  const char *bad[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H",
+                       "hardware/zionex-a100-128.json", "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--out", dup, NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(bad, NULL, &err), 1);
+  ck_assert_msg(strstr(err, "hardware/zionex-a100-128.json: $.name"), "%s", err);
+  /* a bad second system: its file named */
+  g_autofree char *bad_hw = mm_test_write("bad-system.json", "{\"name\": 3}");
+  const char *bad2[] = {"sweep", "-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-H", bad_hw,
+                        "-c", "configs/dlrm-pretrain-fsdp-mp.json", "--out", dup, NULL};
+  g_autofree char *err2 = NULL;
+  ck_assert_int_eq(mm_test_cli(bad2, NULL, &err2), 1);
+  ck_assert_msg(strstr(err2, "bad-system.json"), "%s", err2);
+}
+END_TEST
+
 /* MAD-Max's DLRM-A scaling study, its shape: of the single 10x improvements inter-node
  * bandwidth helps most, and all of them together do better than their product. */
 START_TEST(test_whatif_dlrm)
@@ -233,6 +552,9 @@ START_TEST(test_whatif_dlrm)
   ck_assert_ptr_nonnull(w);
   const cJSON *rows = cJSON_GetObjectItemCaseSensitive(w, "systems");
   ck_assert_int_eq(cJSON_GetArraySize(rows), 8); /* baseline, 6 single, all together */
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(w, "inputs");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "model")->valuestring, "DLRM-A");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(in, "model_path")->valuestring, "models/dlrm-a.json");
   const char *best = NULL;
   double best_speedup = 0;
   for (int i = 1; i < 7; i++) {
@@ -291,6 +613,9 @@ int main(void)
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);
+  tcase_add_test(tc, test_summary_pareto_streamed);
+  tcase_add_test(tc, test_two_systems);
+  tcase_add_test(tc, test_serving_latency_bound);
   tcase_add_test(tc, test_whatif_dlrm);
   tcase_add_test(tc, test_bad_space);
   suite_add_tcase(s, tc);

@@ -13,4 +13,13 @@ mpirun -np 2 "$MM_BINARY" "${args[@]}" --out "$tmp/mpi" >/dev/null 2>&1
 cmp "$tmp/one/points.csv" "$tmp/mpi/points.csv"
 cmp "$tmp/one/summary.json" "$tmp/mpi/summary.json"
 test -d "$tmp/mpi/rank-1"
-echo "1 passed, 0 failed"
+# two systems in one sweep: the same bytes too
+echo '{"nodes": [8, 16], "strategies": {"mlp": ["fsdp", "ddp", "tp"], "embedding_bag": ["mp", "ddp"]}}' > "$tmp/space.json"
+two=(sweep -m models/dlrm-a.json -H hardware/zionex-a100-128.json -H hardware/h100-superpod-256.json
+     -c configs/dlrm-pretrain-fsdp-mp.json --space "$tmp/space.json" --quiet)
+"$MM_BINARY" "${two[@]}" --out "$tmp/two-one" >/dev/null 2>&1
+mpirun -np 2 "$MM_BINARY" "${two[@]}" --out "$tmp/two-mpi" >/dev/null 2>&1
+cmp "$tmp/two-one/points.csv" "$tmp/two-mpi/points.csv"
+cmp "$tmp/two-one/summary.json" "$tmp/two-mpi/summary.json"
+head -1 "$tmp/two-mpi/points.csv" | grep -q '^point,system,'
+echo "2 passed, 0 failed"

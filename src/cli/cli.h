@@ -29,6 +29,7 @@ int mm_cmd_calibrate(int argc, char **argv);
 typedef struct {
   char *model, *hardware, *config;
   gint64 nodes;
+  GPtrArray *hardware_list; /* set by the command before parsing (sweep): every --hardware, in order */
 } MmInputPaths;
 
 /* Adds --model/-m, --hardware/-H, --config/-c and --nodes/-n to @ctx's main group (call it

@@ -1,5 +1,5 @@
 /* cmd_plot: `madmax plot`: gnuplot figures of a run's trace (timeline), run results (breakdown),
- * a sweep's folder (ranking, pareto) or a what-if study (whatif). */
+ * a sweep's folder (ranking, pareto; systems for a sweep of several) or a what-if study (whatif). */
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +37,8 @@ int mm_cmd_plot(int argc, char **argv)
   g_autofree char *kind_s = NULL, *out = NULL, *script_path = NULL, *window = NULL, *title = NULL, *size = NULL;
   GOptionEntry entries[] = {
     {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_s,
-     "timeline (a trace), breakdown (results), ranking or pareto (a sweep's folder), whatif (whatif --json)",
+     "timeline (a trace), breakdown (results), ranking or pareto (a sweep's folder), systems (a sweep of several "
+     "systems' folder), whatif (whatif --json)",
      "KIND"},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Figure to write: .png, .svg or .pdf (default: INPUT-KIND.png)", "F"},
     {"script", 's', 0, G_OPTION_ARG_FILENAME, &script_path,
@@ -47,7 +48,7 @@ int mm_cmd_plot(int argc, char **argv)
      "column (3.5x2.4 in, 7 pt text), page (7x3.5 in, 8 pt), slide (10x5.6 in, 16 pt) or WxH in inches "
      "(default: page width, the height the rows need)", "SIZE"},
     {"title", 0, 0, G_OPTION_ARG_STRING, &title,
-     "Figure title (default: the run's model, system and config; a sweep's input files)", "T"},
+     "Figure title (default: the run's or the study's model, system and config)", "T"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("INPUT... - draw a figure of madmax's outputs with gnuplot");
@@ -70,11 +71,15 @@ int mm_cmd_plot(int argc, char **argv)
     "pareto: the same folder: memory per device against samples/s of every simulated point, the\n"
     "summary's memory-throughput Pareto front as a step line, the device's memory capacity,\n"
     "points out of memory as crosses, the baseline and the best point labelled.\n"
+    "systems: the folder of a sweep of several systems (madmax sweep -H A -H B ...): time against\n"
+    "A100-normalized GPU-hours, both per million samples, of each system's own time-vs-GPU-hours\n"
+    "Pareto front (a colour and point type per system, up to 8), and the summary's front across\n"
+    "all the systems connected and ringed.\n"
     "whatif: the JSON of `madmax whatif --json W.json`: a bar per system (the baseline, each\n"
     "component scaled alone, all together) of its speedup with the strategy re-optimized, the\n"
     "best strategy under it, a line at 1, and how the joint speedup compares with the single ones.\n"
-    "Titles and labels come from the runs' names (model, system, config), a sweep's from its\n"
-    "input files' names. The figure's extension picks the format: .png (slides, 150 pixels per\n"
+    "Titles and labels come from the names (model, system, config) the runs and studies carry\n"
+    "(a long config name: its headline). The figure's extension picks the format: .png (slides, 150 pixels per\n"
     "inch), .svg, .pdf (papers); --size its size and text size. --script keeps the gnuplot\n"
     "script and its data file, to restyle by hand.");
   g_option_context_set_description(ctx,
@@ -88,6 +93,9 @@ int mm_cmd_plot(int argc, char **argv)
     "      --out results/dlrm-a\n"
     "  madmax plot results/dlrm-a --kind ranking --out results/dlrm-a-ranking.pdf\n"
     "  madmax plot results/dlrm-a --kind pareto --size column --out results/dlrm-a-pareto.pdf\n"
+    "  madmax sweep -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -H hardware/dgx-h100-2048.json \\\n"
+    "      -c configs/llm-pretrain-fsdp.json --space configs/sweeps/llama2-70b-nodes.json --out results/a100-h100\n"
+    "  madmax plot results/a100-h100 --kind systems --out results/a100-h100-systems.png\n"
     "  madmax whatif -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json \\\n"
     "      --json results/dlrm-a-whatif.json\n"
     "  madmax plot results/dlrm-a-whatif.json --kind whatif --out results/dlrm-a-whatif.png\n");
@@ -97,14 +105,14 @@ int mm_cmd_plot(int argc, char **argv)
     if (strcmp(kind_s, mm_plot_kind_names[k]) == 0) kind = k;
   if (kind < 0) {
     fprintf(stderr,
-            "madmax: plot needs --kind timeline, breakdown, ranking, pareto or whatif%s%s%s\n"
+            "madmax: plot needs --kind timeline, breakdown, ranking, pareto, systems or whatif%s%s%s\n"
             "Try 'madmax plot --help'.\n",
             kind_s ? " (got '" : "", kind_s ? kind_s : "", kind_s ? "')" : "");
     return MM_EXIT_INPUT;
   }
   if (argc < 2) {
     fprintf(stderr, "madmax: plot needs an INPUT (a trace for timeline, results for breakdown, a sweep's folder for "
-                    "ranking and pareto, whatif --json's file for whatif)\nTry 'madmax plot --help'.\n");
+                    "ranking, pareto and systems, whatif --json's file for whatif)\nTry 'madmax plot --help'.\n");
     return MM_EXIT_INPUT;
   }
   MmPlotOptions opt = {.title = title};

@@ -1,5 +1,6 @@
 /* cmd_sweep: `madmax sweep`: every valid strategy (and, where asked, pipeline, batch, recompute,
  * ZeRO and node choices) of one model on one system, ranked; `madmax sweep merge` joins shards. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,7 +69,8 @@ static void on_sigint(int sig)
 
 /* What a sweep is of, for --resume to check: the inputs' paths and contents, the space and the
  * options that change the rows. (transfer full) */
-static char *signature(const char *const files[4], gboolean include_oom, guint shard, guint shards)
+static char *signature(const char *const files[4], char **more_systems, gboolean include_oom, guint shard,
+                       guint shards)
 {
   GString *s = g_string_new("{");
   static const char *const keys[] = {"model", "hardware", "config", "space"};
@@ -80,6 +82,17 @@ static char *signature(const char *const files[4], gboolean include_oom, guint s
                              : g_strdup("");
     g_autofree char *esc = g_strescape(files[i] ? files[i] : "", NULL);
     g_string_append_printf(s, "%s\"%s\": {\"path\": \"%s\", \"sha256\": \"%s\"}", i ? ", " : "", keys[i], esc, sum);
+  }
+  for (guint i = 0; more_systems && more_systems[i]; i++) { /* the systems after the first */
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_autofree char *sum = g_file_get_contents(more_systems[i], &text, &len, NULL)
+                             ? g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)text, len)
+                             : g_strdup("");
+    g_autofree char *esc = g_strescape(more_systems[i], NULL);
+    g_string_append_printf(s, "%s{\"path\": \"%s\", \"sha256\": \"%s\"}", i ? ", " : ", \"more_systems\": [", esc,
+                           sum);
+    if (!more_systems[i + 1]) g_string_append_c(s, ']');
   }
   g_string_append_printf(s, ", \"include_oom\": %s, \"shard\": %u, \"shards\": %u}\n", include_oom ? "true" : "false",
                          shard, shards);
@@ -101,6 +114,21 @@ static void print_point(const cJSON *p, const char *what)
   const cJSON *fits = cJSON_GetObjectItemCaseSensitive(p, "fits");
   if (cJSON_IsFalse(fits)) printf(", does NOT fit in memory (simulated for reference)");
   printf("\n");
+}
+
+/* A latency bound option: a positive number of milliseconds -> seconds; FALSE with a message. */
+static gboolean parse_bound_ms(const char *option, const char *text, double *out_s)
+{
+  char *end = NULL;
+  const double v = text ? g_ascii_strtod(text, &end) : 0;
+  if (text && (end == text || *end || !isfinite(v) || !(v > 0) || v > 1e9)) {
+    g_autofree char *shown = mm_config_printable(text);
+    fprintf(stderr, "madmax: %s %s: expected a positive number of milliseconds (at most 1e9)\n", option,
+            *text ? shown : "''");
+    return FALSE;
+  }
+  *out_s = text ? v * 1e-3 : 0;
+  return TRUE;
 }
 
 static int sweep_merge(int argc, char **argv)
@@ -137,11 +165,12 @@ int mm_cmd_sweep(int argc, char **argv)
 
 static int sweep_main(int argc, char **argv, const Mpi *mpi)
 {
-  g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL;
+  g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL, *ttft_text = NULL, *tpot_text = NULL;
   gint jobs = 0;
   gdouble budget_tokens = 0, budget_samples = 0;
   gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
-  MmInputPaths paths = {0};
+  g_autoptr(GPtrArray) hw_list = g_ptr_array_new_with_free_func(g_free);
+  MmInputPaths paths = {.hardware_list = hw_list};
   GOptionEntry entries[] = {
     {"space", 's', 0, G_OPTION_ARG_FILENAME, &space_path, "Sweep-space file (docs/SCHEMA.md), or 'full' (default: the strategies of every layer kind)", "S"},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir, "Output folder: points.csv, summary.json (default results/sweep)", "DIR"},
@@ -153,6 +182,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress line", NULL},
     {"budget-tokens", 0, 0, G_OPTION_ARG_DOUBLE, &budget_tokens, "Time-to-train objective: the days to process T tokens (e.g. 1.4e12)", "T"},
     {"budget-samples", 0, 0, G_OPTION_ARG_DOUBLE, &budget_samples, "Time-to-train objective for a budget of S samples", "S"},
+    {"ttft-max-ms", 0, 0, G_OPTION_ARG_STRING, &ttft_text, "Serving: the best point (most output tokens/s per GPU) among those whose time to first token is at most X ms", "X"},
+    {"tpot-max-ms", 0, 0, G_OPTION_ARG_STRING, &tpot_text, "Serving: ... whose time per output token is at most Y ms (with --ttft-max-ms: both)", "Y"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- rank every valid parallelization of a model on a system");
@@ -169,13 +200,20 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     "thread pool and stream to DIR/points.csv in point order (the same bytes for any --jobs, and\n"
     "after Ctrl-C or a kill and --resume); DIR/summary.json holds the best point per objective\n"
     "(throughput, time to train a --budget-tokens/--budget-samples budget, A100-normalized GPU-hours\n"
-    "per sample, memory headroom, time per output token),\n"
+    "per sample, memory headroom, time per output token; serving under a --ttft-max-ms/--tpot-max-ms\n"
+    "latency bound: the most output tokens/s per GPU among the points that meet it),\n"
     "the speedup over FSDP everywhere, the best strategy per layer kind with the others at FSDP,\n"
-    "and the memory-throughput Pareto set.");
+    "and the memory-throughput Pareto set.\n"
+    "Several --hardware files sweep one model and config over several systems: the system is the\n"
+    "outermost dimension of the point index, points.csv gains a system column (the system's name)\n"
+    "and summary.json each system's best points and the time-vs-GPU-hours Pareto front across them\n"
+    "(madmax plot --kind systems draws it).");
   g_option_context_set_description(ctx,
     "Examples:\n"
     "  madmax sweep -m models/dlrm-a.json -H hardware/zionex-a100-128.json -c configs/dlrm-pretrain-fsdp-mp.json --out results/dlrm-a\n"
     "  madmax sweep -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json --space full --yes\n"
+    "  madmax sweep -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -H hardware/dgx-h100-2048.json \\\n"
+    "      -c configs/llm-pretrain-fsdp.json --nodes 16 --out results/a100-h100\n"
     "  madmax sweep ... --out results/s --shard 0/4   (then: madmax sweep merge --out results/s results/s-0 ...)\n"
     "  mpirun -np 4 madmax sweep ... --out results/s   (an MPI build, cmake -DMM_MPI=ON: ranks split the points,\n"
     "      rank 0 merges them into results/s: the bytes of one process)\n");
@@ -207,6 +245,10 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     fprintf(stderr, "madmax: --budget-tokens / --budget-samples: one of them, from 0 to 1e18\n");
     return MM_EXIT_INPUT;
   }
+  MmSweepBudget budget = {budget_tokens, budget_samples, 0, 0};
+  if (!parse_bound_ms("--ttft-max-ms", ttft_text, &budget.ttft_max_s) ||
+      !parse_bound_ms("--tpot-max-ms", tpot_text, &budget.tpot_max_s))
+    return MM_EXIT_INPUT;
   if (mpi->on && shard_text) {
     fprintf(stderr, "madmax: --shard and mpirun both split the points; give one\n");
     return MM_EXIT_INPUT;
@@ -216,19 +258,55 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   g_autoptr(MmInputs) in = NULL;
   g_autoptr(MmSweepSpace) sp = NULL;
   paths.model = model_path, paths.hardware = hw_path, paths.config = cfg_path;
+  /* several --hardware: the first is system 0; the others share its model and config, each with
+   * its own space (its node size) */
+  const guint n_sys = MAX(1u, hw_list->len);
+  const char *hw0_path = n_sys > 1 ? hw_list->pdata[0] : hw_path;
+  paths.hardware = (char *)hw0_path;
   if (!mm_cli_study_load(&paths, space_path, &in, &sp, &error)) return mm_cli_fail(error);
+  g_autoptr(GPtrArray) more_in = g_ptr_array_new_with_free_func((GDestroyNotify)mm_inputs_free_system);
+  g_autoptr(GPtrArray) more_sp = g_ptr_array_new_with_free_func((GDestroyNotify)mm_sweep_space_free);
+  g_autofree MmSweepSystem *sys = g_new0(MmSweepSystem, n_sys);
+  sys[0] = (MmSweepSystem){in, sp, 0};
+  if (n_sys > 1) {
+    for (guint k = 1; k < n_sys; k++) {
+      MmInputs *ik = mm_inputs_with_hardware(in, hw_list->pdata[k], &error);
+      if (!ik) return mm_cli_fail(error);
+      g_ptr_array_add(more_in, ik);
+      if (paths.nodes > 0 && !mm_hardware_set_nodes(ik->hardware, paths.nodes, &error)) return mm_cli_fail(error);
+      for (guint j = 0; j < k; j++)
+        if (strcmp(sys[j].inputs->hardware->name, ik->hardware->name) == 0) {
+          fprintf(stderr, "madmax: %s: $.name: \"%s\" is %s's name too; the systems of one sweep need distinct "
+                          "names\n", (const char *)hw_list->pdata[k], ik->hardware->name, (const char *)hw_list->pdata[j]);
+          return MM_EXIT_INPUT;
+        }
+      MmSweepSpace *sk = mm_sweep_space_new(ik, space_path, &error);
+      if (!sk) return mm_cli_fail(error);
+      g_ptr_array_add(more_sp, sk);
+      sys[k] = (MmSweepSystem){ik, sk, 0};
+    }
+  }
+  const uint64_t n_points = mm_sweep_systems_index(sys, n_sys);
+  if ((ttft_text || tpot_text) && !in->config->serving.present) {
+    fprintf(stderr, "madmax: %s: %s has no serving block; the latency bounds rank serving points (a serving config, "
+                    "e.g. configs/llama3-70b-serving-tp8.json)\n", ttft_text ? "--ttft-max-ms" : "--tpot-max-ms",
+            cfg_path);
+    return MM_EXIT_INPUT;
+  }
   if (!out_dir) out_dir = g_strdup("results/sweep");
 
   /* how long: up to 256 points spread over the space derived (which are valid, which fit), and
    * up to 8 of those that fit simulated, on one thread */
   double prep_s = 0, sim_s = 0;
   guint probed = 0, fit = 0, timed = 0;
-  const uint64_t probes = MIN(sp->n_points, (uint64_t)256);
+  const uint64_t probes = MIN(n_points, (uint64_t)256);
   for (uint64_t i = 0; i < probes; i++) {
     MmSweepPoint p;
-    mm_sweep_space_point(sp, in->model, sp->n_points * i / probes, &p);
+    uint64_t local = 0;
+    const MmSweepSystem *sy = &sys[mm_sweep_locate(sys, n_sys, n_points * i / probes, &local)];
+    mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
     gint64 t0 = g_get_monotonic_time();
-    g_autoptr(MmSimulation) s = mm_simulation_prepare(in, &p.point, NULL);
+    g_autoptr(MmSimulation) s = mm_simulation_prepare(sy->inputs, &p.point, NULL);
     gint64 t1 = g_get_monotonic_time();
     prep_s += (double)(t1 - t0) / 1e6;
     probed++;
@@ -241,20 +319,24 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   }
   const double per_point = probed ? prep_s / probed + (timed ? sim_s / timed * fit / probed : 0) : 0;
   const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
-  const double est = per_point * (double)sp->n_points / shards / threads;
+  const double est = per_point * (double)n_points / shards / threads;
   if (mpi->rank == 0)
-    fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s), about %.0f s on %u thread%s\n",
-          sp->n_points / shards, sp->n_kinds, sp->n_kinds == 1 ? "" : "s", shards > 1 ? ", this shard" : "", est,
+    fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s%s), about %.0f s on %u thread%s\n",
+          n_points / shards, sp->n_kinds, sp->n_kinds == 1 ? "" : "s", n_sys > 1 ? ", several systems" : "",
+          shards > 1 ? ", this shard" : "", est,
           threads, threads == 1 ? "" : "s");
   if (est > 600 && !yes) {
     fprintf(stderr, "madmax: that is over 10 minutes; give --yes to run it, or narrow it with --space\n");
     return MM_EXIT_INPUT;
   }
 
-  const char *files[4] = {model_path, hw_path, cfg_path, space_path && strcmp(space_path, "full") ? space_path : NULL};
-  g_autofree char *sig = signature(files, include_oom, shard, shards);
+  const char *files[4] = {model_path, hw0_path, cfg_path, space_path && strcmp(space_path, "full") ? space_path : NULL};
+  g_autoptr(GPtrArray) more_paths = g_ptr_array_new();
+  for (guint k = 1; k < n_sys; k++) g_ptr_array_add(more_paths, hw_list->pdata[k]);
+  g_ptr_array_add(more_paths, NULL);
+  g_autofree char *sig = signature(files, (char **)more_paths->pdata, include_oom, shard, shards);
   g_autofree char *rank_dir = mpi->on ? g_strdup_printf("%s/rank-%d", out_dir, mpi->rank) : NULL;
-  MmSweepOptions o = {.inputs = in, .space = sp, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
+  MmSweepOptions o = {.systems = sys, .n_systems = n_sys, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
                       .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
                       .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig};
   void (*old)(int) = signal(SIGINT, on_sigint); /* finish the points under way, write them, stop */
@@ -290,14 +372,14 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
             out_dir);
     return MM_EXIT_OK;
   }
-  const MmSweepBudget budget = {budget_tokens, budget_samples};
-  g_autoptr(cJSON) sum = mm_sweep_summary(out_dir, sp, in, &budget, &error);
+  g_autoptr(cJSON) sum = mm_sweep_summary(out_dir, sys, n_sys, &budget, &error);
   if (!sum) return mm_cli_fail(error);
   g_autofree char *sum_path = g_build_filename(out_dir, "summary.json", NULL);
   if (!mm_report_write_json(sum, sum_path, &error)) return mm_cli_fail(error);
 
   const cJSON *pts = cJSON_GetObjectItemCaseSensitive(sum, "points");
-  printf("sweep    %s on %s (%s)\n", in->model->name, in->hardware->name, in->config->name);
+  if (n_sys == 1) printf("sweep    %s on %s (%s)\n", in->model->name, in->hardware->name, in->config->name);
+  else printf("sweep    %s on %u systems (%s)\n", in->model->name, n_sys, in->config->name);
   printf("points   %.0f in the space: %.0f valid (%.0f out of memory%s), %.0f rejected by the scenario\n",
          cJSON_GetObjectItemCaseSensitive(pts, "in_space")->valuedouble,
          cJSON_GetObjectItemCaseSensitive(pts, "valid")->valuedouble,
@@ -309,6 +391,28 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   const cJSON *ttt = cJSON_GetObjectItemCaseSensitive(best, "time_to_train");
   if (ttt) printf("  %-28s %.3g days for the budget\n", "time to train",
                   cJSON_GetObjectItemCaseSensitive(ttt, "time_to_train_days")->valuedouble);
+  const cJSON *lb = cJSON_GetObjectItemCaseSensitive(sum, "latency_bound");
+  if (lb) {
+    const cJSON *tt = cJSON_GetObjectItemCaseSensitive(lb, "time_to_first_token_max_s");
+    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(lb, "time_per_output_token_max_s");
+    GString *b = g_string_new(NULL);
+    if (tt) g_string_append_printf(b, "TTFT <= %.4g ms", tt->valuedouble * 1e3);
+    if (tp) g_string_append_printf(b, "%sTPOT <= %.4g ms", b->len ? ", " : "", tp->valuedouble * 1e3);
+    g_autofree char *bound = g_string_free(b, FALSE);
+    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(best, "serving_under_latency_bound");
+    const double meeting = cJSON_GetObjectItemCaseSensitive(lb, "points_meeting")->valuedouble;
+    const double simulated = cJSON_GetObjectItemCaseSensitive(lb, "points_simulated")->valuedouble;
+    if (sv) {
+      print_point(sv, "best under latency bound");
+      printf("  %-28s %.0f of %.0f points meet %s; this one: %.4g output tokens/s per GPU, TTFT %.4g ms, TPOT %.4g ms\n",
+             "", meeting, simulated, bound,
+             cJSON_GetObjectItemCaseSensitive(sv, "output_tokens_per_s_per_device")->valuedouble,
+             cJSON_GetObjectItemCaseSensitive(sv, "time_to_first_token_s")->valuedouble * 1e3,
+             cJSON_GetObjectItemCaseSensitive(sv, "time_per_output_token_s")->valuedouble * 1e3);
+    } else {
+      printf("  %-28s none of the %.0f points that ran meets %s\n", "latency bound", simulated, bound);
+    }
+  }
   const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(sum, "per_layer_kind");
   for (const cJSON *k = kinds ? kinds->child : NULL; k; k = k->next) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(k, "best"), *w = cJSON_GetObjectItemCaseSensitive(k, "worst");
@@ -319,6 +423,21 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
            cJSON_GetObjectItemCaseSensitive(k, "kind")->valuestring, b->valuestring, bs ? bs->valuedouble : 0,
            w->valuestring, ws ? ws->valuedouble : 0);
   }
+  const cJSON *systems = cJSON_GetObjectItemCaseSensitive(sum, "systems");
+  for (const cJSON *y = systems ? systems->child : NULL; y; y = y->next) {
+    const cJSON *yb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(y, "best"), "throughput");
+    const char *name = cJSON_GetObjectItemCaseSensitive(y, "name")->valuestring;
+    if (!yb) {
+      printf("  %s: nothing fits\n", name);
+      continue;
+    }
+    printf("  %s: best throughput %.4g samples/s, %.4g A100 GPU-hours per sample\n", name,
+           cJSON_GetObjectItemCaseSensitive(yb, "samples_per_s")->valuedouble,
+           cJSON_GetObjectItemCaseSensitive(yb, "a100_gpu_hours_per_sample")->valuedouble);
+    print_point(yb, "");
+  }
+  const cJSON *tg = cJSON_GetObjectItemCaseSensitive(sum, "pareto_time_gpu_hours");
+  if (tg) printf("  %-28s %d points (summary.json pareto_time_gpu_hours)\n", "time-vs-GPU-hours front", cJSON_GetArraySize(tg));
   printf("wrote    %s/points.csv, %s\n", out_dir, sum_path);
   return st.failed ? MM_EXIT_INTERNAL : MM_EXIT_OK;
 }

@@ -67,6 +67,7 @@ static gboolean input_option(const char *name, const char *value, gpointer data,
       return FALSE;
     }
     char **slot = G_STRUCT_MEMBER_P(paths, input_options[i].offset);
+    if (paths->hardware_list && input_options[i].short_name == 'H') g_ptr_array_add(paths->hardware_list, g_strdup(value));
     g_free(*slot);
     *slot = g_strdup(value);
     return TRUE;

@@ -16,7 +16,7 @@
 
 #include "plot_internal.h"
 
-const char *const mm_plot_kind_names[] = {"timeline", "breakdown", "ranking", "pareto", "whatif", NULL};
+const char *const mm_plot_kind_names[] = {"timeline", "breakdown", "ranking", "pareto", "whatif", "systems", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_plot_kind_names) == MM_PLOT_COUNT + 1);
 
 /* One row per kind: what it draws from, and the function that reads it and writes the figure. */
@@ -29,6 +29,7 @@ static const struct {
   [MM_PLOT_RANKING] = {"sweep folder", mm__plot_ranking},
   [MM_PLOT_PARETO] = {"sweep folder", mm__plot_pareto},
   [MM_PLOT_WHATIF] = {"what-if study", mm__plot_whatif},
+  [MM_PLOT_SYSTEMS] = {"sweep folder", mm__plot_systems},
 };
 
 /* The trace's categories (compute phases, collective kinds) and the breakdown's parts, then
@@ -61,6 +62,8 @@ const MmPlotSeries mm__plot_series[] = {
   {"wi_base", "baseline", "#999999", MM_PLOT_MARK_BOX, 0},
   {"wi_single", "one component scaled", "#0072B2", MM_PLOT_MARK_BOX, 0},
   {"wi_joint", "several scaled together", "#D55E00", MM_PLOT_MARK_BOX, 0},
+  /* systems */
+  {"sys_front", "time-vs-GPU-hours Pareto front across systems", "#555555", MM_PLOT_MARK_LINE, 0},
 };
 const guint mm__plot_n_series = G_N_ELEMENTS(mm__plot_series);
 

@@ -130,3 +130,51 @@ char *mm__plot_run_system(const MmPlotRun *run, gboolean model, gboolean system)
   }
   return g_string_free(g, FALSE);
 }
+
+char *mm__plot_short_name(const char *name, guint max_chars)
+{
+  g_autofree char *s = mm__plot_clean(name);
+  char *cut = strstr(s, " (");
+  if (cut && cut > s) *cut = '\0';
+  if (g_utf8_strlen(s, -1) > max_chars) {
+    const gsize n = strcspn(s, ":,");
+    if (n > 0) s[n] = '\0';
+  }
+  return g_strdup(g_strchomp(s));
+}
+
+/* The file name of @path without its folder and ".json". (transfer full) */
+static char *stem(const char *path)
+{
+  char *s = g_path_get_basename(path);
+  if (g_str_has_suffix(s, ".json") && strlen(s) > 5) s[strlen(s) - 5] = '\0';
+  return s;
+}
+
+gboolean mm__plot_study_title(const MmJsonCtx *ctx, const cJSON *root, const char *prefix, char **title, GError **error)
+{
+  const cJSON *in = NULL;
+  const char *name[3] = {NULL}, *path = NULL;
+  static const char *const keys[3] = {"model", "hardware", "config"};
+  *title = NULL;
+  if (!opt_object(ctx, root, "inputs", "$", &in, error)) return FALSE;
+  for (guint i = 0; in && i < 3; i++)
+    if (!mm__plot_opt_string(ctx, in, keys[i], "$.inputs", &name[i], error)) return FALSE;
+  if (in && !mm__plot_opt_string(ctx, in, "model_path", "$.inputs", &path, error)) return FALSE;
+  /* a summary written before it held names has the files' paths under these keys */
+  const gboolean paths = in && !cJSON_GetObjectItemCaseSensitive(in, "model_path") && name[0] && strchr(name[0], '/');
+  char *part[3] = {NULL};
+  const cJSON *several = in ? cJSON_GetObjectItemCaseSensitive(in, "systems") : NULL;
+  for (guint i = 0; i < 3; i++)
+    if (i == 1 && cJSON_IsArray(several) && cJSON_GetArraySize(several) > 1)
+      part[i] = g_strdup_printf("%d systems", cJSON_GetArraySize(several));
+    else if (name[i] && *name[i]) part[i] = paths ? stem(name[i]) : mm__plot_short_name(name[i], i == 2 ? MM_PLOT_SHORT_NAME : G_MAXUINT);
+  GString *g = g_string_new(prefix);
+  if (part[0]) g_string_append(g, part[0]);
+  if (part[1]) g_string_append_printf(g, "%s%s", part[0] ? " on " : "", part[1]);
+  if (part[2]) g_string_append_printf(g, "%s%s", part[0] || part[1] ? ": " : "", part[2]);
+  const gboolean any = part[0] || part[1] || part[2];
+  for (guint i = 0; i < 3; i++) g_free(part[i]);
+  *title = any ? g_string_free(g, FALSE) : (g_string_free(g, TRUE), NULL);
+  return TRUE;
+}

@@ -121,6 +121,19 @@ gboolean mm__plot_run_names(const MmJsonCtx *ctx, const cJSON *root, const char 
 /* "Llama-3-70B on 512 x NVIDIA H100" (the parts known; NULL when none). (transfer full) */
 char *mm__plot_run_system(const MmPlotRun *run, gboolean model, gboolean system);
 
+/* Characters of a config's name a study's title shows whole (mm__plot_short_name). */
+#define MM_PLOT_SHORT_NAME 24
+/* A name short enough for a title: @name cleaned and cut before its first " (", and when
+ * still over @max_chars characters before its first ':' or ','. "DLRM pretraining: tables
+ * model-parallel ..." -> "DLRM pretraining". (transfer full) */
+char *mm__plot_short_name(const char *name, guint max_chars);
+/* The title of a study (summary.json, whatif --json) from its "inputs" names: @prefix then
+ * "MODEL on SYSTEM: CONFIG", the parts present (the config's headline only when its name is
+ * long: MM_PLOT_SHORT_NAME); a summary written before it held
+ * names (paths under those keys) gives the files' stems. *@title NULL when none. */
+gboolean mm__plot_study_title(const MmJsonCtx *ctx, const cJSON *root, const char *prefix, char **title,
+                              GError **error);
+
 /* Seconds in a readable unit for a span of @span_s: the factor and its name. */
 double mm__plot_time_unit(double span_s, const char **name);
 /* A step between the numbers of an axis from 0 to @hi @axis_in inches long that keeps them
@@ -143,6 +156,8 @@ gboolean mm__plot_ranking(MmPlotDoc *d, const char *const *inputs, guint n, cons
                           const MmPlotOptions *o, GError **error);
 gboolean mm__plot_pareto(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
                          const MmPlotOptions *o, GError **error);
+gboolean mm__plot_systems(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
+                          const MmPlotOptions *o, GError **error);
 gboolean mm__plot_whatif(MmPlotDoc *d, const char *const *inputs, guint n, const char *out_name,
                          const MmPlotOptions *o, GError **error);
 
@@ -154,9 +169,10 @@ typedef enum {
   MM_PLOT_POINT_OOM,           /* does not fit, pruned: no time */
 } MmPlotPointStatus;
 
-/* The dimensions a sweep may vary besides the strategies, as points.csv names them. */
+/* The dimensions a sweep may vary besides the strategies (and the system, in a sweep of several),
+ * as points.csv names them. */
 enum { MM_PLOT_DIM_NODES, MM_PLOT_DIM_PP, MM_PLOT_DIM_VSTAGES, MM_PLOT_DIM_MB, MM_PLOT_DIM_RECOMPUTE,
-       MM_PLOT_DIM_ZERO, MM_PLOT_N_DIMS };
+       MM_PLOT_DIM_ZERO, MM_PLOT_DIM_SYSTEM, MM_PLOT_N_DIMS };
 extern const struct MmPlotDim {
   const char *column; /* in points.csv */
   const char *head;   /* a ranking's column header */

@@ -26,6 +26,7 @@ const struct MmPlotDim mm__plot_dims[MM_PLOT_N_DIMS] = {
   [MM_PLOT_DIM_MB] = {"micro_batch", "mb", TRUE},
   [MM_PLOT_DIM_RECOMPUTE] = {"recompute", "recompute", FALSE},
   [MM_PLOT_DIM_ZERO] = {"zero", "zero", TRUE},
+  [MM_PLOT_DIM_SYSTEM] = {"system", "system", FALSE}, /* a sweep of several systems */
 };
 
 /* points.csv's status column, by MmPlotPointStatus */
@@ -355,30 +356,13 @@ static gboolean object_of(const MmJsonCtx *ctx, const cJSON *obj, const char *ke
   return TRUE;
 }
 
-/* The file name of @path without its folder and ".json". (transfer full) */
-static char *stem(const char *path)
-{
-  char *s = g_path_get_basename(path);
-  if (g_str_has_suffix(s, ".json") && strlen(s) > 5) s[strlen(s) - 5] = '\0';
-  return s;
-}
-
 static gboolean read_summary(MmPlotSweep *sw, GHashTable *by_id, GError **error)
 {
   g_autoptr(cJSON) root = mm__plot_load(sw->summary, error);
   if (!root) return FALSE;
   MmJsonCtx ctx = {sw->summary};
-  /* the title: the inputs' file names (the summary has no names) */
-  const cJSON *in = NULL;
-  const char *model = NULL, *hw = NULL, *config = NULL;
-  if (!object_of(&ctx, root, "inputs", "$", FALSE, &in, error) ||
-      (in && (!mm__plot_opt_string(&ctx, in, "model", "$.inputs", &model, error) ||
-              !mm__plot_opt_string(&ctx, in, "hardware", "$.inputs", &hw, error) ||
-              !mm__plot_opt_string(&ctx, in, "config", "$.inputs", &config, error))))
-    return FALSE;
-  g_autofree char *m = model ? stem(model) : NULL, *h = hw ? stem(hw) : NULL, *c = config ? stem(config) : NULL;
-  g_autofree char *sys = m && h ? g_strdup_printf("%s on %s", m, h) : g_strdup(m ? m : h);
-  if (sys || c) sw->title = sys && c ? g_strdup_printf("%s: %s", sys, c) : g_strdup(sys ? sys : c);
+  /* the title: the inputs' names */
+  if (!mm__plot_study_title(&ctx, root, "", &sw->title, error)) return FALSE;
 
   /* the baseline: null when the space has none */
   const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "baseline_fsdp");

@@ -150,7 +150,10 @@ gboolean mm__plot_whatif(MmPlotDoc *d, const char *const *inputs, guint n, const
   if (note) mm__plot_reserve(d, 0, line_in);
   /* a --size too small for the strategies under the bars: the bars alone */
   const gboolean strategies = d->auto_height || (d->tm - d->bm) * d->h_in >= ns * ROW_LINES * line_in;
-  mm__plot_begin(d, out_name, o->title ? o->title : "What-if: scaled hardware, the strategy re-optimized");
+  g_autofree char *def_title = NULL;
+  if (!mm__plot_study_title(&ctx, root, "What-if: ", &def_title, error)) return FALSE;
+  mm__plot_begin(d, out_name,
+                 o->title ? o->title : def_title ? def_title : "What-if: scaled hardware, the strategy re-optimized");
 
   const guint names = mm__plot_block(d, "systems: row, name");
   for (guint i = 0; i < ns; i++) {

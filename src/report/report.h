@@ -208,6 +208,7 @@ typedef enum {
   MM_PLOT_RANKING,   /* a sweep's folder: its points ranked by samples/s, speedups over FSDP */
   MM_PLOT_PARETO,    /* a sweep's folder: memory per device vs samples/s, the Pareto front */
   MM_PLOT_WHATIF,    /* madmax whatif --json: the speedup of each scaled system */
+  MM_PLOT_SYSTEMS,   /* a sweep of several systems: time vs GPU-hours, the front across systems */
   MM_PLOT_COUNT
 } MmPlotKind;
 extern const char *const mm_plot_kind_names[];

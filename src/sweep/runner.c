@@ -1,10 +1,12 @@
 /* runner: a sweep's points on a GLib thread pool, streamed to DIR/points.csv in point order. */
+#define _POSIX_C_SOURCE 200809L /* fseeko, ftello, truncate */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <unistd.h>
 
 #include "sweep.h"
 
@@ -21,15 +23,19 @@ typedef struct {
 
 typedef struct {
   const MmSweepOptions *o;
+  char **labels; /* per system: its system column */
   GMutex lock;
   GCond cond;
   Slot slots[WINDOW];
 } Run;
 
 /* The header of points.csv: inputs, then results; units in the names. */
-static char *csv_header(const MmSweepSpace *sp)
+static char *csv_header(const MmSweepOptions *o)
 {
-  GString *h = g_string_new("point,nodes,devices,pipeline_degree,virtual_stages,micro_batch,micro_steps,recompute,zero");
+  const MmSweepSpace *sp = o->systems[0].space; /* every system's has the model's kinds */
+  GString *h = g_string_new("point");
+  if (o->n_systems > 1) g_string_append(h, ",system");
+  g_string_append(h, ",nodes,devices,pipeline_degree,virtual_stages,micro_batch,micro_steps,recompute,zero");
   for (guint k = 0; k < sp->n_kinds; k++) g_string_append_printf(h, ",%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
   g_string_append(h, ",status,fits,iteration_time_s,samples_per_s,tokens_per_s,mfu,compute_s,comm_s,exposed_comm_s,"
                      "memory_per_device_bytes,memory_capacity_bytes,a100_gpu_hours_per_iteration,time_to_first_token_s,"
@@ -46,12 +52,16 @@ static void num(GString *g, double v)
 /* Peak dense bf16 FLOP/s of an A100: the unit of normalized GPU-hours (NVIDIA A100 datasheet). */
 #define A100_PEAK_FLOPS 312e12
 
-static char *eval_point(const MmSweepOptions *o, uint64_t i, int *status, double *rate, char **why)
+static char *eval_point(const Run *run, uint64_t i, int *status, double *rate, char **why)
 {
+  const MmSweepOptions *o = run->o;
+  uint64_t local = 0;
+  const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
+  const MmSweepSystem *sy = &o->systems[k_sys];
   MmSweepPoint sp;
-  mm_sweep_space_point(o->space, o->inputs->model, i, &sp);
+  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmSimulation) sim = mm_simulation_prepare(o->inputs, &sp.point, &error);
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare(sy->inputs, &sp.point, &error);
   *status = 2;
   *rate = 0;
   if (!sim) {
@@ -68,11 +78,13 @@ static char *eval_point(const MmSweepOptions *o, uint64_t i, int *status, double
   }
   *status = simulate ? 0 : 1;
   GString *g = g_string_new("");
-  g_string_append_printf(g, "%" G_GUINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+  g_string_append_printf(g, "%" G_GUINT64_FORMAT, i);
+  if (o->n_systems > 1) g_string_append_printf(g, ",%s", run->labels[k_sys]);
+  g_string_append_printf(g, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                          ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
-                         i, s->hw->nodes, s->devices, s->pp, s->vstages, s->micro_batch, s->micro_steps,
+                         s->hw->nodes, s->devices, s->pp, s->vstages, s->micro_batch, s->micro_steps,
                          mm_recompute_names[s->cfg->recompute], sp.zero);
-  for (guint k = 0; k < o->space->n_kinds; k++) {
+  for (guint k = 0; k < sy->space->n_kinds; k++) {
     g_autofree char *txt = mm_sweep_entry_text(&sp.entries[k]);
     g_string_append_printf(g, ",%s", txt);
   }
@@ -117,7 +129,7 @@ static void work(gpointer data, gpointer user)
   int status;
   double rate;
   char *why = NULL;
-  char *row = eval_point(r->o, i, &status, &rate, &why);
+  char *row = eval_point(r, i, &status, &rate, &why);
   g_mutex_lock(&r->lock);
   Slot *s = &r->slots[(i / r->o->shards) % WINDOW];
   s->row = row;
@@ -136,37 +148,71 @@ static uint64_t shard_index(const MmSweepOptions *o, uint64_t i)
   return r <= o->shard ? i - r + o->shard : i - r + o->shards + o->shard;
 }
 
+/* The offset just after the last '\n' in [@lo, @hi) of @f (@lo when none): read backwards in
+ * chunks, so that a resume reads the end of points.csv, never all of it. */
+static gboolean last_newline(FILE *f, off_t lo, off_t hi, off_t *out)
+{
+  char buf[65536];
+  while (hi > lo) {
+    const off_t from = MAX(lo, hi - (off_t)sizeof buf);
+    if (fseeko(f, from, SEEK_SET) != 0 || fread(buf, 1, (size_t)(hi - from), f) != (size_t)(hi - from)) return FALSE;
+    for (off_t i = hi - from; i-- > 0;)
+      if (buf[i] == '\n') {
+        *out = from + i + 1;
+        return TRUE;
+      }
+    hi = from;
+  }
+  *out = lo;
+  return TRUE;
+}
+
 /* Resume: keeps the complete rows of an existing points.csv (whose header must match) and
- * returns the index after its last row. */
+ * returns the index after its last row. Reads the header and the last rows only. */
 static gboolean resume_from(const char *csv, const char *header, uint64_t *next, gboolean *found, GError **error)
 {
-  g_autofree char *text = NULL;
-  gsize len = 0;
   *found = FALSE;
   if (!g_file_test(csv, G_FILE_TEST_EXISTS)) return TRUE;
-  if (!g_file_get_contents(csv, &text, &len, error)) return FALSE;
-  const gsize hl = strlen(header);
-  if (len < hl || memcmp(text, header, hl) != 0) {
+  FILE *f = fopen(csv, "rb");
+  if (!f) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
+    return FALSE;
+  }
+  const size_t hl = strlen(header);
+  g_autofree char *head = g_malloc(hl + 1);
+  off_t len = 0, end = 0, start = 0;
+  gboolean ok = fseeko(f, 0, SEEK_END) == 0 && (len = ftello(f)) >= 0;
+  const gboolean same = ok && len >= (off_t)hl && fseeko(f, 0, SEEK_SET) == 0 && fread(head, 1, hl, f) == hl &&
+                        memcmp(head, header, hl) == 0;
+  if (ok && !same) {
+    fclose(f);
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: its header is not this sweep's; --resume continues the same sweep only", csv);
     return FALSE;
   }
-  gsize end = len;
-  while (end > hl && text[end - 1] != '\n') end--; /* drop a row cut off by a kill */
-  if (end < len && !g_file_set_contents(csv, text, (gssize)end, error)) return FALSE;
+  /* drop a row cut off by a kill; the last complete row's index */
+  ok = ok && last_newline(f, (off_t)hl, len, &end) && (end == (off_t)hl || last_newline(f, (off_t)hl, end - 1, &start));
+  char first[32] = {0};
+  if (ok && end > (off_t)hl)
+    ok = fseeko(f, start, SEEK_SET) == 0 && fread(first, 1, MIN(sizeof first - 1, (size_t)(end - start)), f) > 0;
+  fclose(f);
+  if (!ok) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: reading failed", csv);
+    return FALSE;
+  }
+  if (end < len && truncate(csv, end) != 0) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
+    return FALSE;
+  }
   *found = TRUE;
-  if (end == hl) return TRUE;
-  gsize start = end - 1;
-  while (start > hl && text[start - 1] != '\n') start--;
-  *next = g_ascii_strtoull(text + start, NULL, 10) + 1;
+  if (end > (off_t)hl) *next = g_ascii_strtoull(first, NULL, 10) + 1;
   return TRUE;
 }
 
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 {
   memset(st, 0, sizeof *st);
-  const MmSweepSpace *sp = o->space;
-  g_autofree char *header = csv_header(sp);
+  g_autofree char *header = csv_header(o);
   g_autofree char *csv = g_build_filename(o->dir, "points.csv", NULL);
   g_autofree char *sig = g_build_filename(o->dir, "sweep.json", NULL);
   if (g_mkdir_with_parents(o->dir, 0755) != 0) {
@@ -198,11 +244,13 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
+  r->labels = g_new0(char *, o->n_systems + 1);
+  for (guint k = 0; k < o->n_systems; k++) r->labels[k] = mm_sweep_system_label(o->systems[k].inputs->hardware);
   g_mutex_init(&r->lock);
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
   GThreadPool *pool = g_thread_pool_new(work, r, (gint)jobs, TRUE, NULL);
-  const uint64_t n = sp->n_points;
+  const uint64_t n = o->systems[o->n_systems - 1].first + o->systems[o->n_systems - 1].space->n_points;
   uint64_t next_write = shard_index(o, first), next_push = next_write;
   const gint64 t0 = g_get_monotonic_time();
   gint64 shown = 0;
@@ -254,6 +302,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
+  g_strfreev(r->labels);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");
   if (fclose(out) != 0 || !ok) {

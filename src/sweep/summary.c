@@ -1,5 +1,9 @@
 /* summary: a sweep's points.csv -> best points per objective, speedups over FSDP, best strategy per
- * layer kind, the memory-throughput Pareto set; and merging shards' points.csv in point order. */
+ * layer kind, the memory-throughput Pareto set; and merging shards' points.csv in point order.
+ * Both read points.csv a line at a time: the summary keeps only the rows it will show (the
+ * running bests, the baseline, the Pareto fronts so far), the merge one row per shard, so their
+ * memory does not grow with the sweep. */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,42 +11,85 @@
 
 #include "sweep.h"
 
+/* points.csv, read a row at a time. */
 typedef struct {
-  char **names;
+  const char *path;
+  FILE *f;
+  char *buf;      /* the current line (getline's) */
+  size_t cap;
+  char **names;   /* the header's columns */
   guint n_cols;
-  GPtrArray *rows; /* char ** (g_strsplit of a line) */
+  char **row;     /* the current row's fields, into buf (n_cols, then NULL) */
+  guint line;     /* the current row's line number */
 } Csv;
 
-static void csv_clear(Csv *c)
+static void csv_close(Csv *c)
 {
+  if (c->f) fclose(c->f);
+  free(c->buf);
   g_strfreev(c->names);
-  if (c->rows) g_ptr_array_free(c->rows, TRUE);
+  g_free(c->row);
+  memset(c, 0, sizeof *c);
 }
 
-static gboolean csv_read(const char *path, Csv *c, GError **error)
+/* The next line without its end; FALSE at the end of the file. */
+static gboolean next_line(Csv *c)
 {
-  g_autofree char *text = NULL;
+  const ssize_t n = getline(&c->buf, &c->cap, c->f);
+  if (n < 0) return FALSE;
+  if (n > 0 && c->buf[n - 1] == '\n') c->buf[n - 1] = '\0';
+  c->line++;
+  return TRUE;
+}
+
+static gboolean csv_open(const char *path, Csv *c, GError **error)
+{
   memset(c, 0, sizeof *c);
-  if (!g_file_get_contents(path, &text, NULL, error)) return FALSE;
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  if (!lines[0] || !*lines[0]) {
+  c->path = path;
+  if (!(c->f = fopen(path, "r"))) {
+    int err = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(err), "Failed to open file \u201c%s\u201d: %s", path,
+                g_strerror(err));
+    return FALSE;
+  }
+  if (!next_line(c) || !*c->buf) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: empty; expected a header line", path);
     return FALSE;
   }
-  c->names = g_strsplit(lines[0], ",", -1);
+  c->names = g_strsplit(c->buf, ",", -1);
   c->n_cols = g_strv_length(c->names);
-  c->rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
-  for (guint i = 1; lines[i]; i++) {
-    if (!*lines[i]) continue;
-    char **f = g_strsplit(lines[i], ",", -1);
-    if (g_strv_length(f) != c->n_cols) {
-      g_strfreev(f);
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: line %u has not %u fields", path, i + 1, c->n_cols);
-      return FALSE;
-    }
-    g_ptr_array_add(c->rows, f);
-  }
+  c->row = g_new0(char *, c->n_cols + 1);
   return TRUE;
+}
+
+/* Reads the next row into c->row (empty lines skipped): 1, or 0 at the end, -1 on a bad row. */
+static int csv_next(Csv *c, GError **error)
+{
+  do {
+    if (!next_line(c)) {
+      if (ferror(c->f)) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: reading failed", c->path);
+        return -1;
+      }
+      return 0;
+    }
+  } while (!*c->buf);
+  guint k = 0;
+  c->row[k++] = c->buf;
+  for (char *p = c->buf; *p; p++) {
+    if (*p != ',') continue;
+    *p = '\0';
+    if (k == c->n_cols) {
+      k++;
+      break;
+    }
+    c->row[k++] = p + 1;
+  }
+  if (k != c->n_cols) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: line %u has not %u fields", c->path, c->line, c->n_cols);
+    return -1;
+  }
+  return 1;
 }
 
 static int col(const Csv *c, const char *name)
@@ -52,38 +99,52 @@ static int col(const Csv *c, const char *name)
   return -1;
 }
 
-static double val(const Csv *c, guint row, int column)
+/* A row's field (its text; "" for a column the file lacks) and number (NAN when empty). */
+static const char *str(char *const *row, int column)
 {
-  const char *s = column >= 0 ? ((char **)c->rows->pdata[row])[column] : "";
+  return column >= 0 ? row[column] : "";
+}
+
+static double val(char *const *row, int column)
+{
+  const char *s = str(row, column);
   return *s ? g_ascii_strtod(s, NULL) : NAN;
 }
 
-static const char *str(const Csv *c, guint row, int column)
+/* A kept row: a copy of its fields. (transfer full) */
+static char **keep(char *const *row)
 {
-  return column >= 0 ? ((char **)c->rows->pdata[row])[column] : "";
+  return g_strdupv((char **)row);
+}
+
+/* @slot becomes a copy of @row (the old one freed). */
+static void keep_in(char ***slot, char *const *row)
+{
+  g_strfreev(*slot);
+  *slot = keep(row);
 }
 
 /* A point as the summary shows it: index, strategies, the figures. */
-static cJSON *point_json(const Csv *c, guint row, const MmSweepSpace *sp, double base)
+static cJSON *point_json(const Csv *c, char *const *row, const MmSweepSpace *sp, double base)
 {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "point", val(c, row, col(c, "point")));
+  cJSON_AddNumberToObject(o, "point", val(row, col(c, "point")));
   cJSON *st = cJSON_AddObjectToObject(o, "strategies");
   for (guint k = 0; k < sp->n_kinds; k++) {
     g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
-    cJSON_AddStringToObject(st, mm_block_kind_names[sp->kinds[k].kind], str(c, row, col(c, name)));
+    cJSON_AddStringToObject(st, mm_block_kind_names[sp->kinds[k].kind], str(row, col(c, name)));
   }
   static const char *const ints[] = {"nodes", "pipeline_degree", "virtual_stages", "micro_batch", "zero"};
-  for (guint i = 0; i < G_N_ELEMENTS(ints); i++) cJSON_AddNumberToObject(o, ints[i], val(c, row, col(c, ints[i])));
-  cJSON_AddStringToObject(o, "recompute", str(c, row, col(c, "recompute")));
-  cJSON_AddBoolToObject(o, "fits", val(c, row, col(c, "fits")) > 0);
+  for (guint i = 0; i < G_N_ELEMENTS(ints); i++) cJSON_AddNumberToObject(o, ints[i], val(row, col(c, ints[i])));
+  cJSON_AddStringToObject(o, "recompute", str(row, col(c, "recompute")));
+  cJSON_AddBoolToObject(o, "fits", val(row, col(c, "fits")) > 0);
   static const char *const nums[] = {"iteration_time_s", "samples_per_s", "tokens_per_s", "mfu", "exposed_comm_s",
                                      "memory_per_device_bytes", "a100_gpu_hours_per_iteration"};
   for (guint i = 0; i < G_N_ELEMENTS(nums); i++) {
-    double v = val(c, row, col(c, nums[i]));
+    double v = val(row, col(c, nums[i]));
     if (isfinite(v)) cJSON_AddNumberToObject(o, nums[i], v);
   }
-  double t = val(c, row, col(c, "samples_per_s"));
+  double t = val(row, col(c, "samples_per_s"));
   if (base > 0 && isfinite(t)) cJSON_AddNumberToObject(o, "speedup_over_fsdp", t / base);
   return o;
 }
@@ -95,168 +156,428 @@ static const char *baseline_of(MmBlockKind kind)
   return kind == MM_BLOCK_EMBEDDING_BAG ? "mp(table)*" : "fsdp*";
 }
 
-/* Whether row @r uses the baseline for every varied kind but @except (-1: none) and the other
- * dimensions of row @like. */
-static gboolean fsdp_elsewhere(const Csv *c, const MmSweepSpace *sp, guint r, int except, guint like)
+/* Whether @row uses the baseline for every varied kind but @except (-1: none) and the other
+ * dimensions of @like. */
+static gboolean fsdp_elsewhere(const Csv *c, const MmSweepSpace *sp, char *const *row, int except, char *const *like)
 {
-  static const char *const dims[] = {"nodes", "pipeline_degree", "virtual_stages", "micro_batch", "recompute", "zero"};
+  static const char *const dims[] = {"system", "nodes", "pipeline_degree", "virtual_stages", "micro_batch",
+                                     "recompute", "zero"};
   for (guint k = 0; k < sp->n_kinds; k++) {
     if ((int)k == except) continue;
     g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
-    if (strcmp(str(c, r, col(c, name)), baseline_of(sp->kinds[k].kind)) != 0) return FALSE;
+    if (strcmp(str(row, col(c, name)), baseline_of(sp->kinds[k].kind)) != 0) return FALSE;
   }
   /* the config's micro-batch (not varied) resolves per strategy: only explicit sizes compare */
   const gboolean micro_given = !(sp->n_micro == 1 && sp->micro[0] == 0);
   for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
     if (!micro_given && strcmp(dims[i], "micro_batch") == 0) continue;
-    if (strcmp(str(c, r, col(c, dims[i])), str(c, like, col(c, dims[i]))) != 0) return FALSE;
+    if (strcmp(str(row, col(c, dims[i])), str(like, col(c, dims[i]))) != 0) return FALSE;
   }
   return TRUE;
 }
 
-cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, const MmSweepBudget *budget,
+/* ---- the Pareto front, kept as the rows stream by ----------------------------------- */
+
+/* A point of a two-objective Pareto front: less @cost and more @gain are better. */
+typedef struct {
+  double cost, gain;
+  guint64 row; /* its row index: of equal points the first is on the front */
+  char **fields;
+} FrontPoint;
+
+static void front_point_free(gpointer p)
+{
+  FrontPoint *f = p;
+  g_strfreev(f->fields);
+  g_free(f);
+}
+
+static gint by_cost(gconstpointer a, gconstpointer b, gpointer user)
+{
+  (void)user;
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The non-dominated points of those offered so far, keyed by cost: along it the gain rises
+ * strictly with the cost, so a point is dominated exactly when the point of the largest cost
+ * not above its own has at least its gain, and it dominates the run of points from its cost
+ * on whose gain is not above its own. O(log n) per point, amortized; memory: the front.
+ * Points with a NaN objective neither dominate nor are dominated (kept apart, in @odd). */
+typedef struct {
+  GTree *tree; /* double *cost -> FrontPoint */
+  GPtrArray *odd;
+} Front;
+
+static void front_init(Front *f)
+{
+  f->tree = g_tree_new_full(by_cost, NULL, NULL, front_point_free);
+  f->odd = g_ptr_array_new_with_free_func(front_point_free);
+}
+
+static void front_clear(Front *f)
+{
+  if (f->tree) g_tree_destroy(f->tree);
+  if (f->odd) g_ptr_array_free(f->odd, TRUE);
+  memset(f, 0, sizeof *f);
+}
+
+static void front_offer(Front *f, double cost, double gain, guint64 row, char *const *fields)
+{
+  if (isnan(cost) || isnan(gain)) {
+    FrontPoint *p = g_new(FrontPoint, 1);
+    *p = (FrontPoint){cost, gain, row, keep(fields)};
+    g_ptr_array_add(f->odd, p);
+    return;
+  }
+  GTreeNode *above = g_tree_upper_bound(f->tree, &cost); /* the first of a larger cost */
+  GTreeNode *le = above ? g_tree_node_previous(above) : g_tree_node_last(f->tree);
+  if (le && ((const FrontPoint *)g_tree_node_value(le))->gain >= gain) return; /* dominated */
+  for (GTreeNode *n = g_tree_lower_bound(f->tree, &cost); n;) {
+    const FrontPoint *q = g_tree_node_value(n);
+    if (q->gain > gain) break;
+    GTreeNode *next = g_tree_node_next(n);
+    g_tree_remove(f->tree, &q->cost);
+    n = next;
+  }
+  FrontPoint *p = g_new(FrontPoint, 1);
+  *p = (FrontPoint){cost, gain, row, keep(fields)};
+  g_tree_insert(f->tree, &p->cost, p);
+}
+
+static gboolean collect(gpointer key, gpointer value, gpointer data)
+{
+  (void)key;
+  g_ptr_array_add(data, value);
+  return FALSE;
+}
+
+static gint by_row(gconstpointer a, gconstpointer b)
+{
+  const FrontPoint *x = *(const FrontPoint *const *)a, *y = *(const FrontPoint *const *)b;
+  return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* The front's points in row order. (transfer container) */
+static GPtrArray *front_points(const Front *f)
+{
+  GPtrArray *a = g_ptr_array_new();
+  g_tree_foreach(f->tree, collect, a);
+  for (guint i = 0; i < f->odd->len; i++) g_ptr_array_add(a, f->odd->pdata[i]);
+  g_ptr_array_sort(a, by_row);
+  return a;
+}
+
+/* ---- the summary ------------------------------------------------------------------ */
+
+/* Per varied kind: its strategies with the others at the baseline. */
+typedef struct {
+  guint tried;
+  char **best, **worst;
+} KindStudy;
+
+/* Per system of a sweep of several: its counts, its best points, its time-vs-GPU-hours front. */
+typedef struct {
+  char *label;  /* its system column */
+  guint64 valid, fit;
+  char **best, **gpuh;
+  double best_t, gpuh_v;
+  Front front;  /* A100-normalized GPU-hours per sample against samples/s */
+} SystemStudy;
+
+/* A point of a sweep of several systems: its system's name and its GPU-hours per sample too. */
+static cJSON *system_point_json(const Csv *c, char *const *row, const MmSweepSpace *sp, double base,
+                                const MmSweepSystem *sys, guint k)
+{
+  cJSON *o = point_json(c, row, sp, base);
+  cJSON_AddStringToObject(o, "system", sys[k].inputs->hardware->name);
+  const int cg = col(c, "a100_gpu_hours_per_iteration"), ct = col(c, "samples_per_s"), ci = col(c, "iteration_time_s");
+  cJSON_AddNumberToObject(o, "a100_gpu_hours_per_sample", val(row, cg) / (val(row, ct) * val(row, ci)));
+  return o;
+}
+
+static cJSON *front_json(const Csv *c, const Front *f, const MmSweepSpace *sp, double base, const MmSweepSystem *sys,
+                         const SystemStudy *ss, guint n_systems)
+{
+  cJSON *a = cJSON_CreateArray();
+  g_autoptr(GPtrArray) pts = front_points(f);
+  const int csys = col(c, "system");
+  for (guint i = 0; i < pts->len; i++) {
+    char *const *row = ((const FrontPoint *)pts->pdata[i])->fields;
+    guint k = 0;
+    while (k + 1 < n_systems && strcmp(ss[k].label, str(row, csys)) != 0) k++;
+    cJSON_AddItemToArray(a, system_point_json(c, row, sp, base, sys, k));
+  }
+  return a;
+}
+
+cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_systems, const MmSweepBudget *budget,
                         GError **error)
 {
+  g_return_val_if_fail(n_systems > 0, NULL);
+  const MmSweepSpace *sp = sys[0].space; /* every system's has the model's kinds and the same dimensions */
+  const MmInputs *in = sys[0].inputs;
+  uint64_t in_space = 0;
+  for (guint k = 0; k < n_systems; k++) in_space += sys[k].space->n_points;
   g_autofree char *path = g_build_filename(dir, "points.csv", NULL);
   Csv c;
-  if (!csv_read(path, &c, error)) {
-    csv_clear(&c);
+  if (!csv_open(path, &c, error)) {
+    csv_close(&c);
     return NULL;
   }
   const int cs = col(&c, "status"), cf = col(&c, "fits"), ct = col(&c, "samples_per_s"), cm = col(&c, "memory_per_device_bytes");
   const int cg = col(&c, "a100_gpu_hours_per_iteration"), ci = col(&c, "iteration_time_s"), cc = col(&c, "memory_capacity_bytes");
-  const int ctpot = col(&c, "time_per_output_token_s");
-  const guint n = c.rows->len;
-  guint oom = 0;
-  int base = -1, best = -1, gpuh = -1, head = -1, tpot = -1;
-  for (guint r = 0; r < n; r++) {
-    const gboolean fits = val(&c, r, cf) > 0, ran = strcmp(str(&c, r, cs), "oom") != 0;
+  const int ctpot = col(&c, "time_per_output_token_s"), cttft = col(&c, "time_to_first_token_s");
+  const int cdev = col(&c, "devices"), ctok = col(&c, "tokens_per_s");
+  const gboolean bounded = budget && (budget->ttft_max_s > 0 || budget->tpot_max_s > 0);
+  guint64 n = 0;
+  guint oom = 0, meeting = 0, simulated = 0;
+  /* the kept rows: the first (its dimensions are the baseline's), the baseline, a baseline out of
+   * memory, the best per objective with its figure */
+  char **first = NULL, **base = NULL, **base_oom = NULL, **best = NULL, **gpuh = NULL, **head = NULL, **tpot = NULL;
+  char **served = NULL;
+  double best_t = 0, gpuh_v = 0, head_v = 0, tpot_v = 0, served_v = 0;
+  gboolean like = FALSE; /* some row has the baseline's strategies and the first row's dimensions */
+  KindStudy *ks = g_new0(KindStudy, MAX(1u, sp->n_kinds));
+  Front pareto, time_gpuh;
+  front_init(&pareto);
+  front_init(&time_gpuh);
+  SystemStudy *ss = g_new0(SystemStudy, n_systems);
+  for (guint k = 0; k < n_systems; k++) {
+    ss[k].label = mm_sweep_system_label(sys[k].inputs->hardware);
+    front_init(&ss[k].front);
+  }
+  const int csys = col(&c, "system");
+  int got;
+  while ((got = csv_next(&c, error)) > 0) {
+    char *const *r = c.row;
+    const guint64 idx = n++;
+    if (!first) first = keep(r);
+    const gboolean fits = val(r, cf) > 0, ran = strcmp(str(r, cs), "oom") != 0;
+    const gboolean baseline = fsdp_elsewhere(&c, sp, r, -1, first);
     oom += !fits;
-    if (base < 0 && ran && fsdp_elsewhere(&c, sp, r, -1, 0)) base = (int)r;
+    like |= baseline;
+    if (!base && ran && baseline) base = keep(r);
+    if (!base_oom && !ran && baseline) base_oom = keep(r);
+    if (ran) front_offer(&pareto, val(r, cm), val(r, ct), idx, r);
+    /* per layer kind: the others at the baseline, the dimensions of the first row */
+    for (guint k = 0; k < sp->n_kinds && fits && strcmp(str(r, cs), "ok") == 0; k++) {
+      if (!fsdp_elsewhere(&c, sp, r, (int)k, first)) continue;
+      ks[k].tried++;
+      if (!ks[k].best || val(r, ct) > val(ks[k].best, ct)) keep_in(&ks[k].best, r);
+      if (!ks[k].worst || val(r, ct) < val(ks[k].worst, ct)) keep_in(&ks[k].worst, r);
+    }
+    guint k_sys = 0;
+    while (k_sys + 1 < n_systems && strcmp(ss[k_sys].label, str(r, csys)) != 0) k_sys++;
+    SystemStudy *sy = &ss[k_sys];
+    sy->valid++;
     if (!fits || !ran) continue;
-    const double t = val(&c, r, ct);
-    if (best < 0 || t > val(&c, (guint)best, ct)) best = (int)r;
-    const double gh = val(&c, r, cg) / (t * val(&c, r, ci));
-    if (gpuh < 0 || gh < val(&c, (guint)gpuh, cg) / (val(&c, (guint)gpuh, ct) * val(&c, (guint)gpuh, ci))) gpuh = (int)r;
-    if (head < 0 || val(&c, r, cc) - val(&c, r, cm) > val(&c, (guint)head, cc) - val(&c, (guint)head, cm)) head = (int)r;
-    if (isfinite(val(&c, r, ctpot)) && (tpot < 0 || val(&c, r, ctpot) < val(&c, (guint)tpot, ctpot))) tpot = (int)r;
+    const double t = val(r, ct);
+    if (!best || t > best_t) keep_in(&best, r), best_t = t;
+    const double gh = val(r, cg) / (t * val(r, ci));
+    if (!gpuh || gh < gpuh_v) keep_in(&gpuh, r), gpuh_v = gh;
+    if (n_systems > 1) { /* per system, and the time-vs-GPU-hours front across them */
+      sy->fit++;
+      if (!sy->best || t > sy->best_t) keep_in(&sy->best, r), sy->best_t = t;
+      if (!sy->gpuh || gh < sy->gpuh_v) keep_in(&sy->gpuh, r), sy->gpuh_v = gh;
+      front_offer(&sy->front, gh, t, idx, r);
+      front_offer(&time_gpuh, gh, t, idx, r);
+    }
+    const double room = val(r, cc) - val(r, cm);
+    if (!head || room > head_v) keep_in(&head, r), head_v = room;
+    if (isfinite(val(r, ctpot)) && (!tpot || val(r, ctpot) < tpot_v)) keep_in(&tpot, r), tpot_v = val(r, ctpot);
+    simulated++;
+    /* the latency bound: both figures known and within it; then the most output tokens/s per device */
+    const double ttft = val(r, cttft), tp = val(r, ctpot);
+    if (!bounded || !isfinite(ttft) || !isfinite(tp) || (budget->ttft_max_s > 0 && ttft > budget->ttft_max_s) ||
+        (budget->tpot_max_s > 0 && tp > budget->tpot_max_s))
+      continue;
+    meeting++;
+    const double per_device = val(r, ctok) / val(r, cdev);
+    if (!served || per_device > served_v) keep_in(&served, r), served_v = per_device;
   }
-  /* no baseline row that ran: find it among the pruned ones and simulate it for reference */
-  double base_t = base >= 0 && val(&c, (guint)base, cf) > 0 ? val(&c, (guint)base, ct) : 0;
-  gboolean base_fits = base >= 0;
-  cJSON *base_ref = NULL;
-  for (guint r = 0; r < n && base < 0; r++) {
-    if (strcmp(str(&c, r, cs), "oom") != 0 || !fsdp_elsewhere(&c, sp, r, -1, 0)) continue;
-    MmSweepPoint p;
-    mm_sweep_space_point(sp, in->model, (uint64_t)val(&c, r, col(&c, "point")), &p);
-    g_autoptr(MmSimulation) sim = mm_simulation_new_point(in, &p.point, FALSE, NULL);
-    if (!sim) break;
-    base_t = sim->metrics.samples_per_s;
-    base_fits = FALSE;
-    base_ref = point_json(&c, r, sp, 0);
-    cJSON_AddNumberToObject(base_ref, "samples_per_s", base_t);
-    cJSON_AddNumberToObject(base_ref, "iteration_time_s", sim->metrics.iteration_time_s);
-    cJSON_AddStringToObject(base_ref, "note", "does not fit in memory: simulated without the memory limit, for reference");
-  }
-  cJSON *root = cJSON_CreateObject();
-  cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
-  cJSON_AddStringToObject(in_o, "model", in->model->path);
-  cJSON_AddStringToObject(in_o, "hardware", in->hardware->path);
-  cJSON_AddStringToObject(in_o, "config", in->config->path);
-  cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
-  cJSON *cnt = cJSON_AddObjectToObject(root, "points");
-  cJSON_AddNumberToObject(cnt, "in_space", (double)sp->n_points);
-  cJSON_AddNumberToObject(cnt, "valid", n);
-  cJSON_AddNumberToObject(cnt, "rejected_by_scenario", (double)sp->n_points - n);
-  cJSON_AddNumberToObject(cnt, "out_of_memory", oom);
-  if (base >= 0) cJSON_AddItemToObject(root, "baseline_fsdp", point_json(&c, (guint)base, sp, base_t));
-  else if (base_ref) cJSON_AddItemToObject(root, "baseline_fsdp", base_ref);
-  else cJSON_AddNullToObject(root, "baseline_fsdp");
-  (void)base_fits;
-  cJSON *obj = cJSON_AddObjectToObject(root, "best");
-  if (best >= 0) cJSON_AddItemToObject(obj, "throughput", point_json(&c, (guint)best, sp, base_t));
-  if (gpuh >= 0) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, (guint)gpuh, sp, base_t));
-  if (head >= 0) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, (guint)head, sp, base_t));
-  if (tpot >= 0) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, (guint)tpot, sp, base_t));
-  if (best >= 0 && budget && (budget->tokens > 0 || budget->samples > 0)) {
-    /* the fastest point processes the budget first: time = budget / its rate */
-    const int ctok = col(&c, "tokens_per_s");
-    const double rate = budget->tokens > 0 ? val(&c, (guint)best, ctok) : val(&c, (guint)best, ct);
-    cJSON *o = point_json(&c, (guint)best, sp, base_t);
-    cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
-                            budget->tokens > 0 ? budget->tokens : budget->samples);
-    cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
-    cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
-    cJSON_AddItemToObject(obj, "time_to_train", o);
-  }
+  cJSON *root = NULL;
+  if (got >= 0) { /* the rows read: the summary */
 
-  /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
-  cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");
-  int like = base;
-  for (guint r = 0; r < n && like < 0; r++)
-    if (fsdp_elsewhere(&c, sp, r, -1, 0)) like = (int)r;
-  for (guint k = 0; k < sp->n_kinds && like >= 0; k++) {
-    g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
-    int kb = -1, kw = -1;
-    guint tried = 0;
-    for (guint r = 0; r < n; r++) {
-      if (val(&c, r, cf) <= 0 || strcmp(str(&c, r, cs), "ok") != 0 || !fsdp_elsewhere(&c, sp, r, (int)k, (guint)like)) continue;
-      tried++;
-      if (kb < 0 || val(&c, r, ct) > val(&c, (guint)kb, ct)) kb = (int)r;
-      if (kw < 0 || val(&c, r, ct) < val(&c, (guint)kw, ct)) kw = (int)r;
+    /* no baseline row that ran: simulate the one pruned for reference */
+    double base_t = base && val(base, cf) > 0 ? val(base, ct) : 0;
+    cJSON *base_ref = NULL;
+    if (!base && base_oom) {
+      MmSweepPoint p;
+      uint64_t local = 0;
+      const MmSweepSystem *bs = &sys[mm_sweep_locate(sys, n_systems, (uint64_t)val(base_oom, col(&c, "point")), &local)];
+      mm_sweep_space_point(bs->space, bs->inputs->model, local, &p);
+      g_autoptr(MmSimulation) sim = mm_simulation_new_point(bs->inputs, &p.point, FALSE, NULL);
+      if (sim) {
+        base_t = sim->metrics.samples_per_s;
+        base_ref = point_json(&c, base_oom, sp, 0);
+        cJSON_AddNumberToObject(base_ref, "samples_per_s", base_t);
+        cJSON_AddNumberToObject(base_ref, "iteration_time_s", sim->metrics.iteration_time_s);
+        cJSON_AddStringToObject(base_ref, "note", "does not fit in memory: simulated without the memory limit, for reference");
+      }
     }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "kind", mm_block_kind_names[sp->kinds[k].kind]);
-    cJSON_AddNumberToObject(o, "strategies_that_fit", tried);
-    if (kb >= 0) {
-      cJSON_AddStringToObject(o, "best", str(&c, (guint)kb, col(&c, name)));
-      if (base_t > 0) cJSON_AddNumberToObject(o, "best_speedup_over_fsdp", val(&c, (guint)kb, ct) / base_t);
-      cJSON_AddStringToObject(o, "worst", str(&c, (guint)kw, col(&c, name)));
-      if (base_t > 0) cJSON_AddNumberToObject(o, "worst_speedup_over_fsdp", val(&c, (guint)kw, ct) / base_t);
+    root = cJSON_CreateObject();
+    cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
+    mm_sweep_inputs_json(in, in_o);
+    cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
+    if (n_systems > 1) {
+      cJSON *names = cJSON_AddArrayToObject(in_o, "systems");
+      for (guint k = 0; k < n_systems; k++) cJSON_AddItemToArray(names, cJSON_CreateString(sys[k].inputs->hardware->name));
     }
-    if (best >= 0) cJSON_AddStringToObject(o, "in_best_point", str(&c, (guint)best, col(&c, name)));
-    cJSON_AddItemToArray(kinds, o);
-  }
+    cJSON *cnt = cJSON_AddObjectToObject(root, "points");
+    cJSON_AddNumberToObject(cnt, "in_space", (double)in_space);
+    cJSON_AddNumberToObject(cnt, "valid", (double)n);
+    cJSON_AddNumberToObject(cnt, "rejected_by_scenario", (double)in_space - (double)n);
+    cJSON_AddNumberToObject(cnt, "out_of_memory", oom);
+    if (base) cJSON_AddItemToObject(root, "baseline_fsdp", point_json(&c, base, sp, base_t));
+    else if (base_ref) cJSON_AddItemToObject(root, "baseline_fsdp", base_ref);
+    else cJSON_AddNullToObject(root, "baseline_fsdp");
+    cJSON *obj = cJSON_AddObjectToObject(root, "best");
+    if (best) cJSON_AddItemToObject(obj, "throughput", point_json(&c, best, sp, base_t));
+    if (gpuh) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, gpuh, sp, base_t));
+    if (head) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, head, sp, base_t));
+    if (tpot) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, tpot, sp, base_t));
+    if (served) {
+      cJSON *o = point_json(&c, served, sp, base_t);
+      cJSON_AddNumberToObject(o, "time_to_first_token_s", val(served, cttft));
+      cJSON_AddNumberToObject(o, "time_per_output_token_s", val(served, ctpot));
+      cJSON_AddNumberToObject(o, "output_tokens_per_s_per_device", served_v);
+      cJSON_AddItemToObject(obj, "serving_under_latency_bound", o);
+    }
+    if (best && budget && (budget->tokens > 0 || budget->samples > 0)) {
+      /* the fastest point processes the budget first: time = budget / its rate */
+      const double rate = budget->tokens > 0 ? val(best, ctok) : val(best, ct);
+      cJSON *o = point_json(&c, best, sp, base_t);
+      cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
+                              budget->tokens > 0 ? budget->tokens : budget->samples);
+      cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
+      cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
+      cJSON_AddItemToObject(obj, "time_to_train", o);
+    }
+    if (bounded) {
+      cJSON *lb = cJSON_AddObjectToObject(root, "latency_bound");
+      if (budget->ttft_max_s > 0) cJSON_AddNumberToObject(lb, "time_to_first_token_max_s", budget->ttft_max_s);
+      if (budget->tpot_max_s > 0) cJSON_AddNumberToObject(lb, "time_per_output_token_max_s", budget->tpot_max_s);
+      cJSON_AddNumberToObject(lb, "points_simulated", simulated);
+      cJSON_AddNumberToObject(lb, "points_meeting", meeting);
+    }
 
-  /* the Pareto set of simulated points: less memory per device or more samples/s */
-  cJSON *pareto = cJSON_AddArrayToObject(root, "pareto_memory_throughput");
-  for (guint r = 0; r < n; r++) {
-    if (strcmp(str(&c, r, cs), "oom") == 0) continue;
-    const double m = val(&c, r, cm), t = val(&c, r, ct);
-    gboolean dominated = FALSE;
-    for (guint q = 0; q < n && !dominated; q++) {
-      if (q == r || strcmp(str(&c, q, cs), "oom") == 0) continue;
-      const double mq = val(&c, q, cm), tq = val(&c, q, ct);
-      dominated = mq <= m && tq >= t && (mq < m || tq > t || q < r);
+    /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
+    cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");
+    for (guint k = 0; k < sp->n_kinds && like; k++) {
+      g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "kind", mm_block_kind_names[sp->kinds[k].kind]);
+      cJSON_AddNumberToObject(o, "strategies_that_fit", ks[k].tried);
+      if (ks[k].best) {
+        cJSON_AddStringToObject(o, "best", str(ks[k].best, col(&c, name)));
+        if (base_t > 0) cJSON_AddNumberToObject(o, "best_speedup_over_fsdp", val(ks[k].best, ct) / base_t);
+        cJSON_AddStringToObject(o, "worst", str(ks[k].worst, col(&c, name)));
+        if (base_t > 0) cJSON_AddNumberToObject(o, "worst_speedup_over_fsdp", val(ks[k].worst, ct) / base_t);
+      }
+      if (best) cJSON_AddStringToObject(o, "in_best_point", str(best, col(&c, name)));
+      cJSON_AddItemToArray(kinds, o);
     }
-    if (!dominated) cJSON_AddItemToArray(pareto, point_json(&c, r, sp, base_t));
+
+    /* the Pareto set of simulated points: less memory per device or more samples/s */
+    cJSON *pareto_o = cJSON_AddArrayToObject(root, "pareto_memory_throughput");
+    g_autoptr(GPtrArray) front = front_points(&pareto);
+    for (guint i = 0; i < front->len; i++)
+      cJSON_AddItemToArray(pareto_o, point_json(&c, ((const FrontPoint *)front->pdata[i])->fields, sp, base_t));
+
+    /* several systems: each one's best points and front, and the front across them (fewer
+     * A100-normalized GPU-hours per sample or more samples/s: less time) */
+    if (n_systems > 1) {
+      cJSON *sa = cJSON_AddArrayToObject(root, "systems");
+      for (guint k = 0; k < n_systems; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", sys[k].inputs->hardware->name);
+        cJSON_AddStringToObject(o, "hardware_path", sys[k].inputs->hardware->path);
+        cJSON_AddNumberToObject(o, "points_in_space", (double)sys[k].space->n_points);
+        cJSON_AddNumberToObject(o, "points_valid", (double)ss[k].valid);
+        cJSON_AddNumberToObject(o, "points_that_fit", (double)ss[k].fit);
+        cJSON *b = cJSON_AddObjectToObject(o, "best");
+        if (ss[k].best) cJSON_AddItemToObject(b, "throughput", system_point_json(&c, ss[k].best, sp, base_t, sys, k));
+        if (ss[k].gpuh)
+          cJSON_AddItemToObject(b, "a100_gpu_hours_per_sample", system_point_json(&c, ss[k].gpuh, sp, base_t, sys, k));
+        cJSON_AddItemToObject(o, "pareto_time_gpu_hours", front_json(&c, &ss[k].front, sp, base_t, sys, ss, n_systems));
+        cJSON_AddItemToArray(sa, o);
+      }
+      cJSON_AddItemToObject(root, "pareto_time_gpu_hours", front_json(&c, &time_gpuh, sp, base_t, sys, ss, n_systems));
+    }
+
   }
-  csv_clear(&c);
-  (void)error;
+  front_clear(&pareto);
+  front_clear(&time_gpuh);
+  for (guint k = 0; k < n_systems; k++) {
+    g_free(ss[k].label);
+    g_strfreev(ss[k].best);
+    g_strfreev(ss[k].gpuh);
+    front_clear(&ss[k].front);
+  }
+  g_free(ss);
+  for (guint k = 0; k < sp->n_kinds; k++) {
+    g_strfreev(ks[k].best);
+    g_strfreev(ks[k].worst);
+  }
+  g_free(ks);
+  g_strfreev(first);
+  g_strfreev(base);
+  g_strfreev(base_oom);
+  g_strfreev(best);
+  g_strfreev(gpuh);
+  g_strfreev(head);
+  g_strfreev(tpot);
+  g_strfreev(served);
+  csv_close(&c);
   return root;
 }
 
 /* ---- merging shards ---------------------------------------------------------- */
 
+/* A shard's points.csv read a line at a time. */
+typedef struct {
+  FILE *f;
+  char *buf;
+  size_t cap;
+  gboolean has; /* buf holds a row not yet written */
+  guint64 idx;  /* its point index */
+} Shard;
+
+/* The shard's next line into buf (without its end): FALSE at the end or at an empty line. */
+static gboolean shard_next(Shard *s)
+{
+  const ssize_t n = getline(&s->buf, &s->cap, s->f);
+  if (n > 0 && s->buf[n - 1] == '\n') s->buf[n - 1] = '\0';
+  s->has = n > 0 && *s->buf;
+  if (s->has) s->idx = g_ascii_strtoull(s->buf, NULL, 10);
+  return s->has;
+}
+
 gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error)
 {
   g_autofree char *out_path = g_build_filename(dir, "points.csv", NULL);
-  char ***lines = g_new0(char **, n);
-  guint *pos = g_new0(guint, n);
+  Shard *sh = g_new0(Shard, n);
   gboolean ok = TRUE;
   char *header = NULL;
   for (guint i = 0; i < n && ok; i++) {
     g_autofree char *p = g_build_filename(shard_dirs[i], "points.csv", NULL);
-    g_autofree char *text = NULL;
-    if (!(ok = g_file_get_contents(p, &text, NULL, error))) break;
-    lines[i] = g_strsplit(text, "\n", -1);
-    if (!header) header = g_strdup(lines[i][0]);
-    else if (g_strcmp0(header, lines[i][0]) != 0) {
+    if (!(sh[i].f = fopen(p, "r"))) {
+      int err = errno;
+      g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(err), "Failed to open file \u201c%s\u201d: %s", p,
+                  g_strerror(err));
+      ok = FALSE;
+      break;
+    }
+    shard_next(&sh[i]); /* the header */
+    const char *h = sh[i].has ? sh[i].buf : "";
+    if (!header) header = g_strdup(h);
+    else if (strcmp(header, h) != 0) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: its header differs from %s's: not shards of one sweep",
                   p, shard_dirs[0]);
       ok = FALSE;
     }
-    pos[i] = 1;
+    shard_next(&sh[i]);
   }
   FILE *out = NULL;
   if (ok && g_mkdir_with_parents(dir, 0755) != 0) {
@@ -272,23 +593,22 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
     for (;;) { /* k-way merge on the point index (each shard is in point order) */
       int pick = -1;
       guint64 lowest = G_MAXUINT64;
-      for (guint i = 0; i < n; i++) {
-        const char *l = lines[i][pos[i]];
-        if (!l || !*l) continue;
-        guint64 idx = g_ascii_strtoull(l, NULL, 10);
-        if (idx < lowest) lowest = idx, pick = (int)i;
-      }
+      for (guint i = 0; i < n; i++)
+        if (sh[i].has && sh[i].idx < lowest) lowest = sh[i].idx, pick = (int)i;
       if (pick < 0) break;
-      fprintf(out, "%s\n", lines[pick][pos[pick]++]);
+      fprintf(out, "%s\n", sh[pick].buf);
+      shard_next(&sh[pick]);
     }
     if (fclose(out) != 0) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", out_path);
       ok = FALSE;
     }
   }
-  for (guint i = 0; i < n; i++) g_strfreev(lines[i]);
-  g_free(lines);
-  g_free(pos);
+  for (guint i = 0; i < n; i++) {
+    if (sh[i].f) fclose(sh[i].f);
+    free(sh[i].buf);
+  }
+  g_free(sh);
   g_free(header);
   return ok;
 }

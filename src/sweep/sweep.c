@@ -19,6 +19,62 @@ MmInputs *mm_inputs_load(const char *model, const char *hardware, const char *co
   return g_steal_pointer(&in);
 }
 
+MmInputs *mm_inputs_with_hardware(const MmInputs *in, const char *hardware, GError **error)
+{
+  MmHardware *hw = mm_hardware_load(hardware, error);
+  if (!hw) return NULL;
+  MmInputs *out = g_new0(MmInputs, 1);
+  out->model = in->model;
+  out->config = in->config;
+  out->hardware = hw;
+  return out;
+}
+
+void mm_inputs_free_system(MmInputs *in)
+{
+  if (!in) return;
+  mm_hardware_free(in->hardware);
+  g_free(in);
+}
+
+uint64_t mm_sweep_systems_index(MmSweepSystem *sys, guint n)
+{
+  uint64_t first = 0;
+  for (guint k = 0; k < n; k++) {
+    sys[k].first = first;
+    first += sys[k].space->n_points;
+  }
+  return first;
+}
+
+guint mm_sweep_locate(const MmSweepSystem *sys, guint n, uint64_t i, uint64_t *local)
+{
+  guint k = 0;
+  while (k + 1 < n && i >= sys[k + 1].first) k++;
+  *local = i - sys[k].first;
+  return k;
+}
+
+char *mm_sweep_system_label(const MmHardware *hw)
+{
+  char *s = g_strdup(hw->name);
+  for (char *c = s; *c; c++) {
+    if (*c == ',') *c = ';';
+    else if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+  }
+  return s;
+}
+
+void mm_sweep_inputs_json(const MmInputs *in, cJSON *obj)
+{
+  cJSON_AddStringToObject(obj, "model", in->model->name);
+  cJSON_AddStringToObject(obj, "hardware", in->hardware->name);
+  cJSON_AddStringToObject(obj, "config", in->config->name);
+  cJSON_AddStringToObject(obj, "model_path", in->model->path);
+  cJSON_AddStringToObject(obj, "hardware_path", in->hardware->path);
+  cJSON_AddStringToObject(obj, "config_path", in->config->path);
+}
+
 void mm_simulation_free(MmSimulation *sim)
 {
   if (!sim) return;

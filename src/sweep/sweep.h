@@ -15,8 +15,16 @@ typedef struct {
 
 /* Loads the three files (config errors are MM_CONFIG_ERROR). (transfer full) */
 MmInputs *mm_inputs_load(const char *model, const char *hardware, const char *config, GError **error);
+/* The inputs of @in on another system: the system file @hardware loaded, @in's model and config
+ * borrowed (@in must outlive the result); free it with mm_inputs_free_system. (transfer full) */
+MmInputs *mm_inputs_with_hardware(const MmInputs *in, const char *hardware, GError **error);
+/* Frees inputs made by mm_inputs_with_hardware: their system, not the borrowed model and config. */
+void mm_inputs_free_system(MmInputs *in);
 void mm_inputs_free(MmInputs *in);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmInputs, mm_inputs_free)
+/* Adds the inputs' names ("model", "hardware", "config": the files' name fields) and paths
+ * ("model_path", ...) to @obj, as summary.json and whatif --json carry them. */
+void mm_sweep_inputs_json(const MmInputs *in, cJSON *obj);
 
 /* One complete simulation of one point and everything it produced. */
 typedef struct {
@@ -130,9 +138,26 @@ void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, 
 /* "tp8>fsdp*": a hierarchy innermost first, "*" for the level that takes what is left. (transfer full) */
 char *mm_sweep_entry_text(const MmStrategyEntry *e);
 
+/* One system of a sweep: its inputs (one model and config shared by every system) and space.
+ * A sweep's point index runs over the systems' spaces one after the other: the system is the
+ * outermost dimension. */
 typedef struct {
   const MmInputs *inputs;     /* (transfer none) */
   const MmSweepSpace *space;  /* (transfer none) */
+  uint64_t first;             /* its first point in the sweep's index */
+} MmSweepSystem;
+
+/* Sets each system's first point; returns the sweep's point count. */
+uint64_t mm_sweep_systems_index(MmSweepSystem *sys, guint n);
+/* The system of the sweep's point @i and the point's index in that system's space. */
+guint mm_sweep_locate(const MmSweepSystem *sys, guint n, uint64_t i, uint64_t *local);
+/* A system's name as points.csv's system column holds it: commas as semicolons, control
+ * characters as spaces (the CSV is not quoted). (transfer full) */
+char *mm_sweep_system_label(const MmHardware *hw);
+
+typedef struct {
+  const MmSweepSystem *systems; /* (transfer none); more than one: points.csv has a system column */
+  guint n_systems;
   const char *dir;            /* output folder */
   guint jobs;                 /* threads (0: all cores) */
   gboolean include_oom;       /* simulate points that do not fit */
@@ -155,15 +180,21 @@ typedef struct {
  * Fails on output errors and on a resume that does not match. */
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *stats, GError **error);
 
-/* A training budget: time-to-train ranks points by the time to process it (0: not asked). */
+/* The summary's objectives beyond the fixed ones (0: not asked): a training budget
+ * (time-to-train ranks points by the time to process it) and a serving latency bound (the
+ * most output tokens/s per device among the points whose time to first token and time per
+ * output token are within it). */
 typedef struct {
   double tokens, samples;
+  double ttft_max_s, tpot_max_s;
 } MmSweepBudget;
 
 /* Writes DIR/summary.json from DIR/points.csv: the best point per objective, the baseline
  * (every varied kind FSDP over all devices) and each point's speedup over it, the best
- * strategy per layer kind, the memory-throughput Pareto set. (transfer full) */
-cJSON *mm_sweep_summary(const char *dir, const MmSweepSpace *sp, const MmInputs *in, const MmSweepBudget *budget,
+ * strategy per layer kind, the memory-throughput Pareto set; with a latency bound, how many
+ * points meet it and the best of them; with several systems, each system's best points and the
+ * time-vs-GPU-hours Pareto front within it and across all of them. (transfer full) */
+cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_systems, const MmSweepBudget *budget,
                         GError **error);
 
 /* Merges the points.csv of shard folders into DIR/points.csv in point order. */
@@ -183,6 +214,7 @@ typedef struct {
 } MmWhatifRow;
 
 typedef struct {
+  cJSON *inputs;                 /* the study's inputs (mm_sweep_inputs_json) (transfer: owned) */
   MmWhatifRow *rows;
   guint n_rows;
   double joint_over_product;     /* all together / the product of the single speedups (> 1: super-linear) */

@@ -13,6 +13,7 @@ void mm_whatif_free(MmWhatif *w)
     g_free(w->rows[i].strategies);
   }
   g_free(w->rows);
+  cJSON_Delete(w->inputs);
   g_free(w);
 }
 
@@ -86,6 +87,8 @@ static void best_point(const MmInputs *in, const MmSweepSpace *sp, guint jobs, M
 MmWhatif *mm_whatif_run(const MmInputs *in, const MmSweepSpace *sp, const double factor[MM_SCALE_COUNT], guint jobs)
 {
   MmWhatif *w = g_new0(MmWhatif, 1);
+  w->inputs = cJSON_CreateObject();
+  mm_sweep_inputs_json(in, w->inputs);
   guint asked = 0;
   for (int k = 0; k < MM_SCALE_COUNT; k++) asked += factor[k] > 0 && factor[k] != 1.0;
   w->n_rows = 1 + asked + (asked > 1 ? 1 : 0);
@@ -149,6 +152,7 @@ static char *shrank(const MmWhatifRow *row, const MmWhatifRow *base)
 cJSON *mm_whatif_json(const MmWhatif *w)
 {
   cJSON *root = cJSON_CreateObject();
+  cJSON_AddItemToObject(root, "inputs", cJSON_Duplicate(w->inputs, TRUE));
   cJSON *rows = cJSON_AddArrayToObject(root, "systems");
   for (guint i = 0; i < w->n_rows; i++) {
     const MmWhatifRow *r = &w->rows[i];
