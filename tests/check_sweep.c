@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <glib/gstdio.h>
+
 #include "testutil.h"
 
 static const char *const DLRM[] = {"-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",
@@ -37,6 +39,29 @@ static int csv_col(char **names, const char *name);
 static char *tmp(const char *name)
 {
   return g_build_filename(mm_test_tmpdir(), name, NULL);
+}
+
+/* Starts @argv and sends @sig once points.csv in @dir holds rows beyond its header (the sweep is
+ * under way); returns the wait status. Fails the test when the sweep ended first (a sweep too short
+ * to interrupt tests nothing). */
+static int interrupt_sweep(const char *const *argv, const char *dir, int sig)
+{
+  g_autofree char *cwd = mm_test_src(".");
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+  GPid pid;
+  ck_assert(g_spawn_async(cwd, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL |
+                          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, NULL));
+  int status = 0;
+  for (int i = 0; i < 60000; i++) { /* at most a minute */
+    GStatBuf st;
+    if (g_stat(csv, &st) == 0 && st.st_size > 4096) break; /* the first buffer of rows */
+    ck_assert_msg(waitpid(pid, &status, WNOHANG) == 0, "the sweep ended before it could be interrupted");
+    g_usleep(1000);
+  }
+  kill(pid, sig);
+  waitpid(pid, &status, 0);
+  g_spawn_close_pid(pid);
+  return status;
 }
 
 /* The space has every mlp hierarchy x every embedding hierarchy, and a point decodes to
@@ -111,17 +136,10 @@ START_TEST(test_resume_after_kill)
   g_autofree char *full = tmp("kfull"), *killed = tmp("killed");
   g_autofree char *want = sweep_csv(full, sp, 0);
   const char *bin = g_getenv("MM_BINARY");
-  g_autofree char *cwd = mm_test_src(".");
   const char *argv[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", killed,
                         "--quiet", "--space", space, "--jobs", "2", NULL};
-  GPid pid;
-  ck_assert(g_spawn_async(cwd, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
-                          NULL, &pid, NULL));
-  g_usleep(400 * 1000); /* the whole sweep takes about 1.5 s */
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  g_spawn_close_pid(pid);
+  const int status = interrupt_sweep(argv, killed, SIGKILL);
+  ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   const char *resume[] = {"--space", space, "--jobs", "2", "--resume", NULL};
   g_autofree char *got = sweep_csv(killed, resume, 0);
   ck_assert_str_eq(got, want);
@@ -138,17 +156,9 @@ START_TEST(test_sigint_then_resume)
   g_autofree char *full = tmp("ifull"), *stopped = tmp("stopped");
   g_autofree char *want = sweep_csv(full, sp, 0);
   const char *bin = g_getenv("MM_BINARY");
-  g_autofree char *cwd = mm_test_src(".");
   const char *argv[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", stopped,
                         "--quiet", "--space", space, NULL};
-  GPid pid;
-  ck_assert(g_spawn_async(cwd, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL |
-                          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, NULL));
-  g_usleep(400 * 1000);
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  g_spawn_close_pid(pid);
+  const int status = interrupt_sweep(argv, stopped, SIGINT);
   ck_assert(WIFEXITED(status));
   g_autofree char *csv = g_build_filename(stopped, "points.csv", NULL), *part = NULL;
   ck_assert(g_file_get_contents(csv, &part, NULL, NULL));
@@ -162,6 +172,20 @@ START_TEST(test_sigint_then_resume)
   const char *resume[] = {"--space", space, "--resume", NULL};
   g_autofree char *got = sweep_csv(stopped, resume, 0);
   ck_assert_str_eq(got, want);
+
+  /* Ctrl-C while the inputs load: an exit (130, or 0 when it raced the end), never a kill */
+  g_autofree char *early = tmp("early"), *cwd = mm_test_src(".");
+  const char *argv2[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", early,
+                         "--quiet", "--space", space, NULL};
+  GPid pid;
+  ck_assert(g_spawn_async(cwd, (char **)argv2, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL |
+                          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, NULL));
+  g_usleep(5000);
+  kill(pid, SIGINT);
+  int st2 = 0;
+  waitpid(pid, &st2, 0);
+  g_spawn_close_pid(pid);
+  ck_assert_msg(WIFEXITED(st2) && (WEXITSTATUS(st2) == 130 || WEXITSTATUS(st2) == 0), "status %d", st2);
 }
 END_TEST
 

@@ -158,7 +158,12 @@ int mm_cmd_sweep(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "merge") == 0) return sweep_merge(argc - 1, argv + 1);
   Mpi mpi = mpi_start(&argc, &argv);
+  /* Ctrl-C from the start to the end: while loading and estimating it stops the sweep before its
+   * first point, while running it finishes the points under way and writes them, after it is
+   * ignored (the summary follows); never a kill halfway (exit 130 when interrupted) */
+  void (*old)(int) = signal(SIGINT, on_sigint);
   int rc = sweep_main(argc, argv, &mpi);
+  signal(SIGINT, old);
   mpi_end(&mpi);
   return rc;
 }
@@ -339,10 +344,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   MmSweepOptions o = {.systems = sys, .n_systems = n_sys, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
                       .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
                       .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig};
-  void (*old)(int) = signal(SIGINT, on_sigint); /* finish the points under way, write them, stop */
   MmSweepStats st;
   gboolean ok = mm_sweep_run(&o, &st, &error);
-  signal(SIGINT, old);
   g_free(st.first_invalid);
   g_autofree char *failure = st.first_failure;
   if (mpi->on) { /* every rank has its shard: rank 0 joins them */
