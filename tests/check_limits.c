@@ -80,6 +80,12 @@ static const LimitCase limit_cases[] = {
   {"tensor parallelism over a 1 Mb/s network", L_CONFIG,
    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"parallelism\":{\"default\":[{\"strategy\":"
    "\"tp\",\"degree\":2}]}}", "models/llama3-8b.json", SLOW_SYSTEM, "$.global_batch", "communication"},
+  /* ring attention over 512 context-parallel ranks: a piece and a K/V pass per rank and attention core,
+   * 3.6 GB of ops in one program per thread before the limit counted them (a sweep ran out of memory) */
+  {"ring attention over 512 ranks, 2048 micro-steps", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,\"micro_batch\":1,\"pipeline\":{\"degree\":2},"
+   "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"cp\",\"degree\":\"all\"}]}}",
+   "models/llama2-70b.json", "hardware/dgx-a100-2048.json", "$.micro_batch", "ring attention"},
   {"2^40 micro-steps from the whole-batch default", L_CONFIG,
    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch_tokens\":1099511627776,\"micro_batch\":1," DDP_ALL "}",
    "models/mpt-7b.json", NULL, "$.micro_batch", "ops"},

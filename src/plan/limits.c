@@ -144,6 +144,14 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error)
     layers += repeat[u] * (double)g->units[u].n_layers;
     units += repeat[u];
     params += repeat[u] * (double)g->units[u].cost.params;
+    /* ring attention splits the attention core into a piece and a K/V pass per cp rank: ops as layers */
+    for (uint32_t li = g->units[u].first_layer; li < g->units[u].first_layer + g->units[u].n_layers; li++) {
+      if (g->layers[li].role != MM_ROLE_ATTN_CORE) continue;
+      MmPlacement pl;
+      mm_plan_place(s, g, li, &pl);
+      if (pl.ring_mask)
+        layers += repeat[u] * 2.0 * (double)mm_plan_mask_degree(&s->blocks[g->units[u].block], pl.ring_mask);
+    }
   }
 
   const double ops = mm__plan_ops_estimate(layers, units, s->micro_steps, s->pp);
@@ -152,7 +160,8 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error)
     mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, c->micro_batch > 0 ? "$.micro_batch" : bkey,
                   "%" G_GINT64_FORMAT " samples per data-parallel rank in micro-batches of %" G_GINT64_FORMAT
                   " are %" G_GINT64_FORMAT " micro-steps per iteration: about %.3g ops in one device's program "
-                  "(3 x (%u layers + 6 x %u units + 16) x micro-steps / %" G_GINT64_FORMAT " pipeline stages of "
+                  "(3 x (%u layers (ring attention: 2 per cp rank) + 6 x %u units + 16) x micro-steps / %"
+                  G_GINT64_FORMAT " pipeline stages of "
                   "model %s); madmax simulates at most %.3g; use a larger micro_batch or a smaller global batch",
                   local, s->micro_batch, s->micro_steps, ops, (guint)layers, (guint)units, s->pp, s->model->path,
                   (double)MM_PLAN_MAX_OPS);
