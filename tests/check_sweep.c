@@ -173,15 +173,20 @@ START_TEST(test_sigint_then_resume)
   g_autofree char *got = sweep_csv(stopped, resume, 0);
   ck_assert_str_eq(got, want);
 
-  /* Ctrl-C while the inputs load: an exit (130, or 0 when it raced the end), never a kill */
+  /* Ctrl-C right after the estimate line (inputs loaded, no row written yet): an exit (130, or 0 when
+   * it raced the end), never a kill */
   g_autofree char *early = tmp("early"), *cwd = mm_test_src(".");
   const char *argv2[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", early,
                          "--quiet", "--space", space, NULL};
   GPid pid;
-  ck_assert(g_spawn_async(cwd, (char **)argv2, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL |
-                          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, NULL));
-  g_usleep(5000);
+  int err_fd = -1;
+  ck_assert(g_spawn_async_with_pipes(cwd, (char **)argv2, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+                                     NULL, NULL, &pid, NULL, NULL, &err_fd, NULL));
+  char ch;
+  while (read(err_fd, &ch, 1) == 1 && ch != '\n') {} /* "madmax: N points ..., about S s" */
   kill(pid, SIGINT);
+  while (read(err_fd, &ch, 1) == 1) {} /* the rest, until it exits (a closed pipe would kill it) */
+  close(err_fd);
   int st2 = 0;
   waitpid(pid, &st2, 0);
   g_spawn_close_pid(pid);
