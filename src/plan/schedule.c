@@ -38,8 +38,9 @@ uint32_t mm_plan_steady_micro_steps(const MmScenario *s, uint32_t periods)
   mm__pipe_period(s, &G, &g);
   if (G == 0 || s->micro_steps > G_MAXUINT32) return 0;
   const uint32_t m = (uint32_t)s->micro_steps, p = (uint32_t)s->pp, v = (uint32_t)s->vstages;
-  /* stage 0 warms up longest; its steady pairs are m v - warm-up */
-  const uint64_t warm = v == 1 ? p - 1 : (uint64_t)(p - 1) * 2 + (uint64_t)(v - 1) * p;
+  /* stage 0 warms up longest; its steady pairs are m v - warm-up (a warm-up capped at m v leaves
+   * none: need passes m) */
+  const uint64_t warm = mm__pipe_warmup(p, v, m, 0);
   const uint64_t need = ((uint64_t)periods * G + warm + v - 1) / v;
   uint64_t mr = m % g;
   if (mr < need) mr += (need - mr + g - 1) / g * g;
