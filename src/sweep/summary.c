@@ -311,224 +311,247 @@ static cJSON *front_json(const Csv *c, const Front *f, const MmSweepSpace *sp, d
   return a;
 }
 
+/* What the summary keeps of points.csv, read a row at a time: the columns it reads, counts, the
+ * rows it shows (the first: its dimensions are the baseline's; the baseline, ran or out of
+ * memory; the best per objective with its figure), per-kind and per-system studies, fronts. */
+typedef struct {
+  int cs, cf, ct, cm, cg, ci, cc, ctpot, cttft, cdev, ctok, csys;
+  guint64 n;
+  guint oom, meeting, simulated;
+  char **first, **base, **base_oom, **best, **gpuh, **head, **tpot, **served;
+  double best_t, gpuh_v, head_v, tpot_v, served_v;
+  gboolean like; /* some row has the baseline's strategies and the first row's dimensions */
+  KindStudy *ks;
+  SystemStudy *ss;
+  Front pareto, time_gpuh;
+} Scan;
+
+static void scan_init(Scan *x, const Csv *c, const MmSweepSystem *sys, guint n_systems)
+{
+  memset(x, 0, sizeof *x);
+  x->cs = col(c, "status"), x->cf = col(c, "fits"), x->ct = col(c, "samples_per_s");
+  x->cm = col(c, "memory_per_device_bytes"), x->cg = col(c, "a100_gpu_hours_per_iteration");
+  x->ci = col(c, "iteration_time_s"), x->cc = col(c, "memory_capacity_bytes");
+  x->ctpot = col(c, "time_per_output_token_s"), x->cttft = col(c, "time_to_first_token_s");
+  x->cdev = col(c, "devices"), x->ctok = col(c, "tokens_per_s"), x->csys = col(c, "system");
+  x->ks = g_new0(KindStudy, MAX(1u, sys[0].space->n_kinds));
+  front_init(&x->pareto);
+  front_init(&x->time_gpuh);
+  x->ss = g_new0(SystemStudy, n_systems);
+  for (guint k = 0; k < n_systems; k++) {
+    x->ss[k].label = mm_sweep_system_label(sys[k].inputs->hardware);
+    front_init(&x->ss[k].front);
+  }
+}
+
+static void scan_clear(Scan *x, const MmSweepSpace *sp, guint n_systems)
+{
+  front_clear(&x->pareto);
+  front_clear(&x->time_gpuh);
+  for (guint k = 0; k < n_systems; k++) {
+    g_free(x->ss[k].label);
+    g_strfreev(x->ss[k].best);
+    g_strfreev(x->ss[k].gpuh);
+    front_clear(&x->ss[k].front);
+  }
+  g_free(x->ss);
+  for (guint k = 0; k < sp->n_kinds; k++) {
+    g_strfreev(x->ks[k].best);
+    g_strfreev(x->ks[k].worst);
+  }
+  g_free(x->ks);
+  char **const rows[] = {x->first, x->base, x->base_oom, x->best, x->gpuh, x->head, x->tpot, x->served};
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) g_strfreev(rows[i]);
+}
+
+/* One row of points.csv into the running state. */
+static void scan_row(Scan *x, const Csv *c, char *const *r, const MmSweepSpace *sp, guint n_systems,
+                     const MmSweepBudget *budget)
+{
+  const gboolean bounded = budget && (budget->ttft_max_s > 0 || budget->tpot_max_s > 0);
+  const guint64 idx = x->n++;
+  if (!x->first) x->first = keep(r);
+  const gboolean fits = val(r, x->cf) > 0, ran = strcmp(str(r, x->cs), "oom") != 0;
+  const gboolean baseline = fsdp_elsewhere(c, sp, r, -1, x->first);
+  x->oom += !fits;
+  x->like |= baseline;
+  if (!x->base && ran && baseline) x->base = keep(r);
+  if (!x->base_oom && !ran && baseline) x->base_oom = keep(r);
+  if (ran) front_offer(&x->pareto, val(r, x->cm), val(r, x->ct), idx, r);
+  /* per layer kind: the others at the baseline, the dimensions of the first row */
+  for (guint k = 0; k < sp->n_kinds && fits && strcmp(str(r, x->cs), "ok") == 0; k++) {
+    if (!fsdp_elsewhere(c, sp, r, (int)k, x->first)) continue;
+    x->ks[k].tried++;
+    if (!x->ks[k].best || val(r, x->ct) > val(x->ks[k].best, x->ct)) keep_in(&x->ks[k].best, r);
+    if (!x->ks[k].worst || val(r, x->ct) < val(x->ks[k].worst, x->ct)) keep_in(&x->ks[k].worst, r);
+  }
+  guint k_sys = 0;
+  while (k_sys + 1 < n_systems && strcmp(x->ss[k_sys].label, str(r, x->csys)) != 0) k_sys++;
+  SystemStudy *sy = &x->ss[k_sys];
+  sy->valid++;
+  if (!fits || !ran) return;
+  const double t = val(r, x->ct);
+  if (!x->best || t > x->best_t) keep_in(&x->best, r), x->best_t = t;
+  const double gh = val(r, x->cg) / (t * val(r, x->ci));
+  if (!x->gpuh || gh < x->gpuh_v) keep_in(&x->gpuh, r), x->gpuh_v = gh;
+  if (n_systems > 1) { /* per system, and the time-vs-GPU-hours front across them */
+    sy->fit++;
+    if (!sy->best || t > sy->best_t) keep_in(&sy->best, r), sy->best_t = t;
+    if (!sy->gpuh || gh < sy->gpuh_v) keep_in(&sy->gpuh, r), sy->gpuh_v = gh;
+    front_offer(&sy->front, gh, t, idx, r);
+    front_offer(&x->time_gpuh, gh, t, idx, r);
+  }
+  const double room = val(r, x->cc) - val(r, x->cm);
+  if (!x->head || room > x->head_v) keep_in(&x->head, r), x->head_v = room;
+  if (isfinite(val(r, x->ctpot)) && (!x->tpot || val(r, x->ctpot) < x->tpot_v))
+    keep_in(&x->tpot, r), x->tpot_v = val(r, x->ctpot);
+  x->simulated++;
+  /* the latency bound: both figures known and within it; then the most output tokens/s per device */
+  const double ttft = val(r, x->cttft), tp = val(r, x->ctpot);
+  if (!bounded || !isfinite(ttft) || !isfinite(tp) || (budget->ttft_max_s > 0 && ttft > budget->ttft_max_s) ||
+      (budget->tpot_max_s > 0 && tp > budget->tpot_max_s))
+    return;
+  x->meeting++;
+  const double per_device = val(r, x->ctok) / val(r, x->cdev);
+  if (!x->served || per_device > x->served_v) keep_in(&x->served, r), x->served_v = per_device;
+}
+
+/* The summary document of a whole scan. */
+static cJSON *scan_json(const Scan *x, const Csv *c, const MmSweepSystem *sys, guint n_systems,
+                        const MmSweepBudget *budget)
+{
+  const MmSweepSpace *sp = sys[0].space; /* every system's has the model's kinds and the same dimensions */
+  const gboolean bounded = budget && (budget->ttft_max_s > 0 || budget->tpot_max_s > 0);
+  uint64_t in_space = 0;
+  for (guint k = 0; k < n_systems; k++) in_space += sys[k].space->n_points;
+
+  /* no baseline row that ran: simulate the one pruned for reference */
+  double base_t = x->base && val(x->base, x->cf) > 0 ? val(x->base, x->ct) : 0;
+  cJSON *base_ref = NULL;
+  if (!x->base && x->base_oom) {
+    MmSweepPoint p;
+    uint64_t local = 0;
+    const MmSweepSystem *bs = &sys[mm_sweep_locate(sys, n_systems, (uint64_t)val(x->base_oom, col(c, "point")), &local)];
+    mm_sweep_space_point(bs->space, bs->inputs->model, local, &p);
+    g_autoptr(MmSimulation) sim = mm_simulation_new_point(bs->inputs, &p.point, FALSE, NULL);
+    if (sim) {
+      base_t = sim->metrics.samples_per_s;
+      base_ref = point_json(c, x->base_oom, sp, 0);
+      cJSON_AddNumberToObject(base_ref, "samples_per_s", base_t);
+      cJSON_AddNumberToObject(base_ref, "iteration_time_s", sim->metrics.iteration_time_s);
+      cJSON_AddStringToObject(base_ref, "note", "does not fit in memory: simulated without the memory limit, for reference");
+    }
+  }
+  cJSON *root = cJSON_CreateObject();
+  cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
+  mm_sweep_inputs_json(sys[0].inputs, in_o);
+  cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
+  if (n_systems > 1) {
+    cJSON *names = cJSON_AddArrayToObject(in_o, "systems");
+    for (guint k = 0; k < n_systems; k++) cJSON_AddItemToArray(names, cJSON_CreateString(sys[k].inputs->hardware->name));
+  }
+  cJSON *cnt = cJSON_AddObjectToObject(root, "points");
+  cJSON_AddNumberToObject(cnt, "in_space", (double)in_space);
+  cJSON_AddNumberToObject(cnt, "valid", (double)x->n);
+  cJSON_AddNumberToObject(cnt, "rejected_by_scenario", (double)in_space - (double)x->n);
+  cJSON_AddNumberToObject(cnt, "out_of_memory", x->oom);
+  if (x->base) cJSON_AddItemToObject(root, "baseline_fsdp", point_json(c, x->base, sp, base_t));
+  else if (base_ref) cJSON_AddItemToObject(root, "baseline_fsdp", base_ref);
+  else cJSON_AddNullToObject(root, "baseline_fsdp");
+  cJSON *obj = cJSON_AddObjectToObject(root, "best");
+  if (x->best) cJSON_AddItemToObject(obj, "throughput", point_json(c, x->best, sp, base_t));
+  if (x->gpuh) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(c, x->gpuh, sp, base_t));
+  if (x->head) cJSON_AddItemToObject(obj, "memory_headroom", point_json(c, x->head, sp, base_t));
+  if (x->tpot) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(c, x->tpot, sp, base_t));
+  if (x->served) {
+    cJSON *o = point_json(c, x->served, sp, base_t);
+    cJSON_AddNumberToObject(o, "time_to_first_token_s", val(x->served, x->cttft));
+    cJSON_AddNumberToObject(o, "time_per_output_token_s", val(x->served, x->ctpot));
+    cJSON_AddNumberToObject(o, "output_tokens_per_s_per_device", x->served_v);
+    cJSON_AddItemToObject(obj, "serving_under_latency_bound", o);
+  }
+  if (x->best && budget && (budget->tokens > 0 || budget->samples > 0)) {
+    /* the fastest point processes the budget first: time = budget / its rate */
+    const double rate = budget->tokens > 0 ? val(x->best, x->ctok) : val(x->best, x->ct);
+    const double amount = budget->tokens > 0 ? budget->tokens : budget->samples;
+    cJSON *o = point_json(c, x->best, sp, base_t);
+    cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples", amount);
+    cJSON_AddNumberToObject(o, "time_to_train_s", amount / rate);
+    cJSON_AddNumberToObject(o, "time_to_train_days", amount / rate / 86400.0);
+    cJSON_AddItemToObject(obj, "time_to_train", o);
+  }
+  if (bounded) {
+    cJSON *lb = cJSON_AddObjectToObject(root, "latency_bound");
+    if (budget->ttft_max_s > 0) cJSON_AddNumberToObject(lb, "time_to_first_token_max_s", budget->ttft_max_s);
+    if (budget->tpot_max_s > 0) cJSON_AddNumberToObject(lb, "time_per_output_token_max_s", budget->tpot_max_s);
+    cJSON_AddNumberToObject(lb, "points_simulated", x->simulated);
+    cJSON_AddNumberToObject(lb, "points_meeting", x->meeting);
+  }
+
+  /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
+  cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");
+  for (guint k = 0; k < sp->n_kinds && x->like; k++) {
+    g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
+    const KindStudy *ks = &x->ks[k];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", mm_block_kind_names[sp->kinds[k].kind]);
+    cJSON_AddNumberToObject(o, "strategies_that_fit", ks->tried);
+    if (ks->best) {
+      cJSON_AddStringToObject(o, "best", str(ks->best, col(c, name)));
+      if (base_t > 0) cJSON_AddNumberToObject(o, "best_speedup_over_fsdp", val(ks->best, x->ct) / base_t);
+      cJSON_AddStringToObject(o, "worst", str(ks->worst, col(c, name)));
+      if (base_t > 0) cJSON_AddNumberToObject(o, "worst_speedup_over_fsdp", val(ks->worst, x->ct) / base_t);
+    }
+    if (x->best) cJSON_AddStringToObject(o, "in_best_point", str(x->best, col(c, name)));
+    cJSON_AddItemToArray(kinds, o);
+  }
+
+  /* the Pareto set of simulated points: less memory per device or more samples/s */
+  cJSON *pareto_o = cJSON_AddArrayToObject(root, "pareto_memory_throughput");
+  g_autoptr(GPtrArray) front = front_points(&x->pareto);
+  for (guint i = 0; i < front->len; i++)
+    cJSON_AddItemToArray(pareto_o, point_json(c, ((const FrontPoint *)front->pdata[i])->fields, sp, base_t));
+
+  /* several systems: each one's best points and front, and the front across them (fewer
+   * A100-normalized GPU-hours per sample or more samples/s: less time) */
+  if (n_systems > 1) {
+    cJSON *sa = cJSON_AddArrayToObject(root, "systems");
+    for (guint k = 0; k < n_systems; k++) {
+      const SystemStudy *ss = &x->ss[k];
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "name", sys[k].inputs->hardware->name);
+      cJSON_AddStringToObject(o, "hardware_path", sys[k].inputs->hardware->path);
+      cJSON_AddNumberToObject(o, "points_in_space", (double)sys[k].space->n_points);
+      cJSON_AddNumberToObject(o, "points_valid", (double)ss->valid);
+      cJSON_AddNumberToObject(o, "points_that_fit", (double)ss->fit);
+      cJSON *b = cJSON_AddObjectToObject(o, "best");
+      if (ss->best) cJSON_AddItemToObject(b, "throughput", system_point_json(c, ss->best, sp, base_t, sys, k));
+      if (ss->gpuh)
+        cJSON_AddItemToObject(b, "a100_gpu_hours_per_sample", system_point_json(c, ss->gpuh, sp, base_t, sys, k));
+      cJSON_AddItemToObject(o, "pareto_time_gpu_hours", front_json(c, &ss->front, sp, base_t, sys, x->ss, n_systems));
+      cJSON_AddItemToArray(sa, o);
+    }
+    cJSON_AddItemToObject(root, "pareto_time_gpu_hours", front_json(c, &x->time_gpuh, sp, base_t, sys, x->ss, n_systems));
+  }
+  return root;
+}
+
 cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_systems, const MmSweepBudget *budget,
                         GError **error)
 {
   g_return_val_if_fail(n_systems > 0, NULL);
-  const MmSweepSpace *sp = sys[0].space; /* every system's has the model's kinds and the same dimensions */
-  const MmInputs *in = sys[0].inputs;
-  uint64_t in_space = 0;
-  for (guint k = 0; k < n_systems; k++) in_space += sys[k].space->n_points;
   g_autofree char *path = g_build_filename(dir, "points.csv", NULL);
   Csv c;
   if (!csv_open(path, &c, error)) {
     csv_close(&c);
     return NULL;
   }
-  const int cs = col(&c, "status"), cf = col(&c, "fits"), ct = col(&c, "samples_per_s"), cm = col(&c, "memory_per_device_bytes");
-  const int cg = col(&c, "a100_gpu_hours_per_iteration"), ci = col(&c, "iteration_time_s"), cc = col(&c, "memory_capacity_bytes");
-  const int ctpot = col(&c, "time_per_output_token_s"), cttft = col(&c, "time_to_first_token_s");
-  const int cdev = col(&c, "devices"), ctok = col(&c, "tokens_per_s");
-  const gboolean bounded = budget && (budget->ttft_max_s > 0 || budget->tpot_max_s > 0);
-  guint64 n = 0;
-  guint oom = 0, meeting = 0, simulated = 0;
-  /* the kept rows: the first (its dimensions are the baseline's), the baseline, a baseline out of
-   * memory, the best per objective with its figure */
-  char **first = NULL, **base = NULL, **base_oom = NULL, **best = NULL, **gpuh = NULL, **head = NULL, **tpot = NULL;
-  char **served = NULL;
-  double best_t = 0, gpuh_v = 0, head_v = 0, tpot_v = 0, served_v = 0;
-  gboolean like = FALSE; /* some row has the baseline's strategies and the first row's dimensions */
-  KindStudy *ks = g_new0(KindStudy, MAX(1u, sp->n_kinds));
-  Front pareto, time_gpuh;
-  front_init(&pareto);
-  front_init(&time_gpuh);
-  SystemStudy *ss = g_new0(SystemStudy, n_systems);
-  for (guint k = 0; k < n_systems; k++) {
-    ss[k].label = mm_sweep_system_label(sys[k].inputs->hardware);
-    front_init(&ss[k].front);
-  }
-  const int csys = col(&c, "system");
+  Scan x;
+  scan_init(&x, &c, sys, n_systems);
   int got;
-  while ((got = csv_next(&c, error)) > 0) {
-    char *const *r = c.row;
-    const guint64 idx = n++;
-    if (!first) first = keep(r);
-    const gboolean fits = val(r, cf) > 0, ran = strcmp(str(r, cs), "oom") != 0;
-    const gboolean baseline = fsdp_elsewhere(&c, sp, r, -1, first);
-    oom += !fits;
-    like |= baseline;
-    if (!base && ran && baseline) base = keep(r);
-    if (!base_oom && !ran && baseline) base_oom = keep(r);
-    if (ran) front_offer(&pareto, val(r, cm), val(r, ct), idx, r);
-    /* per layer kind: the others at the baseline, the dimensions of the first row */
-    for (guint k = 0; k < sp->n_kinds && fits && strcmp(str(r, cs), "ok") == 0; k++) {
-      if (!fsdp_elsewhere(&c, sp, r, (int)k, first)) continue;
-      ks[k].tried++;
-      if (!ks[k].best || val(r, ct) > val(ks[k].best, ct)) keep_in(&ks[k].best, r);
-      if (!ks[k].worst || val(r, ct) < val(ks[k].worst, ct)) keep_in(&ks[k].worst, r);
-    }
-    guint k_sys = 0;
-    while (k_sys + 1 < n_systems && strcmp(ss[k_sys].label, str(r, csys)) != 0) k_sys++;
-    SystemStudy *sy = &ss[k_sys];
-    sy->valid++;
-    if (!fits || !ran) continue;
-    const double t = val(r, ct);
-    if (!best || t > best_t) keep_in(&best, r), best_t = t;
-    const double gh = val(r, cg) / (t * val(r, ci));
-    if (!gpuh || gh < gpuh_v) keep_in(&gpuh, r), gpuh_v = gh;
-    if (n_systems > 1) { /* per system, and the time-vs-GPU-hours front across them */
-      sy->fit++;
-      if (!sy->best || t > sy->best_t) keep_in(&sy->best, r), sy->best_t = t;
-      if (!sy->gpuh || gh < sy->gpuh_v) keep_in(&sy->gpuh, r), sy->gpuh_v = gh;
-      front_offer(&sy->front, gh, t, idx, r);
-      front_offer(&time_gpuh, gh, t, idx, r);
-    }
-    const double room = val(r, cc) - val(r, cm);
-    if (!head || room > head_v) keep_in(&head, r), head_v = room;
-    if (isfinite(val(r, ctpot)) && (!tpot || val(r, ctpot) < tpot_v)) keep_in(&tpot, r), tpot_v = val(r, ctpot);
-    simulated++;
-    /* the latency bound: both figures known and within it; then the most output tokens/s per device */
-    const double ttft = val(r, cttft), tp = val(r, ctpot);
-    if (!bounded || !isfinite(ttft) || !isfinite(tp) || (budget->ttft_max_s > 0 && ttft > budget->ttft_max_s) ||
-        (budget->tpot_max_s > 0 && tp > budget->tpot_max_s))
-      continue;
-    meeting++;
-    const double per_device = val(r, ctok) / val(r, cdev);
-    if (!served || per_device > served_v) keep_in(&served, r), served_v = per_device;
-  }
-  cJSON *root = NULL;
-  if (got >= 0) { /* the rows read: the summary */
-
-    /* no baseline row that ran: simulate the one pruned for reference */
-    double base_t = base && val(base, cf) > 0 ? val(base, ct) : 0;
-    cJSON *base_ref = NULL;
-    if (!base && base_oom) {
-      MmSweepPoint p;
-      uint64_t local = 0;
-      const MmSweepSystem *bs = &sys[mm_sweep_locate(sys, n_systems, (uint64_t)val(base_oom, col(&c, "point")), &local)];
-      mm_sweep_space_point(bs->space, bs->inputs->model, local, &p);
-      g_autoptr(MmSimulation) sim = mm_simulation_new_point(bs->inputs, &p.point, FALSE, NULL);
-      if (sim) {
-        base_t = sim->metrics.samples_per_s;
-        base_ref = point_json(&c, base_oom, sp, 0);
-        cJSON_AddNumberToObject(base_ref, "samples_per_s", base_t);
-        cJSON_AddNumberToObject(base_ref, "iteration_time_s", sim->metrics.iteration_time_s);
-        cJSON_AddStringToObject(base_ref, "note", "does not fit in memory: simulated without the memory limit, for reference");
-      }
-    }
-    root = cJSON_CreateObject();
-    cJSON *in_o = cJSON_AddObjectToObject(root, "inputs");
-    mm_sweep_inputs_json(in, in_o);
-    cJSON_AddStringToObject(in_o, "space", sp->path ? sp->path : "default");
-    if (n_systems > 1) {
-      cJSON *names = cJSON_AddArrayToObject(in_o, "systems");
-      for (guint k = 0; k < n_systems; k++) cJSON_AddItemToArray(names, cJSON_CreateString(sys[k].inputs->hardware->name));
-    }
-    cJSON *cnt = cJSON_AddObjectToObject(root, "points");
-    cJSON_AddNumberToObject(cnt, "in_space", (double)in_space);
-    cJSON_AddNumberToObject(cnt, "valid", (double)n);
-    cJSON_AddNumberToObject(cnt, "rejected_by_scenario", (double)in_space - (double)n);
-    cJSON_AddNumberToObject(cnt, "out_of_memory", oom);
-    if (base) cJSON_AddItemToObject(root, "baseline_fsdp", point_json(&c, base, sp, base_t));
-    else if (base_ref) cJSON_AddItemToObject(root, "baseline_fsdp", base_ref);
-    else cJSON_AddNullToObject(root, "baseline_fsdp");
-    cJSON *obj = cJSON_AddObjectToObject(root, "best");
-    if (best) cJSON_AddItemToObject(obj, "throughput", point_json(&c, best, sp, base_t));
-    if (gpuh) cJSON_AddItemToObject(obj, "a100_gpu_hours_per_sample", point_json(&c, gpuh, sp, base_t));
-    if (head) cJSON_AddItemToObject(obj, "memory_headroom", point_json(&c, head, sp, base_t));
-    if (tpot) cJSON_AddItemToObject(obj, "time_per_output_token", point_json(&c, tpot, sp, base_t));
-    if (served) {
-      cJSON *o = point_json(&c, served, sp, base_t);
-      cJSON_AddNumberToObject(o, "time_to_first_token_s", val(served, cttft));
-      cJSON_AddNumberToObject(o, "time_per_output_token_s", val(served, ctpot));
-      cJSON_AddNumberToObject(o, "output_tokens_per_s_per_device", served_v);
-      cJSON_AddItemToObject(obj, "serving_under_latency_bound", o);
-    }
-    if (best && budget && (budget->tokens > 0 || budget->samples > 0)) {
-      /* the fastest point processes the budget first: time = budget / its rate */
-      const double rate = budget->tokens > 0 ? val(best, ctok) : val(best, ct);
-      cJSON *o = point_json(&c, best, sp, base_t);
-      cJSON_AddNumberToObject(o, budget->tokens > 0 ? "budget_tokens" : "budget_samples",
-                              budget->tokens > 0 ? budget->tokens : budget->samples);
-      cJSON_AddNumberToObject(o, "time_to_train_s", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate);
-      cJSON_AddNumberToObject(o, "time_to_train_days", (budget->tokens > 0 ? budget->tokens : budget->samples) / rate / 86400.0);
-      cJSON_AddItemToObject(obj, "time_to_train", o);
-    }
-    if (bounded) {
-      cJSON *lb = cJSON_AddObjectToObject(root, "latency_bound");
-      if (budget->ttft_max_s > 0) cJSON_AddNumberToObject(lb, "time_to_first_token_max_s", budget->ttft_max_s);
-      if (budget->tpot_max_s > 0) cJSON_AddNumberToObject(lb, "time_per_output_token_max_s", budget->tpot_max_s);
-      cJSON_AddNumberToObject(lb, "points_simulated", simulated);
-      cJSON_AddNumberToObject(lb, "points_meeting", meeting);
-    }
-
-    /* per layer kind: its strategies with the other kinds at FSDP (MAD-Max's per-kind study) */
-    cJSON *kinds = cJSON_AddArrayToObject(root, "per_layer_kind");
-    for (guint k = 0; k < sp->n_kinds && like; k++) {
-      g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "kind", mm_block_kind_names[sp->kinds[k].kind]);
-      cJSON_AddNumberToObject(o, "strategies_that_fit", ks[k].tried);
-      if (ks[k].best) {
-        cJSON_AddStringToObject(o, "best", str(ks[k].best, col(&c, name)));
-        if (base_t > 0) cJSON_AddNumberToObject(o, "best_speedup_over_fsdp", val(ks[k].best, ct) / base_t);
-        cJSON_AddStringToObject(o, "worst", str(ks[k].worst, col(&c, name)));
-        if (base_t > 0) cJSON_AddNumberToObject(o, "worst_speedup_over_fsdp", val(ks[k].worst, ct) / base_t);
-      }
-      if (best) cJSON_AddStringToObject(o, "in_best_point", str(best, col(&c, name)));
-      cJSON_AddItemToArray(kinds, o);
-    }
-
-    /* the Pareto set of simulated points: less memory per device or more samples/s */
-    cJSON *pareto_o = cJSON_AddArrayToObject(root, "pareto_memory_throughput");
-    g_autoptr(GPtrArray) front = front_points(&pareto);
-    for (guint i = 0; i < front->len; i++)
-      cJSON_AddItemToArray(pareto_o, point_json(&c, ((const FrontPoint *)front->pdata[i])->fields, sp, base_t));
-
-    /* several systems: each one's best points and front, and the front across them (fewer
-     * A100-normalized GPU-hours per sample or more samples/s: less time) */
-    if (n_systems > 1) {
-      cJSON *sa = cJSON_AddArrayToObject(root, "systems");
-      for (guint k = 0; k < n_systems; k++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", sys[k].inputs->hardware->name);
-        cJSON_AddStringToObject(o, "hardware_path", sys[k].inputs->hardware->path);
-        cJSON_AddNumberToObject(o, "points_in_space", (double)sys[k].space->n_points);
-        cJSON_AddNumberToObject(o, "points_valid", (double)ss[k].valid);
-        cJSON_AddNumberToObject(o, "points_that_fit", (double)ss[k].fit);
-        cJSON *b = cJSON_AddObjectToObject(o, "best");
-        if (ss[k].best) cJSON_AddItemToObject(b, "throughput", system_point_json(&c, ss[k].best, sp, base_t, sys, k));
-        if (ss[k].gpuh)
-          cJSON_AddItemToObject(b, "a100_gpu_hours_per_sample", system_point_json(&c, ss[k].gpuh, sp, base_t, sys, k));
-        cJSON_AddItemToObject(o, "pareto_time_gpu_hours", front_json(&c, &ss[k].front, sp, base_t, sys, ss, n_systems));
-        cJSON_AddItemToArray(sa, o);
-      }
-      cJSON_AddItemToObject(root, "pareto_time_gpu_hours", front_json(&c, &time_gpuh, sp, base_t, sys, ss, n_systems));
-    }
-
-  }
-  front_clear(&pareto);
-  front_clear(&time_gpuh);
-  for (guint k = 0; k < n_systems; k++) {
-    g_free(ss[k].label);
-    g_strfreev(ss[k].best);
-    g_strfreev(ss[k].gpuh);
-    front_clear(&ss[k].front);
-  }
-  g_free(ss);
-  for (guint k = 0; k < sp->n_kinds; k++) {
-    g_strfreev(ks[k].best);
-    g_strfreev(ks[k].worst);
-  }
-  g_free(ks);
-  g_strfreev(first);
-  g_strfreev(base);
-  g_strfreev(base_oom);
-  g_strfreev(best);
-  g_strfreev(gpuh);
-  g_strfreev(head);
-  g_strfreev(tpot);
-  g_strfreev(served);
+  while ((got = csv_next(&c, error)) > 0) scan_row(&x, &c, c.row, sys[0].space, n_systems, budget);
+  cJSON *root = got >= 0 ? scan_json(&x, &c, sys, n_systems, budget) : NULL;
+  scan_clear(&x, sys[0].space, n_systems);
   csv_close(&c);
   return root;
 }
