@@ -477,6 +477,66 @@ START_TEST(test_bad_work_is_refused)
 }
 END_TEST
 
+/* Devices 0-3 run stage 0's program, 4-7 stage 1's, with level groups (4 x 1, 2 x 2), a
+ * collective flow sharing a link with a plain flow, and point-to-point sends whose ops sit
+ * at different indices in the two programs; devices 1 and 3 post longer collectives. The
+ * classes in device order find their groups by arithmetic, the same classes in reverse
+ * order by listing: every op must start and end at the same time on the same device. With
+ * @broken, device 3's copy of the 2 x 2 group carries another collective id: the groups are
+ * then inconsistent, arithmetic declines, and both orders still agree. */
+static void two_stage_group_paths(gboolean broken)
+{
+  Prog p0 = {0}, p1 = {0}, p0b;
+  uint32_t a = op(&p0, 0, 5, 0);
+  uint32_t r = coll(&p0, 1, 3, 4, 1, 1, a);
+  p0.ops[r].n_xfer = 1, p0.ops[r].xfer_first = p0.nx, p0.xl[p0.nx] = 0, p0.xb[p0.nx++] = 40;
+  uint32_t f = flow(&p0, 3, 1, FALSE, 1, a, 1, 0u, 60.0);
+  uint32_t snd = coll(&p0, 2, 4, 0, 0, 1, r);
+  p0.ops[snd].coll = 100, p0.ops[snd].peer = 4;
+  uint32_t g = coll(&p0, 1, 2, 2, 2, 2, snd, f);
+  op(&p0, 0, 1, 1, g);
+  op(&p1, 0, 9, 0);
+  uint32_t rcv = coll(&p1, 2, 6, 0, 0, 0);
+  p1.ops[rcv].coll = 100, p1.ops[rcv].peer = -4;
+  uint32_t b = op(&p1, 0, 7, 1, rcv);
+  uint32_t t = coll(&p1, 1, 2, 4, 1, 1, b);
+  p1.ops[t].coll = 200;
+  p0b = p0;
+  if (broken) p0b.ops[g].coll = 999;
+  MmTime slow0[32], slow0b[32];
+  for (uint32_t i = 0; i < 32; i++) slow0[i] = p0.dur[i] * 3, slow0b[i] = p0b.dur[i] * 3;
+  const MmEngineProgram pr[3] = {prog(&p0, 4), prog(&p1, 4), prog(&p0b, 4)};
+  MmEngineClass fwd[8], rev[8];
+  for (uint32_t d = 0; d < 8; d++) {
+    const uint32_t program = d >= 4 ? 1 : d == 3 ? 2 : 0;
+    const MmTime *dur = d >= 4 ? p1.dur : d == 1 ? slow0 : d == 3 ? slow0b : p0.dur;
+    fwd[d] = (MmEngineClass){program, dur, d, unit_bw};
+    rev[7 - d] = fwd[d];
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) ea = mm_engine_new(pr, 3, fwd, 8, &error);
+  g_autoptr(MmEngine) el = mm_engine_new(pr, 3, rev, 8, &error);
+  ck_assert_msg(ea && el, "%s", error ? error->message : "");
+  ck_assert(mm_engine_groups_arithmetic(ea) == !broken);
+  ck_assert(!mm_engine_groups_arithmetic(el));
+  ck_assert_msg(mm_engine_run(ea, &error) && mm_engine_run(el, &error), "%s", error ? error->message : "");
+  ck_assert_uint_eq(mm_engine_events(ea), mm_engine_events(el));
+  for (uint32_t d = 0; d < 8; d++)
+    for (uint32_t i = 0; i < pr[fwd[d].program].n_ops; i++) {
+      ck_assert_uint_eq(mm_engine_op_start(ea, d, i), mm_engine_op_start(el, 7 - d, i));
+      ck_assert_uint_eq(mm_engine_op_end(ea, d, i), mm_engine_op_end(el, 7 - d, i));
+    }
+  /* the send waits for its receiver and both take the longer fixed time: device 1 (slow) sends to 5 */
+  ck_assert_uint_eq(mm_engine_op_end(ea, 1, snd) - mm_engine_op_start(ea, 1, snd), 12);
+  ck_assert_uint_eq(mm_engine_op_start(ea, 5, rcv), mm_engine_op_start(ea, 1, snd));
+}
+
+START_TEST(test_arithmetic_groups_equal_listed) { two_stage_group_paths(FALSE); }
+END_TEST
+
+START_TEST(test_inconsistent_groups_are_listed) { two_stage_group_paths(TRUE); }
+END_TEST
+
 static Suite *engine_suite(void)
 {
   Suite *s = suite_create("engine");
@@ -487,6 +547,8 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_nonblocking_allreduce_overlaps_backward);
   tcase_add_test(tc, test_collective_across_two_classes);
   tcase_add_test(tc, test_symmetric_equals_per_device);
+  tcase_add_test(tc, test_arithmetic_groups_equal_listed);
+  tcase_add_test(tc, test_inconsistent_groups_are_listed);
   tcase_add_test(tc, test_deadlock_is_reported);
   tcase_add_test(tc, test_invalid_program);
   tcase_add_test(tc, test_rerun_and_equal_times);

@@ -49,6 +49,12 @@ static gboolean index_work(const MmEngineProgram *p, ProgIndex *ix, GError **err
   return TRUE;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **error)
 {
   ix->succ_first = g_new0(uint32_t, p->n_ops + 1);
@@ -91,7 +97,25 @@ static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **
     uint32_t s = p->ops[i].stream;
     ix->stream_ops[ix->stream_first[s] + fill[s]++] = i; /* program order within each stream */
   }
+  ix->colls = g_new(uint64_t, p->n_ops + 1);
+  for (uint32_t i = 0; i < p->n_ops; i++)
+    if (p->ops[i].coll != MM_NO_COLL) ix->colls[ix->n_colls++] = (uint64_t)p->ops[i].coll << 32 | i;
+  qsort(ix->colls, ix->n_colls, sizeof(uint64_t), u64_cmp);
+  ix->colls_unique = TRUE;
+  for (uint32_t k = 1; k < ix->n_colls; k++) ix->colls_unique &= ix->colls[k] >> 32 != ix->colls[k - 1] >> 32;
   return index_work(p, ix, error);
+}
+
+uint32_t mm__coll_op(const MmEngine *e, uint32_t m, uint32_t coll)
+{
+  const ProgIndex *ix = &e->index[e->classes[m].program];
+  uint32_t lo = 0, hi = ix->n_colls;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (ix->colls[mid] >> 32 < coll) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ix->n_colls && ix->colls[lo] >> 32 == coll ? (uint32_t)ix->colls[lo] : UINT32_MAX;
 }
 
 typedef struct {
@@ -105,6 +129,48 @@ static int slot_ref_cmp(const void *a, const void *b)
   if (x->key != y->key) return x->key < y->key ? -1 : 1;
   if (x->cls != y->cls) return x->cls < y->cls ? -1 : 1;
   return x->op < y->op ? -1 : x->op > y->op;
+}
+
+/* Whether every collective group can be found by arithmetic: each class is the device of
+ * its index (as --per-device lowers), no program has a collective id twice, and the
+ * groups that (stride, degree) or the peer offset name, looked up by collective id, are
+ * consistent (each member's op has the same group shape) and cover every collective op
+ * exactly once: then they are the groups build_slots would list, in the same member order. */
+static gboolean arith_groups(const MmEngine *e)
+{
+  for (uint32_t c = 0; c < e->n_classes; c++)
+    if (e->classes[c].rep_device != c) return FALSE;
+  for (uint32_t p = 0; p < e->n_programs; p++)
+    if (!e->index[p].colls_unique) return FALSE;
+  uint64_t total = 0, seen = 0;
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    const MmEngineProgram *p = &e->programs[e->classes[c].program];
+    const ProgIndex *ix = &e->index[e->classes[c].program];
+    total += ix->n_colls;
+    for (uint32_t k = 0; k < ix->n_colls; k++) {
+      const uint32_t i = (uint32_t)ix->colls[k];
+      const MmEngineOp *o = &p->ops[i];
+      uint64_t first = c, step = o->stride, n = o->degree;
+      if (o->peer != 0) {
+        const int64_t other = (int64_t)c + o->peer;
+        if (other < 0 || other >= e->n_classes) return FALSE;
+        if (o->peer < 0) continue; /* the other one leads */
+        step = (uint64_t)o->peer, n = 2;
+      } else if ((c / o->stride) % o->degree != 0) {
+        continue; /* not its group's first member */
+      }
+      if (first + (n - 1) * step >= e->n_classes) return FALSE;
+      for (uint64_t j = 0; j < n; j++) {
+        const uint32_t m = (uint32_t)(first + j * step);
+        const uint32_t mop = e->classes[m].program == e->classes[c].program ? i : mm__coll_op(e, m, o->coll);
+        if (mop == UINT32_MAX) return FALSE;
+        const MmEngineOp *mo = &e->programs[e->classes[m].program].ops[mop];
+        if (mo->degree != o->degree || mo->stride != o->stride || mo->peer != (j == 0 ? o->peer : -o->peer)) return FALSE;
+      }
+      seen += n;
+    }
+  }
+  return seen == total;
 }
 
 /* Groups matching collective ops of all classes into slots. A class stands for
@@ -133,7 +199,6 @@ static void build_slots(MmEngine *e)
   gboolean sorted = TRUE; /* one class: collective ids ascend already */
   for (uint32_t i = 1; i < n && sorted; i++) sorted = slot_ref_cmp(&refs[i - 1], &refs[i]) < 0;
   if (!sorted) qsort(refs, n, sizeof(SlotRef), slot_ref_cmp);
-  for (uint32_t i = 0; i < e->total_ops; i++) e->st[i].slot = UINT32_MAX;
   e->slot_first = g_new0(uint32_t, n + 2);
   e->member_cls = g_new(uint32_t, n + 1);
   e->member_op = g_new(uint32_t, n + 1);
@@ -142,16 +207,13 @@ static void build_slots(MmEngine *e)
     if (i == 0 || refs[i].key != refs[i - 1].key) e->slot_first[slots++] = i;
     e->member_cls[i] = refs[i].cls;
     e->member_op[i] = refs[i].op;
-    e->st[e->op_base[refs[i].cls] + refs[i].op].slot = slots - 1;
+    e->st[e->op_base[refs[i].cls] + refs[i].op].aux = slots - 1;
   }
   e->slot_first[slots] = n;
   e->n_slots = slots;
-  e->slot_needed = g_new0(uint32_t, slots + 1);
-  e->slot_arrived = g_new0(uint32_t, slots + 1);
-  e->slot_done = g_new0(uint32_t, slots + 1);
+  e->slot_count = g_new0(uint32_t, slots + 1);
   e->slot_dur = g_new0(MmTime, slots + 1);
   for (uint32_t s = 0; s < slots; s++) {
-    e->slot_needed[s] = e->slot_first[s + 1] - e->slot_first[s];
     for (uint32_t m = e->slot_first[s]; m < e->slot_first[s + 1]; m++) {
       MmTime d = e->classes[e->member_cls[m]].dur[e->member_op[m]];
       e->slot_dur[s] = MAX(e->slot_dur[s], d);
@@ -191,6 +253,7 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   e->total_ops = (uint32_t)ops;
   e->total_streams = (uint32_t)streams;
   e->st = g_new0(OpState, e->total_ops + 1);
+  e->flow = g_new0(FlowState, e->total_streams + 1);
   e->class_end = g_new0(MmTime, n_classes + 1);
   e->cursor = g_new0(uint32_t, e->total_streams + 1);
   e->busy = g_new0(uint8_t, e->total_streams + 1);
@@ -235,7 +298,8 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   uint32_t max_streams = 0;
   for (uint32_t p = 0; p < n_programs; p++) max_streams = MAX(max_streams, programs[p].n_streams);
   e->flow_ps = g_new(double, max_streams + 1);
-  build_slots(e);
+  e->arith = arith_groups(e);
+  if (!e->arith) build_slots(e);
   return g_steal_pointer(&e);
 }
 
@@ -251,6 +315,7 @@ void mm_engine_free(MmEngine *e)
     g_free(e->index[p].work_res);
     g_free(e->index[p].work_amt);
     g_free(e->index[p].used_res);
+    g_free(e->index[p].colls);
   }
   g_free(e->index);
   g_free(e->op_base);
@@ -260,9 +325,8 @@ void mm_engine_free(MmEngine *e)
   g_free(e->cursor);
   g_free(e->busy);
   g_free(e->slot_first);
-  g_free(e->slot_needed);
-  g_free(e->slot_arrived);
-  g_free(e->slot_done);
+  g_free(e->slot_count);
+  g_free(e->flow);
   g_free(e->slot_dur);
   g_free(e->member_cls);
   g_free(e->member_op);

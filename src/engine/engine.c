@@ -68,6 +68,49 @@ static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
   mm__heap_push(e, e->st[g].end, c, op, EV_DONE, 0);
 }
 
+/* ---- collective groups --------------------------------------------------- */
+
+/* An arithmetic group: member classes first + j x step, j < n. */
+typedef struct {
+  uint32_t first, step, n;
+} Group;
+
+static inline Group arith_group(uint32_t c, const MmEngineOp *o)
+{
+  if (o->peer != 0) {
+    const uint32_t step = o->peer > 0 ? (uint32_t)o->peer : (uint32_t)-(int64_t)o->peer;
+    return (Group){o->peer > 0 ? c : c - step, step, 2};
+  }
+  return (Group){c - ((c / o->stride) % o->degree) * o->stride, o->stride, o->degree};
+}
+
+/* The op of member class @m matching op @op (collective @coll) of class @c. */
+static inline uint32_t member_op(const MmEngine *e, uint32_t m, uint32_t c, uint32_t op, uint32_t coll)
+{
+  return e->classes[m].program == e->classes[c].program ? op : mm__coll_op(e, m, coll);
+}
+
+/* Member @c's collective op @op has been posted: when it is the last, all members
+ * start together, each for the longest member's fixed time. */
+static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
+{
+  if (e->arith) {
+    const Group g = arith_group(c, o);
+    uint32_t *count = &e->st[e->op_base[g.first] + member_op(e, g.first, c, op, o->coll)].aux;
+    if (++*count < g.n) return;
+    *count = 0;
+    MmTime dur = 0;
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->classes[m].dur[member_op(e, m, c, op, o->coll)]);
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) launch(e, m, member_op(e, m, c, op, o->coll), dur);
+    return;
+  }
+  const uint32_t slot = e->st[e->op_base[c] + op].aux;
+  if (++e->slot_count[slot] < e->slot_first[slot + 1] - e->slot_first[slot]) return;
+  e->slot_count[slot] = 0;
+  for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++)
+    launch(e, e->member_cls[m], e->member_op[m], e->slot_dur[slot]);
+}
+
 /* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
 static void try_start(MmEngine *e, uint32_t c, uint32_t s)
 {
@@ -82,15 +125,9 @@ static void try_start(MmEngine *e, uint32_t c, uint32_t s)
   if (e->st[g].pending) return;
   e->busy[si] = 1;
   e->cursor[si]++;
-  const uint32_t slot = e->st[g].slot;
-  if (slot == UINT32_MAX) {
-    launch(e, c, op, cl->dur[op]);
-    return;
-  }
-  /* A collective: the stream is held from the moment this member posts it. */
-  if (++e->slot_arrived[slot] < e->slot_needed[slot]) return;
-  for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++)
-    launch(e, e->member_cls[m], e->member_op[m], e->slot_dur[slot]);
+  const MmEngineOp *o = &e->programs[cl->program].ops[op];
+  if (o->coll == MM_NO_COLL) launch(e, c, op, cl->dur[op]);
+  else arrive(e, c, op, o); /* a collective: the stream is held from the moment this member posts it */
 }
 
 static void complete(MmEngine *e, uint32_t c, uint32_t op)
@@ -115,12 +152,28 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
  * then all complete together (the slowest member sets the end). */
 static void finish(MmEngine *e, uint32_t c, uint32_t op)
 {
-  const uint32_t slot = e->st[e->op_base[c] + op].slot;
-  if (slot == UINT32_MAX || e->slot_needed[slot] == 1) {
+  const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
+  if (o->coll == MM_NO_COLL) {
     complete(e, c, op);
     return;
   }
-  if (++e->slot_done[slot] < e->slot_needed[slot]) return;
+  if (e->arith) {
+    const Group g = arith_group(c, o);
+    if (g.n == 1) {
+      complete(e, c, op);
+      return;
+    }
+    if (++e->st[e->op_base[g.first] + member_op(e, g.first, c, op, o->coll)].aux < g.n) return;
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, member_op(e, m, c, op, o->coll));
+    return;
+  }
+  const uint32_t slot = e->st[e->op_base[c] + op].aux;
+  const uint32_t n = e->slot_first[slot + 1] - e->slot_first[slot];
+  if (n == 1) {
+    complete(e, c, op);
+    return;
+  }
+  if (++e->slot_count[slot] < n) return;
   for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++) complete(e, e->member_cls[m], e->member_op[m]);
 }
 
@@ -128,13 +181,16 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
 {
   for (uint32_t c = 0; c < e->n_classes; c++) {
     const MmEngineProgram *p = &e->programs[e->classes[c].program];
-    for (uint32_t i = 0; i < p->n_ops; i++) e->st[e->op_base[c] + i].pending = p->ops[i].n_deps;
+    OpState *st = &e->st[e->op_base[c]];
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+      st[i].pending = p->ops[i].n_deps;
+      if (e->arith) st[i].aux = 0;
+    }
   }
   memset(e->cursor, 0, sizeof(uint32_t) * e->total_streams);
   memset(e->busy, 0, e->total_streams);
-  memset(e->slot_arrived, 0, sizeof(uint32_t) * e->n_slots);
-  memset(e->slot_done, 0, sizeof(uint32_t) * e->n_slots);
-  for (uint32_t i = 0; i < e->total_ops; i++) e->st[i].version = 0;
+  memset(e->flow, 0, sizeof(FlowState) * e->total_streams);
+  if (e->n_slots) memset(e->slot_count, 0, sizeof(uint32_t) * e->n_slots);
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->res_users, 0, sizeof(uint32_t) * e->total_res);
   memset(e->class_end, 0, sizeof(MmTime) * e->n_classes);
@@ -154,7 +210,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
       finish(e, ev.cls, ev.op);
       break;
     case EV_FLOW: {
-      if (ev.version != e->st[e->op_base[ev.cls] + ev.op].version) break; /* re-planned since */
+      if (ev.version != mm__flow_state(e, ev.cls, ev.op)->version) break; /* re-planned since */
       e->now = ev.t;
       mm__flow_end(e, ev.cls, ev.op);
       MmTime tail = e->classes[ev.cls].dur[ev.op];
@@ -228,4 +284,6 @@ MmTime mm_engine_op_end(const MmEngine *e, uint32_t cls, uint32_t op)
 }
 
 uint64_t mm_engine_events(const MmEngine *e) { return e->done; }
+
+gboolean mm_engine_groups_arithmetic(const MmEngine *e) { return e->arith; }
 

@@ -113,6 +113,10 @@ MmTime mm_engine_op_start(const MmEngine *e, uint32_t cls, uint32_t op);
 MmTime mm_engine_op_end(const MmEngine *e, uint32_t cls, uint32_t op);
 /* Start and end of every op of class @cls, into arrays of its program's length. */
 void mm_engine_class_times(const MmEngine *e, uint32_t cls, MmTime *start, MmTime *end);
+/* Whether the engine finds collective groups by arithmetic (each class one device, class c =
+ * device c, as --per-device lowers: nothing stored per member) rather than listing them
+ * (docs/ARCHITECTURE.md, "Engine"). Either way the groups and their member order are the same. */
+gboolean mm_engine_groups_arithmetic(const MmEngine *e);
 /* Events processed in the last run (one per op completion). */
 uint64_t mm_engine_events(const MmEngine *e);
 

@@ -135,7 +135,7 @@ static void share_resources(MmEngine *e, uint32_t c)
 /* Moves flow @op's completion to its new pace @rate (work fraction per ps; 0: stalled). */
 static void replan_flow(MmEngine *e, uint32_t c, uint32_t op, double rate)
 {
-  OpState *st = &e->st[e->op_base[c] + op];
+  FlowState *st = mm__flow_state(e, c, op);
   if (st->rem <= 0 || rate == st->rate) return; /* work done (completion pending), or pace unchanged */
   double moved = (double)(e->now - st->upd) * st->rate;
   if (st->rate > 0 && moved >= st->rem) {
@@ -166,7 +166,7 @@ void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op)
   const ProgIndex *ix = &e->index[cl->program];
   const gboolean seq = e->programs[cl->program].ops[op].sequential;
   uint32_t *users = &e->res_users[e->res_base[c]];
-  OpState *st = &e->st[e->op_base[c] + op];
+  FlowState *st = mm__flow_state(e, c, op);
   st->rem = 1.0;
   st->upd = e->now;
   st->rate = 0;
@@ -196,7 +196,7 @@ void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op)
       break;
     }
   }
-  OpState *st = &e->st[e->op_base[c] + op];
+  FlowState *st = mm__flow_state(e, c, op);
   st->rem = 0;
   st->version++;
   gboolean shared = FALSE;

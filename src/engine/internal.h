@@ -27,19 +27,29 @@ typedef struct {
   uint32_t *work_res;
   double *work_amt;
   uint32_t max_work;    /* most work entries of one op */
+  uint64_t *colls;      /* its collectives, (coll id << 32 | op), ascending */
+  uint32_t n_colls;
+  gboolean colls_unique; /* no collective id on two of its ops */
   uint32_t *used_res;   /* resources some op puts work on, ascending */
   uint32_t n_used;
 } ProgIndex;
 
-/* The state of one op of one class: one array of these, indexed op_base[c] + op. */
+/* The state of one op of one class: one array of these, indexed op_base[c] + op (24 bytes:
+ * the per-device runs hold tens of millions). */
 typedef struct {
   MmTime start, end;
-  MmTime upd;       /* flows: when rem was last brought up to date */
-  double rem, rate; /* flows: work left (fraction) and pace (fraction per ps; 0: not planned yet) */
   uint32_t pending; /* unfinished dependencies */
-  uint32_t version; /* flows: bumped when its completion is re-planned */
-  uint32_t slot;    /* collective slot or UINT32_MAX */
+  uint32_t aux;     /* a collective's slot (listed groups) or, on the leader of an arithmetic
+                     * group, its members arrived, then (after the launch) finished */
 } OpState;
+
+/* A flow's progress, kept per stream: a stream runs one op at a time. */
+typedef struct {
+  MmTime upd;       /* when rem was last brought up to date */
+  double rem, rate; /* work left (fraction) and pace (fraction per ps; 0: not planned yet) */
+  uint32_t version; /* bumped whenever the stream's flow completion is re-planned or its work ends:
+                     * an EV_FLOW event carrying an older one is stale */
+} FlowState;
 
 struct MmEngine {
   const MmEngineProgram *programs;
@@ -53,12 +63,18 @@ struct MmEngine {
   uint32_t total_ops, total_streams;
 
   OpState *st;
+  FlowState *flow;  /* per stream */
   uint32_t *cursor; /* per stream: next op in its list */
   uint8_t *busy;
 
+  /* Collective groups. Arithmetic (every class one device, class c = device c, as
+   * --per-device lowers): a group's members are found from (stride, degree) or the peer
+   * offset, its counter lives on its leader (the first member); nothing is stored per
+   * member. Listed (otherwise): slots of matched (class, op) members sorted by group. */
+  gboolean arith;
   uint32_t n_slots;
-  uint32_t *slot_needed, *slot_arrived, *slot_first; /* slot_first: n_slots + 1 into members */
-  uint32_t *slot_done; /* members whose own part has finished (all complete with the last) */
+  uint32_t *slot_count; /* members arrived, then (after the launch) finished */
+  uint32_t *slot_first; /* n_slots + 1 into members */
   uint32_t *member_cls, *member_op;
   MmTime *slot_dur;
 
@@ -113,11 +129,20 @@ static inline MmTime mm__after_ps(MmEngine *e, double ps)
 }
 
 
+/* The progress of flow @op of class @c: its stream's. */
+static inline FlowState *mm__flow_state(MmEngine *e, uint32_t c, uint32_t op)
+{
+  return &e->flow[e->stream_base[c] + e->programs[e->classes[c].program].ops[op].stream];
+}
+
 static inline double resource_cap(const MmEngineClass *cl, uint32_t r) { return cl->link_bw ? cl->link_bw[r] : 0; }
 
 /* engine.c: the event heap */
 void mm__heap_push(MmEngine *e, MmTime t, uint32_t cls, uint32_t op, EventKind kind, uint32_t version);
 Event mm__heap_pop(MmEngine *e);
+
+/* build.c: the op of class @m's program with collective id @coll (UINT32_MAX: none) */
+uint32_t mm__coll_op(const MmEngine *e, uint32_t m, uint32_t coll);
 
 /* flows.c: ops with work on the device's resources, shared max-min fairly */
 void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op);
