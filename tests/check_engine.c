@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/internal.h" /* the event queue, tested directly */
 #include "testutil.h"
 
 /* A tiny program builder: ops with stream, duration, deps; collectives with a group. */
@@ -537,6 +538,86 @@ END_TEST
 START_TEST(test_inconsistent_groups_are_listed) { two_stage_group_paths(TRUE); }
 END_TEST
 
+/* 3,000 streams, each two ops of scattered durations: 3,000 pending times at once, so the event
+ * queue's buckets, time heap and hash grow and remove with collisions; every end is the sum of
+ * its stream's durations, and a zero-duration op ends at its start. */
+START_TEST(test_queue_many_pending_times)
+{
+  enum { N = 3000 };
+  g_autofree MmEngineOp *ops = g_new0(MmEngineOp, 2 * N);
+  g_autofree MmTime *dur = g_new0(MmTime, 2 * N);
+  for (uint32_t k = 0; k < N; k++) {
+    ops[2 * k] = (MmEngineOp){.stream = k, .coll = MM_NO_COLL};
+    ops[2 * k + 1] = (MmEngineOp){.stream = k, .coll = MM_NO_COLL};
+    dur[2 * k] = (k * 37) % N + 1;
+    dur[2 * k + 1] = (k * 91) % N; /* 0 for k = 0 */
+  }
+  const MmEngineProgram pr = {ops, 2 * N, NULL, N, NULL, NULL, 0};
+  const MmEngineClass cl = {0, dur, 0, NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
+  ck_assert_msg(e && mm_engine_run(e, &error), "%s", error ? error->message : "");
+  MmTime last = 0;
+  for (uint32_t k = 0; k < N; k++) {
+    ck_assert_uint_eq(mm_engine_op_end(e, 0, 2 * k), dur[2 * k]);
+    ck_assert_uint_eq(mm_engine_op_start(e, 0, 2 * k + 1), dur[2 * k]);
+    ck_assert_uint_eq(mm_engine_op_end(e, 0, 2 * k + 1), dur[2 * k] + dur[2 * k + 1]);
+    last = MAX(last, dur[2 * k] + dur[2 * k + 1]);
+  }
+  ck_assert_uint_eq(mm_engine_makespan(e), last);
+  ck_assert_uint_eq(mm_engine_events(e), 2 * N);
+  ck_assert(mm_engine_run(e, &error)); /* a rerun starts from an empty queue */
+  ck_assert_uint_eq(mm_engine_makespan(e), last);
+}
+END_TEST
+
+/* The event queue against a reference: 10,000 pushes of times drawn from a small range (many
+ * equal) interleaved with pops; it must pop in (t, seq) order and keep exactly one bucket per
+ * pending time (a lost hash entry shows as a second bucket). */
+START_TEST(test_queue_order_and_buckets)
+{
+  enum { STREAMS = 64, PUSHES = 10000 };
+  g_autofree MmEngineOp *ops = g_new0(MmEngineOp, STREAMS);
+  g_autofree MmTime *dur = g_new0(MmTime, STREAMS);
+  for (uint32_t k = 0; k < STREAMS; k++) ops[k] = (MmEngineOp){.stream = k, .coll = MM_NO_COLL};
+  const MmEngineProgram pr = {ops, STREAMS, NULL, STREAMS, NULL, NULL, 0};
+  const MmEngineClass cl = {0, dur, 0, NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
+  ck_assert(e != NULL);
+  mm__queue_reset(e);
+  e->now = 0;
+  g_autoptr(GRand) rng = g_rand_new_with_seed(7);
+  g_autoptr(GArray) ref = g_array_new(FALSE, FALSE, sizeof(Event)); /* pending, unsorted */
+  g_autoptr(GHashTable) times = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (uint32_t i = 0; i < PUSHES || ref->len > 0;) {
+    if (i < PUSHES && (ref->len == 0 || g_rand_int_range(rng, 0, 2) > 0)) {
+      const MmTime t = e->now + (MmTime)g_rand_int_range(rng, 0, 2000);
+      const uint32_t si = g_rand_int_range(rng, 0, STREAMS);
+      mm__queue_push(e, t, si);
+      const Event want = {t, e->streams[si].live};
+      g_array_append_val(ref, want);
+      i++;
+    } else {
+      guint best = 0;
+      for (guint k = 1; k < ref->len; k++) {
+        const Event *a = &g_array_index(ref, Event, k), *b = &g_array_index(ref, Event, best);
+        if (a->t < b->t || (a->t == b->t && a->key < b->key)) best = k;
+      }
+      const Event want = g_array_index(ref, Event, best), got = mm__queue_pop(e);
+      ck_assert_uint_eq(got.t, want.t);
+      ck_assert_uint_eq(got.key, want.key);
+      g_array_remove_index_fast(ref, best);
+      e->now = got.t;
+    }
+    g_hash_table_remove_all(times);
+    for (guint k = 0; k < ref->len; k++) g_hash_table_add(times, &g_array_index(ref, Event, k).t);
+    ck_assert_uint_eq(e->n_bk, g_hash_table_size(times));
+    ck_assert_uint_eq(e->queued, ref->len);
+  }
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
   Suite *s = suite_create("engine");
@@ -549,6 +630,8 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_symmetric_equals_per_device);
   tcase_add_test(tc, test_arithmetic_groups_equal_listed);
   tcase_add_test(tc, test_inconsistent_groups_are_listed);
+  tcase_add_test(tc, test_queue_many_pending_times);
+  tcase_add_test(tc, test_queue_order_and_buckets);
   tcase_add_test(tc, test_deadlock_is_reported);
   tcase_add_test(tc, test_invalid_program);
   tcase_add_test(tc, test_rerun_and_equal_times);

@@ -207,7 +207,7 @@ static void build_slots(MmEngine *e)
     if (i == 0 || refs[i].key != refs[i - 1].key) e->slot_first[slots++] = i;
     e->member_cls[i] = refs[i].cls;
     e->member_op[i] = refs[i].op;
-    e->st[e->op_base[refs[i].cls] + refs[i].op].aux = slots - 1;
+    e->st[mm__op_index(e, refs[i].cls, refs[i].op)].aux = slots - 1;
   }
   e->slot_first[slots] = n;
   e->n_slots = slots;
@@ -241,24 +241,45 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
       g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "class %u: no program %u", c, classes[c].program);
       return NULL;
     }
-    e->op_base[c] = (uint32_t)ops;
     e->stream_base[c] = (uint32_t)streams;
     ops += programs[classes[c].program].n_ops;
     streams += programs[classes[c].program].n_streams;
+    if (streams > MM__MAX_STREAMS) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many streams (more than %u)", MM__MAX_STREAMS);
+      return NULL;
+    }
     if (ops >= UINT32_MAX / 2) {
       g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many ops (%" G_GUINT64_FORMAT ")", ops);
       return NULL;
     }
   }
   e->total_ops = (uint32_t)ops;
+  /* op states interleaved by program: op i of the k-th class running program p at
+   * prog_base[p] + i x (classes running p) + k, so that devices running the same op at
+   * the same time touch neighbouring states */
+  e->op_stride = g_new(uint32_t, n_classes + 1);
+  e->sbase = g_new(uint32_t, n_classes + 1);
+  e->prog_users = g_new0(uint32_t, n_programs + 1);
+  e->prog_base = g_new0(uint32_t, n_programs + 1);
+  g_autofree uint32_t *prog_sbase = g_new0(uint32_t, n_programs + 1);
+  for (uint32_t c = 0; c < n_classes; c++) e->op_base[c] = e->prog_users[classes[c].program]++;
+  for (uint32_t p = 0, base = 0, sb = 0; p < n_programs; p++) {
+    e->prog_base[p] = base;
+    prog_sbase[p] = sb;
+    base += e->prog_users[p] * programs[p].n_ops;
+    sb += e->prog_users[p] * programs[p].n_streams;
+  }
+  for (uint32_t c = 0; c < n_classes; c++) {
+    const uint32_t p = classes[c].program, rank = e->op_base[c];
+    e->op_base[c] = e->prog_base[p] + rank;
+    e->sbase[c] = prog_sbase[p] + rank;
+    e->op_stride[c] = e->prog_users[p];
+  }
   e->total_streams = (uint32_t)streams;
   e->st = g_new0(OpState, e->total_ops + 1);
-  e->flow = g_new0(FlowState, e->total_streams + 1);
   e->class_end = g_new0(MmTime, n_classes + 1);
-  e->cursor = g_new0(uint32_t, e->total_streams + 1);
-  e->busy = g_new0(uint8_t, e->total_streams + 1);
-  e->heap_cap = MAX(64u, e->total_streams * 4);
-  e->heap = g_new(Event, e->heap_cap);
+  e->streams = g_new0(Stream, e->total_streams + 1);
+  mm__queue_init(e, e->total_streams * 2);
   e->active = g_new0(uint32_t, e->total_streams + 1);
   e->n_active = g_new0(uint32_t, n_classes + 1);
   e->res_base = g_new(uint32_t, n_classes + 1);
@@ -319,14 +340,17 @@ void mm_engine_free(MmEngine *e)
   }
   g_free(e->index);
   g_free(e->op_base);
+  g_free(e->op_stride);
+  g_free(e->sbase);
+  g_free(e->prog_base);
+  g_free(e->prog_users);
   g_free(e->stream_base);
   g_free(e->st);
   g_free(e->class_end);
-  g_free(e->cursor);
-  g_free(e->busy);
+  g_free(e->streams);
   g_free(e->slot_first);
   g_free(e->slot_count);
-  g_free(e->flow);
+
   g_free(e->slot_dur);
   g_free(e->member_cls);
   g_free(e->member_op);
@@ -347,7 +371,7 @@ void mm_engine_free(MmEngine *e)
   g_free(e->ent_fixed);
   g_free(e->ent_ps);
   g_free(e->flow_ps);
-  g_free(e->heap);
+  mm__queue_free(e);
   g_free(e);
 }
 

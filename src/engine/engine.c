@@ -1,4 +1,4 @@
-/* engine: a binary heap of op completions keyed (time, seq); FIFO streams; collectives that wait for their group;
+/* engine: a queue of op completions in (time, seq) order; FIFO streams; collectives that wait for their group;
  * flows that share their device's resources max-min fairly (flows.c); construction in build.c. */
 #include <math.h>
 #include <stdlib.h>
@@ -8,47 +8,159 @@
 
 G_DEFINE_QUARK(mm-engine-error-quark, mm_engine_error)
 
-/* ---- heap -------------------------------------------------------------- */
+/* ---- the event queue (internal.h, Bucket) ------------------------------- */
 
-static inline gboolean ev_less(const Event *a, const Event *b)
+#define NONE UINT32_MAX
+
+void mm__queue_init(MmEngine *e, uint32_t events)
 {
-  return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+  e->qev_cap = MAX(64u, events);
+  e->qev = g_new(QueuedEvent, e->qev_cap);
+  e->bk_cap = 64;
+  e->bk = g_new(Bucket, e->bk_cap);
+  e->theap = g_new(uint32_t, e->bk_cap);
+  e->hmask = 2 * e->bk_cap - 1;
+  e->hslot = g_new(uint32_t, e->hmask + 1);
 }
 
-void mm__heap_push(MmEngine *e, MmTime t, uint32_t cls, uint32_t op, EventKind kind, uint32_t version)
+void mm__queue_free(MmEngine *e)
 {
-  g_assert(t >= e->now); /* time never goes backwards */
-  if (e->heap_len == e->heap_cap) {
-    e->heap_cap = e->heap_cap ? 2 * e->heap_cap : 64;
-    e->heap = g_renew(Event, e->heap, e->heap_cap);
-  }
-  Event ev = {t, e->seq++, cls, op, kind, version};
-  uint32_t i = e->heap_len++;
-  while (i > 0) {
-    uint32_t parent = (i - 1) / 2;
-    if (!ev_less(&ev, &e->heap[parent])) break;
-    e->heap[i] = e->heap[parent];
-    i = parent;
-  }
-  e->heap[i] = ev;
+  g_free(e->qev);
+  g_free(e->bk);
+  g_free(e->theap);
+  g_free(e->hslot);
 }
 
-Event mm__heap_pop(MmEngine *e)
+void mm__queue_reset(MmEngine *e)
 {
-  Event top = e->heap[0];
-  Event last = e->heap[--e->heap_len];
-  uint32_t i = 0, n = e->heap_len;
+  for (uint32_t i = 0; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
+  e->qev_free = 0;
+  for (uint32_t b = 0; b < e->bk_cap; b++) e->bk[b].head = b + 1 < e->bk_cap ? b + 1 : NONE;
+  e->bk_free = 0;
+  memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
+  e->queued = e->n_bk = 0;
+  e->popped = (Event){0, MM__NO_EVENT};
+}
+
+static inline uint32_t time_home(const MmEngine *e, MmTime t)
+{
+  return (uint32_t)((t * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & e->hmask;
+}
+
+/* The hash slot holding @t's bucket, or the empty one where it would go. */
+static inline uint32_t *hash_slot(MmEngine *e, MmTime t)
+{
+  uint32_t i = time_home(e, t);
+  while (e->hslot[i] != NONE && e->bk[e->hslot[i]].t != t) i = (i + 1) & e->hmask;
+  return &e->hslot[i];
+}
+
+/* Removes @t (present) from the hash, shifting back the entries its slot displaced. */
+static void hash_remove(MmEngine *e, MmTime t)
+{
+  uint32_t i = (uint32_t)(hash_slot(e, t) - e->hslot);
+  for (uint32_t j = (i + 1) & e->hmask; e->hslot[j] != NONE; j = (j + 1) & e->hmask) {
+    const uint32_t home = time_home(e, e->bk[e->hslot[j]].t);
+    if (((j - home) & e->hmask) >= ((j - i) & e->hmask)) { /* its home is at or before i: move it to i */
+      e->hslot[i] = e->hslot[j];
+      i = j;
+    }
+  }
+  e->hslot[i] = NONE;
+}
+
+static inline gboolean bucket_before(const MmEngine *e, uint32_t a, uint32_t b) { return e->bk[a].t < e->bk[b].t; }
+
+static void theap_push(MmEngine *e, uint32_t b)
+{
+  uint32_t i = e->n_bk++;
+  while (i > 0 && bucket_before(e, b, e->theap[(i - 1) / 2])) {
+    e->theap[i] = e->theap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  e->theap[i] = b;
+}
+
+static void theap_pop(MmEngine *e)
+{
+  const uint32_t last = e->theap[--e->n_bk], n = e->n_bk;
+  uint32_t i = 0;
   for (;;) {
-    uint32_t l = 2 * i + 1, r = l + 1, m = i;
-    const Event *best = &last;
-    if (l < n && ev_less(&e->heap[l], best)) m = l, best = &e->heap[l];
-    if (r < n && ev_less(&e->heap[r], best)) m = r;
-    if (m == i) break;
-    e->heap[i] = e->heap[m];
+    uint32_t m = 2 * i + 1;
+    if (m >= n) break;
+    if (m + 1 < n && bucket_before(e, e->theap[m + 1], e->theap[m])) m++;
+    if (!bucket_before(e, e->theap[m], last)) break;
+    e->theap[i] = e->theap[m];
     i = m;
   }
-  if (n > 0) e->heap[i] = last;
-  return top;
+  if (n > 0) e->theap[i] = last;
+}
+
+/* A new bucket for time @t (not pending), in the heap and the hash. */
+static uint32_t bucket_new(MmEngine *e, MmTime t)
+{
+  if (e->bk_free == NONE) { /* grow the buckets, the heap and the hash together */
+    const uint32_t old = e->bk_cap;
+    e->bk_cap *= 2;
+    e->bk = g_renew(Bucket, e->bk, e->bk_cap);
+    e->theap = g_renew(uint32_t, e->theap, e->bk_cap);
+    for (uint32_t b = old; b < e->bk_cap; b++) e->bk[b].head = b + 1 < e->bk_cap ? b + 1 : NONE;
+    e->bk_free = old;
+    e->hmask = 2 * e->bk_cap - 1;
+    e->hslot = g_renew(uint32_t, e->hslot, e->hmask + 1);
+    memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
+    for (uint32_t k = 0; k < e->n_bk; k++) *hash_slot(e, e->bk[e->theap[k]].t) = e->theap[k];
+  }
+  const uint32_t b = e->bk_free;
+  e->bk_free = e->bk[b].head;
+  e->bk[b] = (Bucket){t, NONE, NONE};
+  *hash_slot(e, t) = b;
+  theap_push(e, b);
+  return b;
+}
+
+void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
+{
+  g_assert(t >= e->now); /* time never goes backwards */
+  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ)) e->overflow = TRUE; /* 2^40 events: not reached in practice */
+  if (e->qev_free == NONE) {
+    const uint32_t old = e->qev_cap;
+    e->qev_cap *= 2;
+    e->qev = g_renew(QueuedEvent, e->qev, e->qev_cap);
+    for (uint32_t i = old; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
+    e->qev_free = old;
+  }
+  const uint32_t id = e->qev_free;
+  e->qev_free = e->qev[id].next;
+  const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
+  e->qev[id] = (QueuedEvent){key, NONE};
+  e->streams[si].live = key;
+  uint32_t b = *hash_slot(e, t);
+  if (b == NONE) b = bucket_new(e, t);
+  if (e->bk[b].head == NONE) e->bk[b].head = id;
+  else e->qev[e->bk[b].tail].next = id;
+  e->bk[b].tail = id;
+  e->queued++;
+}
+
+Event mm__queue_pop(MmEngine *e)
+{
+  const uint32_t b = e->theap[0];
+  const uint32_t id = e->bk[b].head;
+  const Event ev = {e->bk[b].t, e->qev[id].key};
+  g_assert(ev.t > e->popped.t || (ev.t == e->popped.t && ev.key > e->popped.key) || e->popped.key == MM__NO_EVENT);
+  e->popped = ev; /* the order is total: (t, seq) strictly increases */
+  e->bk[b].head = e->qev[id].next;
+  e->qev[id].next = e->qev_free;
+  e->qev_free = id;
+  e->queued--;
+  if (e->bk[b].head == NONE) { /* its time is over */
+    hash_remove(e, ev.t);
+    theap_pop(e);
+    e->bk[b].head = e->bk_free;
+    e->bk_free = b;
+  }
+  return ev;
 }
 
 /* ---- simulation -------------------------------------------------------- */
@@ -58,14 +170,14 @@ Event mm__heap_pop(MmEngine *e)
 static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
 {
   const ProgIndex *ix = &e->index[e->classes[c].program];
-  uint32_t g = e->op_base[c] + op;
+  const uint32_t g = mm__op_index(e, c, op);
   e->st[g].start = e->now;
   e->st[g].end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
   if (ix->work_first[op + 1] > ix->work_first[op]) {
     mm__flow_begin(e, c, op);
     return;
   }
-  mm__heap_push(e, e->st[g].end, c, op, EV_DONE, 0);
+  mm__queue_push(e, e->st[g].end, mm__stream_of(e, c, op));
 }
 
 /* ---- collective groups --------------------------------------------------- */
@@ -96,7 +208,7 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
 {
   if (e->arith) {
     const Group g = arith_group(c, o);
-    uint32_t *count = &e->st[e->op_base[g.first] + member_op(e, g.first, c, op, o->coll)].aux;
+    uint32_t *count = &e->st[mm__op_index(e, g.first, member_op(e, g.first, c, op, o->coll))].aux;
     if (++*count < g.n) return;
     *count = 0;
     MmTime dur = 0;
@@ -104,7 +216,7 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) launch(e, m, member_op(e, m, c, op, o->coll), dur);
     return;
   }
-  const uint32_t slot = e->st[e->op_base[c] + op].aux;
+  const uint32_t slot = e->st[mm__op_index(e, c, op)].aux;
   if (++e->slot_count[slot] < e->slot_first[slot + 1] - e->slot_first[slot]) return;
   e->slot_count[slot] = 0;
   for (uint32_t m = e->slot_first[slot]; m < e->slot_first[slot + 1]; m++)
@@ -114,17 +226,17 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
 /* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
 static void try_start(MmEngine *e, uint32_t c, uint32_t s)
 {
-  const uint32_t si = e->stream_base[c] + s;
-  if (e->busy[si]) return;
+  Stream *sp = &e->streams[mm__stream_index(e, c, s)];
+  if (sp->busy) return;
   const MmEngineClass *cl = &e->classes[c];
   const ProgIndex *ix = &e->index[cl->program];
-  const uint32_t pos = ix->stream_first[s] + e->cursor[si];
+  const uint32_t pos = ix->stream_first[s] + sp->cursor;
   if (pos >= ix->stream_first[s + 1]) return;
   const uint32_t op = ix->stream_ops[pos];
-  const uint32_t g = e->op_base[c] + op;
+  const uint32_t g = mm__op_index(e, c, op);
   if (e->st[g].pending) return;
-  e->busy[si] = 1;
-  e->cursor[si]++;
+  sp->busy = 1;
+  sp->cursor++;
   const MmEngineOp *o = &e->programs[cl->program].ops[op];
   if (o->coll == MM_NO_COLL) launch(e, c, op, cl->dur[op]);
   else arrive(e, c, op, o); /* a collective: the stream is held from the moment this member posts it */
@@ -135,15 +247,14 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
   const MmEngineClass *cl = &e->classes[c];
   const MmEngineProgram *p = &e->programs[cl->program];
   const ProgIndex *ix = &e->index[cl->program];
-  const uint32_t base = e->op_base[c];
   const uint32_t s = p->ops[op].stream;
-  e->st[base + op].end = e->now;
+  e->st[mm__op_index(e, c, op)].end = e->now;
   e->class_end[c] = e->now; /* completions come in time order */
   e->done++;
-  e->busy[e->stream_base[c] + s] = 0;
+  e->streams[mm__stream_index(e, c, s)].busy = 0;
   for (uint32_t k = ix->succ_first[op]; k < ix->succ_first[op + 1]; k++) {
     uint32_t succ = ix->succ[k];
-    if (--e->st[base + succ].pending == 0 && p->ops[succ].stream != s) try_start(e, c, p->ops[succ].stream);
+    if (--e->st[mm__op_index(e, c, succ)].pending == 0 && p->ops[succ].stream != s) try_start(e, c, p->ops[succ].stream);
   }
   try_start(e, c, s);
 }
@@ -163,11 +274,11 @@ static void finish(MmEngine *e, uint32_t c, uint32_t op)
       complete(e, c, op);
       return;
     }
-    if (++e->st[e->op_base[g.first] + member_op(e, g.first, c, op, o->coll)].aux < g.n) return;
+    if (++e->st[mm__op_index(e, g.first, member_op(e, g.first, c, op, o->coll))].aux < g.n) return;
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, member_op(e, m, c, op, o->coll));
     return;
   }
-  const uint32_t slot = e->st[e->op_base[c] + op].aux;
+  const uint32_t slot = e->st[mm__op_index(e, c, op)].aux;
   const uint32_t n = e->slot_first[slot + 1] - e->slot_first[slot];
   if (n == 1) {
     complete(e, c, op);
@@ -179,47 +290,55 @@ static void finish(MmEngine *e, uint32_t c, uint32_t op)
 
 gboolean mm_engine_run(MmEngine *e, GError **error)
 {
-  for (uint32_t c = 0; c < e->n_classes; c++) {
-    const MmEngineProgram *p = &e->programs[e->classes[c].program];
-    OpState *st = &e->st[e->op_base[c]];
-    for (uint32_t i = 0; i < p->n_ops; i++) {
-      st[i].pending = p->ops[i].n_deps;
-      if (e->arith) st[i].aux = 0;
-    }
+  for (uint32_t q = 0; q < e->n_programs; q++) { /* in memory order */
+    const MmEngineProgram *p = &e->programs[q];
+    OpState *st = &e->st[e->prog_base[q]];
+    for (uint32_t i = 0; i < p->n_ops; i++)
+      for (uint32_t k = 0; k < e->prog_users[q]; k++, st++) {
+        st->pending = p->ops[i].n_deps;
+        if (e->arith) st->aux = 0;
+      }
   }
-  memset(e->cursor, 0, sizeof(uint32_t) * e->total_streams);
-  memset(e->busy, 0, e->total_streams);
-  memset(e->flow, 0, sizeof(FlowState) * e->total_streams);
+  for (uint32_t c = 0; c < e->n_classes; c++)
+    for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
+      e->streams[mm__stream_index(e, c, s)] = (Stream){.live = MM__NO_EVENT, .cls = c, .s = s};
   if (e->n_slots) memset(e->slot_count, 0, sizeof(uint32_t) * e->n_slots);
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->res_users, 0, sizeof(uint32_t) * e->total_res);
   memset(e->class_end, 0, sizeof(MmTime) * e->n_classes);
-  e->heap_len = 0;
+  mm__queue_reset(e);
   e->seq = 0;
   e->done = 0;
   e->now = 0;
   e->overflow = FALSE;
   for (uint32_t c = 0; c < e->n_classes; c++)
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++) try_start(e, c, s);
-  while (e->heap_len > 0) {
-    Event ev = mm__heap_pop(e);
+  while (e->queued > 0) {
+    const Event ev = mm__queue_pop(e);
+    const uint32_t si = (uint32_t)(ev.key & (MM__MAX_STREAMS - 1));
+    Stream *sp = &e->streams[si];
+    if (ev.key != sp->live) continue; /* a flow re-planned since */
     g_assert(ev.t >= e->now);
-    switch ((EventKind)ev.kind) {
-    case EV_DONE:
-      e->now = ev.t;
-      finish(e, ev.cls, ev.op);
-      break;
-    case EV_FLOW: {
-      if (ev.version != mm__flow_state(e, ev.cls, ev.op)->version) break; /* re-planned since */
-      e->now = ev.t;
-      mm__flow_end(e, ev.cls, ev.op);
-      MmTime tail = e->classes[ev.cls].dur[ev.op];
-      if (tail == 0) finish(e, ev.cls, ev.op);
-      else mm__heap_push(e, mm__after(e, tail), ev.cls, ev.op, EV_DONE, 0);
-      break;
-    }
+    e->now = ev.t;
+    sp->live = MM__NO_EVENT;
+    const uint32_t c = sp->cls;
+    const ProgIndex *ix = &e->index[e->classes[c].program];
+    const uint32_t op = ix->stream_ops[ix->stream_first[sp->s] + sp->cursor - 1]; /* the running one */
+    if (sp->work) { /* a flow's work is done: its tail follows */
+      mm__flow_end(e, c, op);
+      const MmTime tail = e->classes[c].dur[op];
+      if (tail == 0) finish(e, c, op);
+      else mm__queue_push(e, mm__after(e, tail), si);
+    } else {
+      finish(e, c, op);
     }
     if (G_UNLIKELY(e->overflow)) break;
+  }
+  if (e->overflow && e->seq >= MM__MAX_SEQ) {
+    g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW,
+                "the run needs more than 2^%d events; inputs this large should have been rejected before the simulation",
+                64 - MM__STREAM_BITS);
+    return FALSE;
   }
   if (e->overflow) {
     g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW,
@@ -234,8 +353,9 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
       const MmEngineProgram *p = &e->programs[e->classes[c].program];
       for (uint32_t s = 0; s < p->n_streams; s++) {
         const ProgIndex *ix = &e->index[e->classes[c].program];
-        uint32_t pos = ix->stream_first[s] + e->cursor[e->stream_base[c] + s];
-        if (pos < ix->stream_first[s + 1] || e->busy[e->stream_base[c] + s]) {
+        const Stream *sp = &e->streams[mm__stream_index(e, c, s)];
+        uint32_t pos = ix->stream_first[s] + sp->cursor;
+        if (pos < ix->stream_first[s + 1] || sp->busy) {
           uint32_t op = ix->stream_ops[pos < ix->stream_first[s + 1] ? pos : pos - 1];
           g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_DEADLOCK,
                       "deadlock: %" G_GUINT64_FORMAT " of %u ops finished; class %u stream %u waits at op %u",
@@ -265,22 +385,22 @@ MmTime mm_engine_makespan(const MmEngine *e)
 
 void mm_engine_class_times(const MmEngine *e, uint32_t cls, MmTime *start, MmTime *end)
 {
-  const OpState *st = &e->st[e->op_base[cls]];
   uint32_t n = e->programs[e->classes[cls].program].n_ops;
   for (uint32_t i = 0; i < n; i++) {
-    start[i] = st[i].start;
-    end[i] = st[i].end;
+    const OpState *st = &e->st[mm__op_index(e, cls, i)];
+    start[i] = st->start;
+    end[i] = st->end;
   }
 }
 
 MmTime mm_engine_op_start(const MmEngine *e, uint32_t cls, uint32_t op)
 {
-  return e->st[e->op_base[cls] + op].start;
+  return e->st[mm__op_index(e, cls, op)].start;
 }
 
 MmTime mm_engine_op_end(const MmEngine *e, uint32_t cls, uint32_t op)
 {
-  return e->st[e->op_base[cls] + op].end;
+  return e->st[mm__op_index(e, cls, op)].end;
 }
 
 uint64_t mm_engine_events(const MmEngine *e) { return e->done; }

@@ -135,7 +135,8 @@ static void share_resources(MmEngine *e, uint32_t c)
 /* Moves flow @op's completion to its new pace @rate (work fraction per ps; 0: stalled). */
 static void replan_flow(MmEngine *e, uint32_t c, uint32_t op, double rate)
 {
-  FlowState *st = mm__flow_state(e, c, op);
+  const uint32_t si = mm__stream_of(e, c, op);
+  Stream *st = &e->streams[si];
   if (st->rem <= 0 || rate == st->rate) return; /* work done (completion pending), or pace unchanged */
   double moved = (double)(e->now - st->upd) * st->rate;
   if (st->rate > 0 && moved >= st->rem) {
@@ -145,8 +146,8 @@ static void replan_flow(MmEngine *e, uint32_t c, uint32_t op, double rate)
   st->rem -= moved;
   st->upd = e->now;
   st->rate = rate;
-  st->version++;
-  if (rate > 0) mm__heap_push(e, mm__after_ps(e, st->rem / rate), c, op, EV_FLOW, st->version);
+  if (rate > 0) mm__queue_push(e, mm__after_ps(e, st->rem / rate), si);
+  else st->live = MM__NO_EVENT; /* stalled: no completion planned */
 }
 
 /* Re-shares class @c's resources and re-plans every active flow whose pace changed
@@ -166,7 +167,8 @@ void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op)
   const ProgIndex *ix = &e->index[cl->program];
   const gboolean seq = e->programs[cl->program].ops[op].sequential;
   uint32_t *users = &e->res_users[e->res_base[c]];
-  FlowState *st = mm__flow_state(e, c, op);
+  Stream *st = &e->streams[mm__stream_of(e, c, op)];
+  st->work = 1;
   st->rem = 1.0;
   st->upd = e->now;
   st->rate = 0;
@@ -196,9 +198,10 @@ void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op)
       break;
     }
   }
-  FlowState *st = mm__flow_state(e, c, op);
+  Stream *st = &e->streams[mm__stream_of(e, c, op)];
   st->rem = 0;
-  st->version++;
+  st->work = 0;
+  st->live = MM__NO_EVENT;
   gboolean shared = FALSE;
   for (uint32_t j = ix->work_first[op]; j < ix->work_first[op + 1]; j++) shared |= --users[ix->work_res[j]] > 0;
   if (shared) replan_flows(e, c);

@@ -5,16 +5,33 @@
 
 #include "engine.h"
 
-typedef enum { EV_DONE, EV_FLOW } EventKind; /* EV_FLOW: a flow's work is done (stale if re-planned since) */
+/* An event: the end of a stream's running op, or of a flow's work (the stream says which).
+ * Ordered (t, seq) for determinism; key = seq << MM__STREAM_BITS | the global stream index.
+ * An event whose key is not its stream's live one is stale (its flow was re-planned). */
+typedef struct {
+  MmTime t;
+  uint64_t key;
+} Event;
+
+/* The queue holds events in buckets, one per pending time, each a FIFO list (events are
+ * pushed in seq order, so a bucket pops in (t, seq) order); a binary heap orders the buckets'
+ * times and a hash finds a time's bucket. Symmetric devices end their ops at the same
+ * picosecond (99.9% of the events of a 16,384-GPU per-device run share their time with the
+ * one before), so the heap stays small and a pop is a list step. */
+typedef struct {
+  uint64_t key;
+  uint32_t next; /* the bucket's next event, or the next free entry */
+} QueuedEvent;
 
 typedef struct {
   MmTime t;
-  uint64_t seq;
-  uint32_t cls;
-  uint32_t op;
-  uint32_t kind;    /* EventKind */
-  uint32_t version; /* flows: stale when the op's version moved on */
-} Event;
+  uint32_t head, tail; /* head: also the next free bucket */
+} Bucket;
+
+#define MM__STREAM_BITS 24
+#define MM__MAX_STREAMS (1u << MM__STREAM_BITS)
+#define MM__MAX_SEQ (UINT64_C(1) << (64 - MM__STREAM_BITS))
+#define MM__NO_EVENT UINT64_MAX
 
 /* Per program: successors, per-stream op lists and per-op work, all CSR. Work is the
  * ops' transfers with amounts <= 0 dropped and repeats of a resource merged. */
@@ -34,7 +51,7 @@ typedef struct {
   uint32_t n_used;
 } ProgIndex;
 
-/* The state of one op of one class: one array of these, indexed op_base[c] + op (24 bytes:
+/* The state of one op of one class: one array of these, indexed mm__op_index (24 bytes:
  * the per-device runs hold tens of millions). */
 typedef struct {
   MmTime start, end;
@@ -43,13 +60,18 @@ typedef struct {
                      * group, its members arrived, then (after the launch) finished */
 } OpState;
 
-/* A flow's progress, kept per stream: a stream runs one op at a time. */
+/* One stream of one class (indexed mm__stream_index, interleaved like the op states). A stream runs one op at a time, so it
+ * also holds that op's flow progress and its one live event. */
 typedef struct {
-  MmTime upd;       /* when rem was last brought up to date */
-  double rem, rate; /* work left (fraction) and pace (fraction per ps; 0: not planned yet) */
-  uint32_t version; /* bumped whenever the stream's flow completion is re-planned or its work ends:
-                     * an EV_FLOW event carrying an older one is stale */
-} FlowState;
+  uint64_t live;    /* the key of its live event; MM__NO_EVENT: none */
+  MmTime upd;       /* flows: when rem was last brought up to date */
+  double rem, rate; /* flows: work left (fraction) and pace (fraction per ps; 0: not planned yet) */
+  uint32_t cursor;  /* next op in its list (the running op is the one before) */
+  uint32_t cls;     /* its class */
+  uint32_t s;       /* its index in the class's program */
+  uint8_t busy;     /* an op is running */
+  uint8_t work;     /* that op is a flow doing its work: its live event ends the work, not the op */
+} Stream;
 
 struct MmEngine {
   const MmEngineProgram *programs;
@@ -58,14 +80,17 @@ struct MmEngine {
   uint32_t n_classes;
   ProgIndex *index;
 
-  uint32_t *op_base;     /* per class: offset of its ops in the flat per-op arrays */
-  uint32_t *stream_base; /* per class: offset of its streams */
+  uint32_t *op_base;     /* per class: where its op 0 is in the flat per-op arrays (mm__op_index) */
+  uint32_t *op_stride;   /* per class: the distance between its consecutive ops there, and between its
+                          * consecutive streams in streams[] (the classes running its program) */
+  uint32_t *sbase;       /* per class: where its stream 0 is in streams[] (mm__stream_index) */
+  uint32_t *prog_base;   /* per program: where its classes' op states start */
+  uint32_t *prog_users;  /* per program: the classes running it */
+  uint32_t *stream_base; /* per class: offset of its active-flow list (one entry per stream) */
   uint32_t total_ops, total_streams;
 
   OpState *st;
-  FlowState *flow;  /* per stream */
-  uint32_t *cursor; /* per stream: next op in its list */
-  uint8_t *busy;
+  Stream *streams;
 
   /* Collective groups. Arithmetic (every class one device, class c = device c, as
    * --per-device lowers): a group's members are found from (stride, degree) or the peer
@@ -103,8 +128,14 @@ struct MmEngine {
 
   MmTime *class_end;      /* per class: the latest end of its ops (this run) */
 
-  Event *heap;
-  uint32_t heap_len, heap_cap;
+  QueuedEvent *qev; /* the queue (see Bucket) */
+  uint32_t qev_cap, qev_free, queued;
+  Bucket *bk;
+  uint32_t bk_cap, bk_free, n_bk;
+  uint32_t *theap;  /* bucket ids, a binary heap on their times (distinct) */
+  uint32_t *hslot;  /* time -> bucket id, open addressing with linear probing; UINT32_MAX: empty */
+  uint32_t hmask;
+  Event popped;     /* the last event popped (MM__NO_EVENT key: none yet) */
   uint64_t seq, done;
   MmTime now;
   gboolean overflow; /* a time past MM_TIME_MAX was asked for: the run fails */
@@ -129,17 +160,32 @@ static inline MmTime mm__after_ps(MmEngine *e, double ps)
 }
 
 
-/* The progress of flow @op of class @c: its stream's. */
-static inline FlowState *mm__flow_state(MmEngine *e, uint32_t c, uint32_t op)
+/* Where op @op of class @c is in the flat per-op arrays. */
+static inline uint32_t mm__op_index(const MmEngine *e, uint32_t c, uint32_t op)
 {
-  return &e->flow[e->stream_base[c] + e->programs[e->classes[c].program].ops[op].stream];
+  return e->op_base[c] + op * e->op_stride[c];
+}
+
+/* The global index of stream @s of class @c. */
+static inline uint32_t mm__stream_index(const MmEngine *e, uint32_t c, uint32_t s)
+{
+  return e->sbase[c] + s * e->op_stride[c];
+}
+
+/* The global index of the stream op @op of class @c runs on. */
+static inline uint32_t mm__stream_of(const MmEngine *e, uint32_t c, uint32_t op)
+{
+  return mm__stream_index(e, c, e->programs[e->classes[c].program].ops[op].stream);
 }
 
 static inline double resource_cap(const MmEngineClass *cl, uint32_t r) { return cl->link_bw ? cl->link_bw[r] : 0; }
 
-/* engine.c: the event heap */
-void mm__heap_push(MmEngine *e, MmTime t, uint32_t cls, uint32_t op, EventKind kind, uint32_t version);
-Event mm__heap_pop(MmEngine *e);
+/* engine.c: an event at @t for global stream @si, which becomes the stream's live one. */
+void mm__queue_push(MmEngine *e, MmTime t, uint32_t si);
+void mm__queue_init(MmEngine *e, uint32_t events);
+void mm__queue_reset(MmEngine *e); /* empty (a new run) */
+Event mm__queue_pop(MmEngine *e);  /* the first event in (t, seq) order; the queue must not be empty */
+void mm__queue_free(MmEngine *e);
 
 /* build.c: the op of class @m's program with collective id @coll (UINT32_MAX: none) */
 uint32_t mm__coll_op(const MmEngine *e, uint32_t m, uint32_t coll);
