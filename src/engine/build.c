@@ -98,9 +98,14 @@ static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **
     ix->stream_ops[ix->stream_first[s] + fill[s]++] = i; /* program order within each stream */
   }
   ix->colls = g_new(uint64_t, p->n_ops + 1);
+  gboolean sorted = TRUE; /* lowering numbers collectives in program order: usually nothing to sort */
   for (uint32_t i = 0; i < p->n_ops; i++)
-    if (p->ops[i].coll != MM_NO_COLL) ix->colls[ix->n_colls++] = (uint64_t)p->ops[i].coll << 32 | i;
-  qsort(ix->colls, ix->n_colls, sizeof(uint64_t), u64_cmp);
+    if (p->ops[i].coll != MM_NO_COLL) {
+      ix->colls[ix->n_colls] = (uint64_t)p->ops[i].coll << 32 | i;
+      sorted = sorted && (ix->n_colls == 0 || ix->colls[ix->n_colls] > ix->colls[ix->n_colls - 1]);
+      ix->n_colls++;
+    }
+  if (!sorted) qsort(ix->colls, ix->n_colls, sizeof(uint64_t), u64_cmp);
   ix->colls_unique = TRUE;
   for (uint32_t k = 1; k < ix->n_colls; k++) ix->colls_unique &= ix->colls[k] >> 32 != ix->colls[k - 1] >> 32;
   return index_work(p, ix, error);
