@@ -285,6 +285,7 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   e->class_end = g_new0(MmTime, n_classes + 1);
   e->streams = g_new0(Stream, e->total_streams + 1);
   mm__queue_init(e, e->total_streams * 2);
+  e->bucketed = n_classes >= MM__BUCKETED_CLASSES;
   e->active = g_new0(uint32_t, e->total_streams + 1);
   e->n_active = g_new0(uint32_t, n_classes + 1);
   e->res_base = g_new(uint32_t, n_classes + 1);

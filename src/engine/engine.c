@@ -14,6 +14,8 @@ G_DEFINE_QUARK(mm-engine-error-quark, mm_engine_error)
 
 void mm__queue_init(MmEngine *e, uint32_t events)
 {
+  e->eheap_cap = 64;
+  e->eheap = g_new(Event, e->eheap_cap);
   e->qev_cap = MAX(64u, events);
   e->qev = g_new(QueuedEvent, e->qev_cap);
   e->bk_cap = 64;
@@ -25,6 +27,7 @@ void mm__queue_init(MmEngine *e, uint32_t events)
 
 void mm__queue_free(MmEngine *e)
 {
+  g_free(e->eheap);
   g_free(e->qev);
   g_free(e->bk);
   g_free(e->theap);
@@ -38,38 +41,20 @@ void mm__queue_reset(MmEngine *e)
   for (uint32_t b = 0; b < e->bk_cap; b++) e->bk[b].head = b + 1 < e->bk_cap ? b + 1 : NONE;
   e->bk_free = 0;
   memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
-  e->queued = e->n_bk = 0;
+  e->queued = e->n_bk = e->eheap_len = 0;
   e->popped = (Event){0, MM__NO_EVENT};
 }
 
-static inline uint32_t time_home(const MmEngine *e, MmTime t)
+static inline uint32_t time_slot(const MmEngine *e, MmTime t)
 {
   return (uint32_t)((t * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & e->hmask;
 }
 
-/* The hash slot holding @t's bucket, or the empty one where it would go. */
-static inline uint32_t *hash_slot(MmEngine *e, MmTime t)
+/* Buckets pop in (t, ord) order; ord tells apart the buckets of one time (see mm__queue_push). */
+static inline gboolean bucket_before(const MmEngine *e, uint32_t a, uint32_t b)
 {
-  uint32_t i = time_home(e, t);
-  while (e->hslot[i] != NONE && e->bk[e->hslot[i]].t != t) i = (i + 1) & e->hmask;
-  return &e->hslot[i];
+  return e->bk[a].t < e->bk[b].t || (e->bk[a].t == e->bk[b].t && e->bk[a].ord < e->bk[b].ord);
 }
-
-/* Removes @t (present) from the hash, shifting back the entries its slot displaced. */
-static void hash_remove(MmEngine *e, MmTime t)
-{
-  uint32_t i = (uint32_t)(hash_slot(e, t) - e->hslot);
-  for (uint32_t j = (i + 1) & e->hmask; e->hslot[j] != NONE; j = (j + 1) & e->hmask) {
-    const uint32_t home = time_home(e, e->bk[e->hslot[j]].t);
-    if (((j - home) & e->hmask) >= ((j - i) & e->hmask)) { /* its home is at or before i: move it to i */
-      e->hslot[i] = e->hslot[j];
-      i = j;
-    }
-  }
-  e->hslot[i] = NONE;
-}
-
-static inline gboolean bucket_before(const MmEngine *e, uint32_t a, uint32_t b) { return e->bk[a].t < e->bk[b].t; }
 
 static void theap_push(MmEngine *e, uint32_t b)
 {
@@ -96,10 +81,10 @@ static void theap_pop(MmEngine *e)
   if (n > 0) e->theap[i] = last;
 }
 
-/* A new bucket for time @t (not pending), in the heap and the hash. */
-static uint32_t bucket_new(MmEngine *e, MmTime t)
+/* A new bucket for time @t whose first event has key @key, in the heap and in @t's slot. */
+static uint32_t bucket_new(MmEngine *e, MmTime t, uint64_t key)
 {
-  if (e->bk_free == NONE) { /* grow the buckets, the heap and the hash together */
+  if (e->bk_free == NONE) { /* grow the buckets, the heap and the slots together */
     const uint32_t old = e->bk_cap;
     e->bk_cap *= 2;
     e->bk = g_renew(Bucket, e->bk, e->bk_cap);
@@ -108,21 +93,67 @@ static uint32_t bucket_new(MmEngine *e, MmTime t)
     e->bk_free = old;
     e->hmask = 2 * e->bk_cap - 1;
     e->hslot = g_renew(uint32_t, e->hslot, e->hmask + 1);
-    memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
-    for (uint32_t k = 0; k < e->n_bk; k++) *hash_slot(e, e->bk[e->theap[k]].t) = e->theap[k];
+    memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1)); /* forgotten: later pushes open new buckets */
   }
   const uint32_t b = e->bk_free;
   e->bk_free = e->bk[b].head;
-  e->bk[b] = (Bucket){t, NONE, NONE};
-  *hash_slot(e, t) = b;
+  e->bk[b] = (Bucket){t, key, NONE, NONE};
+  e->hslot[time_slot(e, t)] = b;
   theap_push(e, b);
   return b;
 }
 
+static inline gboolean ev_less(const Event *a, const Event *b) { return a->t < b->t || (a->t == b->t && a->key < b->key); }
+
+/* Few classes: a binary heap of events (their times are mostly distinct). */
+static void eheap_push(MmEngine *e, Event ev)
+{
+  if (e->eheap_len == e->eheap_cap) {
+    e->eheap_cap *= 2;
+    e->eheap = g_renew(Event, e->eheap, e->eheap_cap);
+  }
+  uint32_t i = e->eheap_len++;
+  while (i > 0 && ev_less(&ev, &e->eheap[(i - 1) / 2])) {
+    e->eheap[i] = e->eheap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  e->eheap[i] = ev;
+}
+
+static Event eheap_pop(MmEngine *e)
+{
+  const Event top = e->eheap[0], last = e->eheap[--e->eheap_len];
+  const uint32_t n = e->eheap_len;
+  uint32_t i = 0;
+  for (;;) {
+    uint32_t m = 2 * i + 1;
+    if (m >= n) break;
+    if (m + 1 < n && ev_less(&e->eheap[m + 1], &e->eheap[m])) m++;
+    if (!ev_less(&e->eheap[m], &last)) break;
+    e->eheap[i] = e->eheap[m];
+    i = m;
+  }
+  if (n > 0) e->eheap[i] = last;
+  return top;
+}
+
+/* An event joins the bucket its time's slot names when that bucket is for its time; else it
+ * opens a new one. A slot names the newest bucket of its time (or another time's, or none), so
+ * an event only ever joins the newest bucket of its time: every event of an older bucket of the
+ * same time was pushed before it, and older buckets pop first (their ord, their first key, is
+ * smaller). Buckets of one time thus pop their events in key order; a time has more than one
+ * bucket only where two pending times shared a slot. */
 void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
 {
   g_assert(t >= e->now); /* time never goes backwards */
   if (G_UNLIKELY(e->seq >= MM__MAX_SEQ)) e->overflow = TRUE; /* 2^40 events: not reached in practice */
+  if (!e->bucketed) {
+    const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
+    e->streams[si].live = key;
+    eheap_push(e, (Event){t, key});
+    e->queued++;
+    return;
+  }
   if (e->qev_free == NONE) {
     const uint32_t old = e->qev_cap;
     e->qev_cap *= 2;
@@ -135,16 +166,26 @@ void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
   const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
   e->qev[id] = (QueuedEvent){key, NONE};
   e->streams[si].live = key;
-  uint32_t b = *hash_slot(e, t);
-  if (b == NONE) b = bucket_new(e, t);
-  if (e->bk[b].head == NONE) e->bk[b].head = id;
-  else e->qev[e->bk[b].tail].next = id;
+  uint32_t b = e->hslot[time_slot(e, t)];
+  if (b == NONE || e->bk[b].t != t) {
+    b = bucket_new(e, t, key);
+    e->bk[b].head = id;
+  } else {
+    e->qev[e->bk[b].tail].next = id;
+  }
   e->bk[b].tail = id;
   e->queued++;
 }
 
 Event mm__queue_pop(MmEngine *e)
 {
+  if (!e->bucketed) {
+    const Event ev = eheap_pop(e);
+    g_assert(ev_less(&e->popped, &ev) || e->popped.key == MM__NO_EVENT);
+    e->popped = ev;
+    e->queued--;
+    return ev;
+  }
   const uint32_t b = e->theap[0];
   const uint32_t id = e->bk[b].head;
   const Event ev = {e->bk[b].t, e->qev[id].key};
@@ -154,8 +195,9 @@ Event mm__queue_pop(MmEngine *e)
   e->qev[id].next = e->qev_free;
   e->qev_free = id;
   e->queued--;
-  if (e->bk[b].head == NONE) { /* its time is over */
-    hash_remove(e, ev.t);
+  if (e->bk[b].head == NONE) { /* the bucket is over */
+    uint32_t *slot = &e->hslot[time_slot(e, ev.t)];
+    if (*slot == b) *slot = NONE;
     theap_pop(e);
     e->bk[b].head = e->bk_free;
     e->bk_free = b;
