@@ -81,11 +81,17 @@ static double six_n_attention(const MmGraph *g)
   return 6.0 * g->active_params + attn;
 }
 
+/* The strategies of a collective's group; over a block's expert layout (parallel folding) its
+ * levels are named etp, ep and edp. */
 static cJSON *strategy_mask_json(uint32_t mask)
 {
   cJSON *a = cJSON_CreateArray();
-  for (int k = 0; k < MM_STRAT_COUNT; k++)
-    if (mask & MM_STRAT_MASK(k)) cJSON_AddItemToArray(a, cJSON_CreateString(mm_strategy_names[k]));
+  for (int k = 0; k < MM_STRAT_COUNT; k++) {
+    if (!(mask & MM_STRAT_MASK(k))) continue;
+    const char *name = mm_strategy_names[k];
+    if (mask & MM_MASK_EXPERTS) name = k == MM_STRAT_TP ? "etp" : k == MM_STRAT_DDP ? "edp" : name;
+    cJSON_AddItemToArray(a, cJSON_CreateString(name));
+  }
   return a;
 }
 
@@ -246,6 +252,20 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
           cJSON_AddNumberToObject(lo, "overlap_chunks", (double)bs->levels[k].overlap_chunks);
       }
       cJSON_AddItemToArray(lv, lo);
+    }
+    if (mm_plan_folded(bs)) { /* parallel folding: the expert layers' own levels */
+      static const char *const names[] = {"etp", "ep", "edp"};
+      cJSON *el = cJSON_AddArrayToObject(o, "expert_levels");
+      for (guint k = 0; k < bs->n_expert_levels; k++) {
+        cJSON *lo = cJSON_CreateObject();
+        const int64_t d = bs->expert_levels[k].degree, es = bs->expert_stride[k];
+        cJSON_AddStringToObject(lo, "strategy", names[k]);
+        cJSON_AddNumberToObject(lo, "degree", (double)d);
+        cJSON_AddNumberToObject(lo, "stride", (double)es);
+        static const char *const scopes[] = {"intra_node", "inter_node", "intra_and_inter_node"};
+        cJSON_AddStringToObject(lo, "scope", d == 1 ? "none" : scopes[mm_comm_group_shape(s->hw, d, es).scope]);
+        cJSON_AddItemToArray(el, lo);
+      }
     }
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
     cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
