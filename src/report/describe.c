@@ -131,12 +131,20 @@ static cJSON *placement_json(const MmScenario *s, const MmGraph *g, guint li)
   return o;
 }
 
-static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
+static const char *scope_of(const MmScenario *s, int64_t degree, int64_t stride)
 {
   static const char *const scopes[] = {"intra_node", "inter_node", "intra_and_inter_node"};
-  if (bs->levels[i].degree == 1) return "none";
-  return scopes[mm_comm_group_shape(s->hw, bs->levels[i].degree, bs->stride[i]).scope];
+  if (degree == 1) return "none";
+  return scopes[mm_comm_group_shape(s->hw, degree, stride).scope];
 }
+
+static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
+{
+  return scope_of(s, bs->levels[i].degree, bs->stride[i]);
+}
+
+/* Names of a folded block's expert levels (tp, ep, ddp of its expert layout). */
+static const char *const expert_level_names[] = {"etp", "ep", "edp"};
 
 static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
 {
@@ -151,6 +159,10 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
     g_string_append(str, ")");
   }
   g_string_append(str, ")");
+  for (guint i = 0; i < bs->n_expert_levels; i++) /* parallel folding: the expert layers' own levels */
+    g_string_append_printf(str, "%s(%s %" G_GINT64_FORMAT " %s)%s", i ? ", " : ", experts (", expert_level_names[i],
+                           bs->expert_levels[i].degree, scope_of(s, bs->expert_levels[i].degree, bs->expert_stride[i]),
+                           i + 1 == bs->n_expert_levels ? ")" : "");
   return g_string_free(str, FALSE);
 }
 
@@ -254,16 +266,14 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
       cJSON_AddItemToArray(lv, lo);
     }
     if (mm_plan_folded(bs)) { /* parallel folding: the expert layers' own levels */
-      static const char *const names[] = {"etp", "ep", "edp"};
       cJSON *el = cJSON_AddArrayToObject(o, "expert_levels");
       for (guint k = 0; k < bs->n_expert_levels; k++) {
         cJSON *lo = cJSON_CreateObject();
         const int64_t d = bs->expert_levels[k].degree, es = bs->expert_stride[k];
-        cJSON_AddStringToObject(lo, "strategy", names[k]);
+        cJSON_AddStringToObject(lo, "strategy", expert_level_names[k]);
         cJSON_AddNumberToObject(lo, "degree", (double)d);
         cJSON_AddNumberToObject(lo, "stride", (double)es);
-        static const char *const scopes[] = {"intra_node", "inter_node", "intra_and_inter_node"};
-        cJSON_AddStringToObject(lo, "scope", d == 1 ? "none" : scopes[mm_comm_group_shape(s->hw, d, es).scope]);
+        cJSON_AddStringToObject(lo, "scope", scope_of(s, d, es));
         cJSON_AddItemToArray(el, lo);
       }
     }
