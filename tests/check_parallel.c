@@ -658,7 +658,7 @@ START_TEST(test_folding_rejects_bad_layouts)
 }
 END_TEST
 
-START_TEST(test_folding_cli_exit_1)
+START_TEST(test_folding_cli)
 {
   /* bad input exits 1 with the file and the JSON path on stderr */
   g_autofree char *cfg = mm_test_write("fold-bad.json", "{\"name\":\"bad\",\"task\":\"pretrain\",\"global_batch\":16,"
@@ -670,6 +670,40 @@ START_TEST(test_folding_cli_exit_1)
   ck_assert_int_eq(mm_test_cli(args, &out, &err), 1);
   g_autofree char *want = g_strdup_printf("%s: $.experts: ", cfg);
   ck_assert_msg(strstr(err, want), "%s", err);
+
+  /* describe --json lists the expert layout: etp 2 at stride 1, ep 4 at stride 2 (one node), edp 2
+   * at stride 8 (across the nodes); the expert gradients' group is edp */
+  g_autofree char *good = folded_config("{\"ep\":4,\"etp\":2}", 1);
+  g_autofree char *gpath = mm_test_write("fold-good.json", good);
+  const char *dargs[] = {"describe", "-m", "models/mixtral-8x7b.json", "-H", "hardware/dgx-h100-2048.json", "-c", gpath,
+                         "--nodes", "2", "--json", "-", NULL};
+  g_autofree char *dout = NULL, *derr = NULL;
+  ck_assert_int_eq(mm_test_cli(dargs, &dout, &derr), 0);
+  cJSON *root = cJSON_Parse(dout);
+  ck_assert_ptr_nonnull(root);
+  const cJSON *dec = NULL, *st = cJSON_GetObjectItem(root, "strategies");
+  for (int i = 0; i < cJSON_GetArraySize(st); i++)
+    if (strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(st, i), "block")->valuestring, "decoder") == 0)
+      dec = cJSON_GetArrayItem(st, i);
+  ck_assert_ptr_nonnull(dec);
+  const cJSON *el = cJSON_GetObjectItem(dec, "expert_levels");
+  static const struct {
+    const char *name;
+    double degree, stride;
+    const char *scope;
+  } want_levels[] = {{"etp", 2, 1, "intra_node"}, {"ep", 4, 2, "intra_node"}, {"edp", 2, 8, "inter_node"}};
+  ck_assert_int_eq(cJSON_GetArraySize(el), 3);
+  for (int i = 0; i < 3; i++) {
+    const cJSON *lv = cJSON_GetArrayItem(el, i);
+    ck_assert_str_eq(cJSON_GetObjectItem(lv, "strategy")->valuestring, want_levels[i].name);
+    ck_assert_double_eq(cJSON_GetObjectItem(lv, "degree")->valuedouble, want_levels[i].degree);
+    ck_assert_double_eq(cJSON_GetObjectItem(lv, "stride")->valuedouble, want_levels[i].stride);
+    ck_assert_str_eq(cJSON_GetObjectItem(lv, "scope")->valuestring, want_levels[i].scope);
+  }
+  const cJSON *ex = cJSON_GetObjectItem(cJSON_GetObjectItem(dec, "gradient_replicas"), "expert");
+  ck_assert_int_eq(cJSON_GetArraySize(ex), 1);
+  ck_assert_str_eq(cJSON_GetArrayItem(ex, 0)->valuestring, "edp");
+  cJSON_Delete(root);
 }
 END_TEST
 
@@ -694,7 +728,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_folding_expert_groups);
   tcase_add_test(tc, test_folding_expert_data_parallel_gradients);
   tcase_add_loop_test(tc, test_folding_rejects_bad_layouts, 0, G_N_ELEMENTS(bad_folding));
-  tcase_add_test(tc, test_folding_cli_exit_1);
+  tcase_add_test(tc, test_folding_cli);
   suite_add_tcase(s, tc);
   return s;
 }
