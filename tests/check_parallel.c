@@ -639,6 +639,13 @@ static const struct {
   {"models/mixtral-8x7b.json", "{\"ep\":4}", "[{\"strategy\":\"tp\",\"degree\":2,\"experts\":\"sharded\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]",
    "$.parallelism.default[0].experts", MM_CONFIG_ERROR_INCONSISTENT},
   {"models/megatron-gpt-1.7b.json", "{\"ep\":4}", NULL, "$.experts", MM_CONFIG_ERROR_INCONSISTENT}, /* no experts */
+  /* etp defaults to the block's tp degree: 8 x 4 = 32 GPUs, more than 16 */
+  {"models/mixtral-8x7b.json", "{\"ep\":8}", "[{\"strategy\":\"tp\",\"degree\":4},{\"strategy\":\"ddp\",\"degree\":\"all\"}]",
+   "$.experts", MM_CONFIG_ERROR_INCONSISTENT},
+  /* etp 16 does not split an expert's 24 columns */
+  {"{\"name\":\"tiny-moe\",\"seq_len\":128,\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"transformer\",\"name\":\"moe\","
+   "\"count\":2,\"hidden\":64,\"heads\":4,\"ffn\":24,\"experts\":4,\"top_k\":1}]}",
+   "{\"ep\":1,\"etp\":16}", NULL, "$.experts.etp", MM_CONFIG_ERROR_INCONSISTENT},
 };
 
 START_TEST(test_folding_rejects_bad_layouts)
