@@ -619,6 +619,26 @@ START_TEST(test_folding_expert_data_parallel_gradients)
 }
 END_TEST
 
+START_TEST(test_folding_skew_per_device_agrees)
+{
+  /* with routing skew the hot rank is the first of each folded EP group (EP stride 2 under ETP
+   * 2): two behaviours, and a simulation of every device agrees with the symmetric one */
+  static const char *const c =
+    "{\"name\":\"fold\",\"task\":\"pretrain\",\"global_batch\":16,\"micro_batch\":1,\"expert_skew\":1.0,"
+    "\"experts\":{\"ep\":4,\"etp\":2},\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}";
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, 2);
+  ck_assert_uint_eq(a->plan->n_programs, 2);
+  ck_assert_int_eq(a->scenario->ep_degree, 4);
+  ck_assert_int_eq(a->scenario->ep_stride, 2);
+  MmSimOptions opt = {.nodes = 2, .per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) d = mm_test_sim("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, &opt, &error);
+  ck_assert_msg(d != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_eq(d->plan->n_classes, 16);
+  ck_assert_double_eq(d->metrics.iteration_time_s, a->metrics.iteration_time_s);
+}
+END_TEST
+
 /* Invalid expert layouts: each row an "experts" object (or levels) that must be rejected with
  * an error naming the JSON path. */
 static const struct {
@@ -734,6 +754,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_folding_deepseek_v3_literal);
   tcase_add_test(tc, test_folding_expert_groups);
   tcase_add_test(tc, test_folding_expert_data_parallel_gradients);
+  tcase_add_test(tc, test_folding_skew_per_device_agrees);
   tcase_add_loop_test(tc, test_folding_rejects_bad_layouts, 0, G_N_ELEMENTS(bad_folding));
   tcase_add_test(tc, test_folding_cli);
   suite_add_tcase(s, tc);
