@@ -639,8 +639,9 @@ START_TEST(test_folding_skew_per_device_agrees)
 }
 END_TEST
 
-/* Invalid expert layouts: each row an "experts" object (or levels) that must be rejected with
- * an error naming the JSON path. */
+/* Invalid expert layouts: each row an "experts" object (with the default levels, or a whole
+ * "parallelism" object when it starts with '{') that must be rejected with an error naming the
+ * JSON path. */
 static const struct {
   const char *model, *experts, *levels, *path;
   int code;
@@ -652,8 +653,10 @@ static const struct {
   {"models/mixtral-8x7b.json", "{\"etp\":2}", NULL, "$.experts", MM_CONFIG_ERROR_MISSING_KEY},
   {"models/mixtral-8x7b.json", "{\"ep\":2,\"tp\":2}", NULL, "$.experts", MM_CONFIG_ERROR_UNKNOWN_KEY},
   {"models/mixtral-8x7b.json", "{\"ep\":0}", NULL, "$.experts.ep", MM_CONFIG_ERROR_RANGE},
-  {"models/mixtral-8x7b.json", "{\"ep\":4}", "[{\"strategy\":\"ep\",\"degree\":4},{\"strategy\":\"ddp\",\"degree\":\"all\"}]",
-   "$.parallelism.default[0].strategy", MM_CONFIG_ERROR_INCONSISTENT},
+  {"models/mixtral-8x7b.json", "{\"ep\":4}",
+   "{\"decoder\":[{\"strategy\":\"ep\",\"degree\":4},{\"strategy\":\"ddp\",\"degree\":\"all\"}],"
+   "\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}",
+   "$.parallelism.decoder[0].strategy", MM_CONFIG_ERROR_INCONSISTENT},
   {"models/mixtral-8x7b.json", "{\"ep\":4}", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]",
    "$.parallelism.default[0].strategy", MM_CONFIG_ERROR_INCONSISTENT},
   {"models/mixtral-8x7b.json", "{\"ep\":4}", "[{\"strategy\":\"tp\",\"degree\":2,\"experts\":\"sharded\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]",
@@ -671,9 +674,10 @@ static const struct {
 START_TEST(test_folding_rejects_bad_layouts)
 {
   const char *levels = bad_folding[_i].levels ? bad_folding[_i].levels : "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
+  g_autofree char *par = levels[0] == '{' ? g_strdup(levels) : g_strdup_printf("{\"default\":%s}", levels);
   g_autofree char *c = g_strdup_printf("{\"name\":\"bad\",\"task\":\"pretrain\",\"global_batch\":16,\"experts\":%s,"
-                                       "\"parallelism\":{\"default\":%s}}",
-                                       bad_folding[_i].experts, levels);
+                                       "\"parallelism\":%s}",
+                                       bad_folding[_i].experts, par);
   MmSimOptions opt = {.nodes = 2};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmSimulation) x = mm_test_sim(bad_folding[_i].model, "hardware/dgx-h100-2048.json", c, &opt, &error);
