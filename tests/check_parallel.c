@@ -466,6 +466,278 @@ START_TEST(test_selective_recompute)
 }
 END_TEST
 
+/* ---- parallel folding ("experts": the expert layers' own layout) ---------------- */
+
+/* The program folding tests look at: pipeline stage 1's (its layers are MoE layers), else the
+ * critical one. */
+static const MmPlanProgram *fold_program(const Sim *x)
+{
+  for (uint32_t i = 0; i < x->plan->n_programs; i++)
+    if (x->plan->scenario->pp > 1 && x->plan->programs[i].stage == 1) return &x->plan->programs[i];
+  return mm_plan_class_program(x->plan, x->metrics.critical_class);
+}
+
+/* Bytes of the collectives of @kind and @reason over groups of @degree and @stride in
+ * fold_program() (phase < 0: any); *@n gets their count. */
+static double group_bytes(const Sim *x, MmCollKind kind, MmReason reason, int phase, uint32_t degree, uint32_t stride,
+                          guint *n)
+{
+  const MmPlanProgram *p = fold_program(x);
+  double b = 0;
+  *n = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmOpInfo *in = &p->info[i];
+    if (in->what != MM_OP_COLLECTIVE || in->coll != kind || in->reason != reason || (phase >= 0 && in->phase != phase))
+      continue;
+    if (p->ops[i].degree != degree || p->ops[i].stride != stride) continue;
+    b += in->bytes;
+    (*n)++;
+  }
+  return b;
+}
+
+/* Collectives of @kind and @reason whose group is not (@degree, @stride). */
+static guint other_groups(const Sim *x, MmCollKind kind, MmReason reason, uint32_t degree, uint32_t stride)
+{
+  const MmPlanProgram *p = fold_program(x);
+  guint n = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmOpInfo *in = &p->info[i];
+    if (in->what == MM_OP_COLLECTIVE && in->coll == kind && in->reason == reason &&
+        (p->ops[i].degree != degree || p->ops[i].stride != stride))
+      n++;
+  }
+  return n;
+}
+
+START_TEST(test_folding_deepseek_v3_literal)
+{
+  /* DeepSeek-V3 as its report states it (Sec. 3.2): 16 pipeline stages, attention data parallel
+   * with ZeRO-1 over the 128 GPUs of a stage (no TP), experts over 64 of them. The folded form
+   * must load, run, and answer as the factored form [ep 64, ddp all] of
+   * configs/deepseek-v3-pretrain.json, which lays the same groups out */
+  static const char *const literal =
+    "{\"name\":\"ds\",\"task\":\"pretrain\",\"global_batch\":15360,\"micro_batch\":1,\"recompute\":\"full\","
+    "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"blockwise\",\"grads\":\"fp32\"},"
+    "\"pipeline\":{\"degree\":16,\"schedule\":\"1f1b\",\"overlap_p2p\":true},\"experts\":{\"ep\":64},"
+    "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]}}";
+  g_autoptr(MmSimulation) f = mm_test_sim_ok("models/deepseek-v3.json", "hardware/h800-2048.json", literal, 0);
+  g_autoptr(MmSimulation) o =
+    mm_test_sim_ok("models/deepseek-v3.json", "hardware/h800-2048.json", "configs/deepseek-v3-pretrain.json", 0);
+  ck_assert_double_eq(f->metrics.iteration_time_s, o->metrics.iteration_time_s);
+  ck_assert_double_eq(f->memory->per_device_bytes, o->memory->per_device_bytes);
+  /* 128 GPUs per stage: the expert group is 64 consecutive GPUs (8 nodes), EDP = 128 / 64 = 2 at
+   * stride 64; attention gradients over all 128 */
+  guint n = 0;
+  group_bytes(f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD, 64, 1, &n);
+  ck_assert_uint_gt(n, 0);
+  ck_assert_uint_eq(other_groups(f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, 64, 1), 0);
+  group_bytes(f, MM_COLL_ALL_REDUCE, MM_REASON_DDP, MM_PHASE_BWD, 2, 64, &n);
+  ck_assert_uint_gt(n, 0);
+  group_bytes(f, MM_COLL_ALL_REDUCE, MM_REASON_DDP, MM_PHASE_BWD, 128, 1, &n);
+  ck_assert_uint_gt(n, 0);
+  /* a dispatch sends each of the 4096 tokens of a sample to 8 experts: 4096 x 7168 x 2 B x 8 */
+  group_bytes(f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD, 64, 1, &n);
+  ck_assert_double_eq_tol(group_bytes(f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD, 64, 1, &n) / n,
+                          4096.0 * 7168 * 2 * 8, 1);
+}
+END_TEST
+
+/* Mixtral-8x7B on 2 nodes of 8 H100: attention data parallel over all 16 GPUs; experts
+ * {ep 4, etp 2}, so EDP = 16 / 8 = 2. */
+static char *folded_config(const char *experts, int zero)
+{
+  return g_strdup_printf("{\"name\":\"fold\",\"task\":\"pretrain\",\"global_batch\":16,\"micro_batch\":1,"
+                         "\"experts\":%s,\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\","
+                         "\"zero\":%d}]}}",
+                         experts, zero);
+}
+
+START_TEST(test_folding_expert_groups)
+{
+  g_autofree char *c = folded_config("{\"ep\":4,\"etp\":2}", 1);
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, 2);
+  /* Megatron-Core's expert ranks: ETP innermost (GPUs {0,1}: stride 1), then EP (GPUs {0,2,4,6}:
+   * degree 4, stride 2), then EDP (GPUs {0,8}: degree 2, stride 8, across the two nodes) */
+  const guint layers = 32;
+  guint n = 0;
+  const double token = 4096.0 * 4096 * 2; /* one sample's tokens, bf16 */
+  /* dispatch + combine per layer over EP, each sending every token to top_k 2 experts */
+  double a2a = group_bytes(x, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD, 4, 2, &n);
+  ck_assert_uint_eq(n, 2 * layers);
+  ck_assert_double_eq_tol(a2a / n, token * 2, 1);
+  ck_assert_uint_eq(other_groups(x, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, 4, 2), 0);
+  /* ETP: the EP rank's received tokens all-gathered over its ETP pair before the up-projection
+   * (the full buffer: 2 x the dispatch) and reduce-scattered after the down-projection */
+  double ag = group_bytes(x, MM_COLL_ALL_GATHER, MM_REASON_TP, MM_PHASE_FWD, 2, 1, &n);
+  ck_assert_uint_eq(n, layers);
+  ck_assert_double_eq_tol(ag / n, 2 * token * 2, 1);
+  double rs = group_bytes(x, MM_COLL_REDUCE_SCATTER, MM_REASON_TP, MM_PHASE_FWD, 2, 1, &n);
+  ck_assert_uint_eq(n, layers);
+  ck_assert_double_eq_tol(rs / n, 2 * token * 2, 1);
+  ck_assert_uint_eq(other_groups(x, MM_COLL_ALL_GATHER, MM_REASON_TP, 2, 1), 0);
+  ck_assert_uint_eq(other_groups(x, MM_COLL_REDUCE_SCATTER, MM_REASON_TP, 2, 1), 0);
+
+  /* memory: a GPU holds 8 / 4 = 2 experts, half of each (ETP 2): 1/8 of the expert weights; the
+   * attention and the rest whole. ZeRO-1 shards the dense optimizer states over 16 and the
+   * expert ones over EDP 2 (adam: 8 B of fp32 states + a 4 B fp32 master copy per parameter) */
+  const MmMemoryParts *dec = &x->memory->blocks[1];
+  const double experts = 32.0 * 8 * 3 * 4096.0 * 14336.0;
+  const double dense = 32.0 * (4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 8 + 2 * 4096);
+  ck_assert_double_eq_tol(dec->weights, (experts / 8 + dense) * 2, 1e-6 * dec->weights);
+  ck_assert_double_eq_tol(dec->optimizer, dense * 12 / 16 + experts / 8 * 12 / 2, 1e-6 * dec->optimizer);
+}
+END_TEST
+
+START_TEST(test_folding_expert_data_parallel_gradients)
+{
+  /* the expert gradients of a GPU (1/8 of the expert parameters, bf16) are averaged over its EDP
+   * pair (degree 2, stride 8): all-reduced, or reduce-scattered under ZeRO-2; the dense ones over
+   * all 16 GPUs */
+  const double experts = 32.0 * 8 * 3 * 4096.0 * 14336.0;
+  g_autofree char *z1 = folded_config("{\"ep\":4,\"etp\":2}", 1);
+  g_autofree char *z2 = folded_config("{\"ep\":4,\"etp\":2}", 2);
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", z1, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", z2, 2);
+  guint n = 0;
+  ck_assert_double_eq_tol(group_bytes(a, MM_COLL_ALL_REDUCE, MM_REASON_DDP, MM_PHASE_BWD, 2, 8, &n), experts / 8 * 2,
+                          1e-9 * experts);
+  ck_assert_uint_gt(n, 0);
+  ck_assert_double_eq_tol(group_bytes(b, MM_COLL_REDUCE_SCATTER, MM_REASON_DDP, MM_PHASE_BWD, 2, 8, &n),
+                          experts / 8 * 2, 1e-9 * experts);
+  ck_assert_uint_gt(n, 0);
+  group_bytes(a, MM_COLL_ALL_REDUCE, MM_REASON_DDP, MM_PHASE_BWD, 16, 1, &n);
+  ck_assert_uint_gt(n, 0);
+  /* ZeRO-2: the expert gradients held are 1/2 (EDP) of the GPU's expert share */
+  const MmMemoryParts *ga = &a->memory->blocks[1], *gb = &b->memory->blocks[1];
+  const double dense_grads = ga->gradients - experts / 8 * 2;
+  ck_assert_double_eq_tol(gb->gradients, dense_grads / 16 + experts / 8 * 2 / 2, 1e-6 * gb->gradients);
+  /* EDP 1 (ep 8, etp 2 on 16 GPUs): no expert gradient collective */
+  g_autofree char *c1 = folded_config("{\"ep\":8,\"etp\":2}", 1);
+  g_autoptr(MmSimulation) d = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c1, 2);
+  ck_assert_uint_eq(other_groups(d, MM_COLL_ALL_REDUCE, MM_REASON_DDP, 16, 1), 0);
+}
+END_TEST
+
+START_TEST(test_folding_skew_per_device_agrees)
+{
+  /* with routing skew the hot rank is the first of each folded EP group (EP stride 2 under ETP
+   * 2): two behaviours, and a simulation of every device agrees with the symmetric one */
+  static const char *const c =
+    "{\"name\":\"fold\",\"task\":\"pretrain\",\"global_batch\":16,\"micro_batch\":1,\"expert_skew\":1.0,"
+    "\"experts\":{\"ep\":4,\"etp\":2},\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}";
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, 2);
+  ck_assert_uint_eq(a->plan->n_programs, 2);
+  ck_assert_int_eq(a->scenario->ep_degree, 4);
+  ck_assert_int_eq(a->scenario->ep_stride, 2);
+  MmSimOptions opt = {.nodes = 2, .per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) d = mm_test_sim("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, &opt, &error);
+  ck_assert_msg(d != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_eq(d->plan->n_classes, 16);
+  ck_assert_double_eq(d->metrics.iteration_time_s, a->metrics.iteration_time_s);
+}
+END_TEST
+
+/* Invalid expert layouts: each row an "experts" object (with the default levels, or a whole
+ * "parallelism" object when it starts with '{') that must be rejected with an error naming the
+ * JSON path. */
+static const struct {
+  const char *model, *experts, *levels, *path;
+  int code;
+} bad_folding[] = {
+  {"models/mixtral-8x7b.json", "{\"ep\":3}", NULL, "$.experts", MM_CONFIG_ERROR_INCONSISTENT},   /* 3 does not divide 16 */
+  {"models/mixtral-8x7b.json", "{\"ep\":4,\"etp\":3}", NULL, "$.experts", MM_CONFIG_ERROR_INCONSISTENT},
+  {"models/mixtral-8x7b.json", "{\"ep\":16}", NULL, "$.experts.ep", MM_CONFIG_ERROR_INCONSISTENT}, /* 8 experts */
+  {"models/mixtral-8x7b.json", "{\"ep\":32}", NULL, "$.experts", MM_CONFIG_ERROR_INCONSISTENT},  /* > 16 devices */
+  {"models/mixtral-8x7b.json", "{\"etp\":2}", NULL, "$.experts", MM_CONFIG_ERROR_MISSING_KEY},
+  {"models/mixtral-8x7b.json", "{\"ep\":2,\"tp\":2}", NULL, "$.experts", MM_CONFIG_ERROR_UNKNOWN_KEY},
+  {"models/mixtral-8x7b.json", "{\"ep\":0}", NULL, "$.experts.ep", MM_CONFIG_ERROR_RANGE},
+  {"models/mixtral-8x7b.json", "{\"ep\":4}",
+   "{\"decoder\":[{\"strategy\":\"ep\",\"degree\":4},{\"strategy\":\"ddp\",\"degree\":\"all\"}],"
+   "\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}",
+   "$.parallelism.decoder[0].strategy", MM_CONFIG_ERROR_INCONSISTENT},
+  {"models/mixtral-8x7b.json", "{\"ep\":4}", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]",
+   "$.parallelism.default[0].strategy", MM_CONFIG_ERROR_INCONSISTENT},
+  {"models/mixtral-8x7b.json", "{\"ep\":4}", "[{\"strategy\":\"tp\",\"degree\":2,\"experts\":\"sharded\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]",
+   "$.parallelism.default[0].experts", MM_CONFIG_ERROR_INCONSISTENT},
+  {"models/megatron-gpt-1.7b.json", "{\"ep\":4}", NULL, "$.experts", MM_CONFIG_ERROR_INCONSISTENT}, /* no experts */
+  /* etp defaults to the block's tp degree: 8 x 4 = 32 GPUs, more than 16 */
+  {"models/mixtral-8x7b.json", "{\"ep\":8}", "[{\"strategy\":\"tp\",\"degree\":4},{\"strategy\":\"ddp\",\"degree\":\"all\"}]",
+   "$.experts", MM_CONFIG_ERROR_INCONSISTENT},
+  /* etp 16 does not split an expert's 24 columns */
+  {"{\"name\":\"tiny-moe\",\"seq_len\":128,\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"transformer\",\"name\":\"moe\","
+   "\"count\":2,\"hidden\":64,\"heads\":4,\"ffn\":24,\"experts\":4,\"top_k\":1}]}",
+   "{\"ep\":1,\"etp\":16}", NULL, "$.experts.etp", MM_CONFIG_ERROR_INCONSISTENT},
+};
+
+START_TEST(test_folding_rejects_bad_layouts)
+{
+  const char *levels = bad_folding[_i].levels ? bad_folding[_i].levels : "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
+  g_autofree char *par = levels[0] == '{' ? g_strdup(levels) : g_strdup_printf("{\"default\":%s}", levels);
+  g_autofree char *c = g_strdup_printf("{\"name\":\"bad\",\"task\":\"pretrain\",\"global_batch\":16,\"experts\":%s,"
+                                       "\"parallelism\":%s}",
+                                       bad_folding[_i].experts, par);
+  MmSimOptions opt = {.nodes = 2};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) x = mm_test_sim(bad_folding[_i].model, "hardware/dgx-h100-2048.json", c, &opt, &error);
+  ck_assert_ptr_null(x);
+  ck_assert_ptr_nonnull(error);
+  ck_assert_int_eq(error->code, bad_folding[_i].code);
+  g_autofree char *want = g_strdup_printf(": %s: ", bad_folding[_i].path);
+  ck_assert_msg(strstr(error->message, want), "row %d: %s", _i, error->message);
+}
+END_TEST
+
+START_TEST(test_folding_cli)
+{
+  /* bad input exits 1 with the file and the JSON path on stderr */
+  g_autofree char *cfg = mm_test_write("fold-bad.json", "{\"name\":\"bad\",\"task\":\"pretrain\",\"global_batch\":16,"
+                                                        "\"experts\":{\"ep\":3},\"parallelism\":{\"default\":"
+                                                        "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}");
+  const char *args[] = {"run", "-m", "models/mixtral-8x7b.json", "-H", "hardware/dgx-h100-2048.json", "-c", cfg,
+                        "--nodes", "2", NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_int_eq(mm_test_cli(args, &out, &err), 1);
+  g_autofree char *want = g_strdup_printf("%s: $.experts: ", cfg);
+  ck_assert_msg(strstr(err, want), "%s", err);
+
+  /* describe --json lists the expert layout: etp 2 at stride 1, ep 4 at stride 2 (one node), edp 2
+   * at stride 8 (across the nodes); the expert gradients' group is edp */
+  g_autofree char *good = folded_config("{\"ep\":4,\"etp\":2}", 1);
+  g_autofree char *gpath = mm_test_write("fold-good.json", good);
+  const char *dargs[] = {"describe", "-m", "models/mixtral-8x7b.json", "-H", "hardware/dgx-h100-2048.json", "-c", gpath,
+                         "--nodes", "2", "--json", "-", NULL};
+  g_autofree char *dout = NULL, *derr = NULL;
+  ck_assert_int_eq(mm_test_cli(dargs, &dout, &derr), 0);
+  cJSON *root = cJSON_Parse(dout);
+  ck_assert_ptr_nonnull(root);
+  const cJSON *dec = NULL, *st = cJSON_GetObjectItem(root, "strategies");
+  for (int i = 0; i < cJSON_GetArraySize(st); i++)
+    if (strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(st, i), "block")->valuestring, "decoder") == 0)
+      dec = cJSON_GetArrayItem(st, i);
+  ck_assert_ptr_nonnull(dec);
+  const cJSON *el = cJSON_GetObjectItem(dec, "expert_levels");
+  static const struct {
+    const char *name;
+    double degree, stride;
+    const char *scope;
+  } want_levels[] = {{"etp", 2, 1, "intra_node"}, {"ep", 4, 2, "intra_node"}, {"edp", 2, 8, "inter_node"}};
+  ck_assert_int_eq(cJSON_GetArraySize(el), 3);
+  for (int i = 0; i < 3; i++) {
+    const cJSON *lv = cJSON_GetArrayItem(el, i);
+    ck_assert_str_eq(cJSON_GetObjectItem(lv, "strategy")->valuestring, want_levels[i].name);
+    ck_assert_double_eq(cJSON_GetObjectItem(lv, "degree")->valuedouble, want_levels[i].degree);
+    ck_assert_double_eq(cJSON_GetObjectItem(lv, "stride")->valuedouble, want_levels[i].stride);
+    ck_assert_str_eq(cJSON_GetObjectItem(lv, "scope")->valuestring, want_levels[i].scope);
+  }
+  const cJSON *ex = cJSON_GetObjectItem(cJSON_GetObjectItem(dec, "gradient_replicas"), "expert");
+  ck_assert_int_eq(cJSON_GetArraySize(ex), 1);
+  ck_assert_str_eq(cJSON_GetArrayItem(ex, 0)->valuestring, "edp");
+  cJSON_Delete(root);
+}
+END_TEST
+
 static Suite *parallel_suite(void)
 {
   Suite *s = suite_create("parallel");
@@ -483,6 +755,12 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_placement_sums_match_memory);
   tcase_add_test(tc, test_zero_stages);
   tcase_add_test(tc, test_selective_recompute);
+  tcase_add_test(tc, test_folding_deepseek_v3_literal);
+  tcase_add_test(tc, test_folding_expert_groups);
+  tcase_add_test(tc, test_folding_expert_data_parallel_gradients);
+  tcase_add_test(tc, test_folding_skew_per_device_agrees);
+  tcase_add_loop_test(tc, test_folding_rejects_bad_layouts, 0, G_N_ELEMENTS(bad_folding));
+  tcase_add_test(tc, test_folding_cli);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -538,6 +538,9 @@ typedef struct {
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: choose) */
   MmPipeline pipeline;
   double expert_skew;        /* EP: the busiest rank's routed tokens / the mean, minus 1 */
+  /* parallel folding ("experts"): the expert layers' own layout, independent of the attention's
+   * levels (Megatron-Core expert_model_parallel_size / expert_tensor_parallel_size); ep 0: none */
+  int64_t experts_ep, experts_etp; /* etp 0: the block's tp degree (Megatron-Core's default) */
   MmServing serving;
   MmStrategyEntry *strategies; guint n_strategies;
 } MmParallelConfig;

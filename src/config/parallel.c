@@ -68,6 +68,11 @@ static const MmField config_fields[] = {
   {"expert_skew", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, CFG(expert_skew), NULL,
    "expert parallelism: routing imbalance; the busiest ep rank receives (1 + skew) x the mean "
    "tokens, the others share the rest (0: even)"},
+  {"experts", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "parallel folding (Megatron-Core): {\"ep\", \"etp\"}, the expert layers' own layout over one pipeline stage, "
+   "independent of the levels of their block (which then place attention and the dense layers only); the "
+   "devices left, stage devices / (ep x etp), are the expert data-parallel degree (docs/MODEL.md, \"Parallel "
+   "folding\")"},
   {"inference", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "task inference: {\"prompt_tokens\", \"output_tokens\", \"cuda_graphs\", \"custom_all_reduce\"}: a prefill "
    "of the prompt, then one decode step per generated token with a KV cache (without it: one forward pass "
@@ -99,6 +104,20 @@ static const MmField pipeline_fields[] = {
    "layers per chunk in model order (degree x virtual_stages integers >= 1 summing to the model's "
    "transformer and mlp layers); default: as even as possible. Blocks before the first layer join "
    "the first chunk, the others the chunk of the layer before them"},
+  MM_FIELDS_END,
+};
+
+typedef struct {
+  int64_t ep, etp;
+} ExpertsRaw;
+
+static const MmField experts_fields[] = {
+  {"ep", MM_F_INT, TRUE, 1, 1 << 24, 1, NULL, (gssize)offsetof(ExpertsRaw, ep), "devices",
+   "expert parallelism (Megatron-Core expert_model_parallel_size): each rank of the group holds experts / ep "
+   "whole experts; tokens dispatched and combined by All2All over it"},
+  {"etp", MM_F_INT, FALSE, 1, 1 << 24, 0, NULL, (gssize)offsetof(ExpertsRaw, etp), "devices",
+   "expert tensor parallelism (expert_tensor_parallel_size): each expert's GEMMs split over the group as "
+   "Megatron's TP splits an FFN (tokens all-gathered before, reduce-scattered after); default: the block's tp degree"},
   MM_FIELDS_END,
 };
 
@@ -549,6 +568,13 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   }
   if (!parse_parallelism(&ctx, cJSON_GetObjectItemCaseSensitive(root, "parallelism"), c, error)) return NULL;
   if (!parse_pipeline(&ctx, cJSON_GetObjectItemCaseSensitive(root, "pipeline"), c, error)) return NULL;
+  const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "experts");
+  if (ex) {
+    ExpertsRaw er = {0, 0};
+    if (!mm_json_apply(&ctx, ex, "$.experts", experts_fields, &er, NULL, error)) return NULL;
+    c->experts_ep = er.ep;
+    c->experts_etp = er.etp;
+  }
   const cJSON *inf = cJSON_GetObjectItemCaseSensitive(root, "inference");
   if (inf) {
     if (c->task != MM_TASK_INFERENCE) {
@@ -604,6 +630,12 @@ void mm_parallel_write_schema(FILE *out)
                        "Pipeline stages are the outermost digit of the device index; the "
                        "parallelism levels' degrees multiply to the devices of one stage.",
                        pipeline_fields);
+  mm_json_write_schema(out, "`experts` (parallel folding)",
+                       "The expert layers of every transformer block with experts take this layout instead of "
+                       "their block's levels: ETP innermost, then EP, then EDP = stage devices / (ep x etp) "
+                       "(Megatron-Core's expert RankGenerator). Expert gradients are averaged over EDP (ZeRO as "
+                       "the block's ddp levels); the block's levels place attention and the dense layers.",
+                       experts_fields);
   mm_json_write_schema(out, "`inference` (serving)",
                        "A prefill of the prompt, then decode steps at the mean context (prompt + "
                        "output / 2). By default the decode step runs as vLLM, SGLang and TensorRT-LLM "

@@ -92,7 +92,9 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
     break;
   }
   }
-  const double tp = (double)bs->degree[MM_STRAT_TP], ep = (double)bs->degree[MM_STRAT_EP];
+  const gboolean folded = l->expert && mm_plan_folded(bs); /* the expert layout's ETP and EP */
+  const double tp = (double)(folded ? bs->expert_degree : bs->degree)[MM_STRAT_TP];
+  const double ep = (double)(folded ? bs->expert_degree : bs->degree)[MM_STRAT_EP];
   const MmKernelShare share = {.samples = n, .work = wf, .split = l->tp == MM_TP_REPLICATED ? 1.0 : 1.0 / tp,
                                .groups = l->expert && ep > 1 ? 1.0 / ep : 1.0};
   mm_kernel_for_part(l, part, &share, kernel_dtype(s, bs, l), &out->kernel);
@@ -143,6 +145,7 @@ void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
 static uint32_t moe_mask(const MmScenario *s, guint block)
 {
   const MmBlockSetup *bs = &s->blocks[block];
+  if (mm_plan_folded(bs)) return MM_MASK_EXPERTS | MASK(MM_STRAT_EP); /* whole experts over EP, sliced by ETP */
   if (bs->degree[MM_STRAT_EP] > 1) return MASK(MM_STRAT_EP);
   return bs->experts_sharded ? 0u : MASK(MM_STRAT_TP);
 }
@@ -161,8 +164,11 @@ double mm_plan_experts_read(const MmScenario *s, const MmGraph *gr, const MmLaye
   if (!l->expert || b->experts <= 0 || b->top_k <= 0) return 1.0;
   const MmBlockSetup *bs = &s->blocks[l->block];
   const double E = (double)b->experts, g = (double)mm_plan_mask_degree(bs, moe_mask(s, l->block));
-  const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? gr->tokens_per_sample : 1.0) *
-                   (double)bs->degree[MM_STRAT_EP];
+  /* folded: the tokens of the EP x ETP devices, each holding 1 / tp of its attention group's */
+  const double group = mm_plan_folded(bs) ? (double)(bs->expert_degree[MM_STRAT_EP] * bs->expert_degree[MM_STRAT_TP]) /
+                                                 (double)bs->degree[MM_STRAT_TP]
+                                           : (double)bs->degree[MM_STRAT_EP];
+  const double T = samples * (b->kind == MM_BLOCK_TRANSFORMER ? gr->tokens_per_sample : 1.0) * group;
   const double q = 1.0 - pow(1.0 - MIN(1.0, (double)b->top_k / E), T);
   const double m = MAX(1.0, ceil(E / g));
   if (q >= 1.0 - 1e-9 || q <= 0) return 1.0; /* every expert read (or no tokens: a degenerate pass) */

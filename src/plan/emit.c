@@ -70,7 +70,7 @@ Deps mm__deps_all_streams(const Lower *L)
 
 /* ---- collectives over strategy levels ----------------------------------- */
 
-/* The groups of block @bi's levels whose strategy is in @mask: consecutive levels (those of
+/* The groups of block @bi's levels (MM_MASK_EXPERTS: its expert layout's) whose strategy is in @mask: consecutive levels (those of
  * degree 1 take no digit) form one group of their product with the innermost stride. */
 typedef struct {
   int64_t degree[MM_MAX_LEVELS], stride[MM_MAX_LEVELS];
@@ -82,8 +82,11 @@ static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
   Runs r;
   r.n = 0;
   gboolean open = FALSE;
-  for (guint i = 0; i < bs->n_levels; i++) {
-    const MmLevel *lv = &bs->levels[i];
+  const MmLevel *levels;
+  const int64_t *strides;
+  const guint n = mm_plan_mask_levels(bs, mask, &levels, &strides);
+  for (guint i = 0; i < n; i++) {
+    const MmLevel *lv = &levels[i];
     if (lv->degree <= 1) continue;
     if (!(mask & MASK(lv->strategy))) {
       open = FALSE;
@@ -93,7 +96,7 @@ static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
       r.degree[r.n - 1] *= lv->degree;
     } else {
       r.degree[r.n] = lv->degree;
-      r.stride[r.n++] = bs->stride[i];
+      r.stride[r.n++] = strides[i];
       open = TRUE;
     }
   }

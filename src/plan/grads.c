@@ -55,7 +55,8 @@ void mm__flush_bucket(Lower *L, IterState *st, guint b, int slot, uint32_t micro
   if (st->bucket_bytes[i] <= 0) return;
   Deps d = mm__deps_one(st->bucket_dep[i]);
   MmCollKind kind = L->s->blocks[b].zero >= 2 ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE;
-  mm__emit_coll(L, b, L->replicas[slot == 1], kind, MM_REASON_DDP, st->bucket_bytes[i], &d, NONE, micro, MM_PHASE_BWD);
+  mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, slot == 1), kind, MM_REASON_DDP, st->bucket_bytes[i], &d, NONE,
+                micro, MM_PHASE_BWD);
   st->bucket_bytes[i] = 0;
 }
 
@@ -157,7 +158,7 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
     if (!last_micro) return;
     for (int x = 0; x < 2; x++) {
       Deps r = mm__deps_one(rs);
-      mm__emit_coll(L, b, L->replicas[x == 1], MM_COLL_ALL_REDUCE, MM_REASON_DDP,
+      mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_REDUCE, MM_REASON_DDP,
                 grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro, MM_PHASE_BWD);
     }
   } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {
@@ -165,7 +166,7 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
   } else if (last_micro) {
     /* DDP accumulates locally (no_sync) and all-reduces buckets during the last backward */
     for (int x = 0; x < 2; x++) {
-      if (grads[x] <= 0 || mm_plan_mask_degree(bs, L->replicas[x == 1]) <= 1) continue;
+      if (grads[x] <= 0 || mm_plan_mask_degree(bs, mm_plan_grad_replicas(L->s, b, x == 1)) <= 1) continue;
       st->bucket_bytes[2 * b + (guint)x] += grads[x];
       st->bucket_dep[2 * b + (guint)x] = weights_done;
       if (L->s->cfg->ddp_overlap && st->bucket_bytes[2 * b + (guint)x] >= L->s->cfg->ddp_bucket_bytes)
@@ -227,8 +228,8 @@ static void param_gather_emit(Lower *L, uint32_t u)
   for (int x = 0; x < 2; x++) {
     const double params = x ? L->unit_expert[u] : L->unit_dense[u];
     if (params > 0)
-      L->param_gather[2 * u + x] = mm__emit_coll(L, b, L->replicas[x], MM_COLL_ALL_GATHER, MM_REASON_ZERO, params * e,
-                                                 NULL, u, 0, MM_PHASE_FWD);
+      L->param_gather[2 * u + x] = mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_GATHER,
+                                                 MM_REASON_ZERO, params * e, NULL, u, 0, MM_PHASE_FWD);
   }
 }
 
@@ -280,9 +281,9 @@ void mm__emit_optimizer(Lower *L)
       continue;
     const double e = mm_dtype_bytes(m->blocks[b].dtype);
     Deps od = mm__deps_one(opt);
-    mm__emit_coll(L, b, L->replicas[0], MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od, MM_NO_UNIT, 0,
-              MM_PHASE_OPTIMIZER);
-    mm__emit_coll(L, b, L->replicas[1], MM_COLL_ALL_GATHER, MM_REASON_ZERO, expert * e, &od, MM_NO_UNIT, 0,
-              MM_PHASE_OPTIMIZER);
+    mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od,
+                  MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);
+    mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, TRUE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, expert * e, &od,
+                  MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);
   }
 }

@@ -80,7 +80,6 @@ typedef struct {
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
   Template *templates;  /* V_COUNT per unit, built on first use */
-  uint32_t replicas[2]; /* gradient-replica strategies of dense and expert parameters */
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
   CommMemo memo[MM_COLL_COUNT];

@@ -22,11 +22,14 @@ static double coll_s(const MmScenario *s, const MmLinks *links, guint b, uint32_
   if (bytes <= 0 || kind >= MM_COLL_COUNT) return 0;
   double t = 0;
   int64_t degree = 1, stride = 1;
-  for (guint i = 0; i <= bs->n_levels; i++) {
-    if (i < bs->n_levels && bs->levels[i].degree <= 1) continue; /* takes no digit */
-    if (i < bs->n_levels && (mask & MASK(bs->levels[i].strategy))) {
-      if (degree == 1) stride = bs->stride[i];
-      degree *= bs->levels[i].degree;
+  const MmLevel *levels;
+  const int64_t *strides;
+  const guint n = mm_plan_mask_levels(bs, mask, &levels, &strides);
+  for (guint i = 0; i <= n; i++) {
+    if (i < n && levels[i].degree <= 1) continue; /* takes no digit */
+    if (i < n && (mask & MASK(levels[i].strategy))) {
+      if (degree == 1) stride = strides[i];
+      degree *= levels[i].degree;
       continue;
     }
     if (degree > 1) { /* a run ends */

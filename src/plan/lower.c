@@ -65,8 +65,6 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     L.chunk_end[k] = MAX(L.chunk_end[k], u + 1);
     L.chunk_trained[k] |= L.training && g->units[u].block >= L.first_trained;
   }
-  L.replicas[0] = mm_plan_grad_replicas(s, 0, FALSE);
-  L.replicas[1] = mm_plan_grad_replicas(s, 0, TRUE);
   mm__places_new(&L);
   L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
   for (uint32_t li = 0; li < g->n_layers; li++)

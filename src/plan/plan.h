@@ -62,7 +62,20 @@ typedef struct {
   const MmOptimizer *optimizer;           /* (transfer none) */
   double samples_per_micro;               /* samples one device processes per micro-step */
   double mp_fraction;                     /* embedding_bag: pieces on the busiest device / all (1 otherwise) */
+  /* parallel folding (the config's "experts"): the expert layers' own levels over the stage, innermost
+   * first: tp (ETP), ep (EP), ddp (EDP, the block's ZeRO stage), as Megatron-Core's expert RankGenerator
+   * orders them; n_expert_levels 0: the expert layers follow the block's levels */
+  MmLevel expert_levels[3];
+  int64_t expert_stride[3];
+  guint n_expert_levels;
+  int64_t expert_degree[MM_STRAT_COUNT];  /* product of the expert levels' degrees per strategy */
 } MmBlockSetup;
+
+/* Whether block @bs's expert layers take their own layout (parallel folding). */
+static inline gboolean mm_plan_folded(const MmBlockSetup *bs)
+{
+  return bs->n_expert_levels > 0;
+}
 
 typedef struct {
   const MmModel *model;            /* the scenario's views of the loaded inputs (which outlive it) */
@@ -189,6 +202,10 @@ extern const char *const mm_phase_names[];
 #define MM_KINDS_ALL ((1u << MM_BLOCK_KIND_COUNT) - 1u)
 #define MM_KINDS_SEQUENCE (MM_KIND(MM_BLOCK_TRANSFORMER) | MM_KIND(MM_BLOCK_TOKEN_EMBEDDING) | MM_KIND(MM_BLOCK_LM_HEAD))
 #define MM_STRAT_MASK(strategy) (1u << (strategy))
+/* In a collective's strategy mask: its groups are those of the block's expert layout (parallel
+ * folding: tp is ETP, ep is EP, ddp is EDP), not of its own levels. */
+#define MM_MASK_EXPERTS (1u << 31)
+G_STATIC_ASSERT(MM_STRAT_COUNT < 31);
 #define MM_COLL_NONE MM_COLL_COUNT
 
 /* One collective at a layer's boundary: before or after its compute in the forward (the
@@ -256,13 +273,26 @@ gboolean mm_plan_data_parallel(MmStrategy st);
 /* Pieces of embedding block @b that @sk sharding splits: tables, rows or columns. */
 int64_t mm_plan_mp_pieces(const MmBlock *b, MmShardKind sk);
 
-/* Product of block @b's degrees over the strategies in @mask. */
+/* Product of block @b's degrees over the strategies in @mask (with MM_MASK_EXPERTS, of its
+ * expert layout's). */
 static inline int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask)
 {
+  const int64_t *deg = mask & MM_MASK_EXPERTS ? bs->expert_degree : bs->degree;
   int64_t d = 1;
   for (int k = 0; k < MM_STRAT_COUNT; k++)
-    if (mask & MM_STRAT_MASK(k)) d *= bs->degree[k];
+    if (mask & MM_STRAT_MASK(k)) d *= deg[k];
   return d;
+}
+
+/* The levels (and their strides) whose groups a collective of @mask spans: block @bs's own, or
+ * with MM_MASK_EXPERTS its expert layout's. Returns how many. */
+static inline guint mm_plan_mask_levels(const MmBlockSetup *bs, uint32_t mask, const MmLevel **levels,
+                                        const int64_t **stride)
+{
+  const gboolean ex = (mask & MM_MASK_EXPERTS) != 0;
+  *levels = ex ? bs->expert_levels : bs->levels;
+  *stride = ex ? bs->expert_stride : bs->stride;
+  return ex ? bs->n_expert_levels : bs->n_levels;
 }
 
 /* ZeRO-1/2: the ranks block @b's optimizer states (and stage-2 gradients) are sharded over,

@@ -262,6 +262,88 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
   return TRUE;
 }
 
+/* Parallel folding: the expert layout of transformer block @b with experts (the config's
+ * "experts"): ETP innermost, then EP, then EDP over the stage's devices, as Megatron-Core's
+ * expert RankGenerator orders them (megatron/core/parallel_state.py: tp=ETP, ep, dp=EDP,
+ * order "tp-cp-ep-dp-pp" with cp 1). Errors point into $.experts or the block's levels. */
+static gboolean resolve_experts(const MmJsonCtx *ctx, const MmScenario *s, const MmBlock *b, MmBlockSetup *bs,
+                                GError **error)
+{
+  const MmParallelConfig *c = s->cfg;
+  const int64_t n = s->stage_devices;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    const char *field = "strategy", *why = NULL;
+    if (l->degree <= 1) continue;
+    if (l->strategy == MM_STRAT_EP)
+      why = "an ep level and the top-level \"experts\" both lay out the experts; give one (with \"experts\", the "
+            "levels place attention and the dense layers only)";
+    else if (l->strategy == MM_STRAT_FSDP)
+      why = "fsdp levels are not modelled with parallel folding (\"experts\"); use ddp with \"zero\"";
+    else if (l->strategy == MM_STRAT_TP && l->experts_sharded)
+      why = "with the top-level \"experts\" the expert layout is its etp; remove \"experts\": \"sharded\"",
+      field = "experts";
+    if (why) {
+      g_autofree char *lp = g_strdup_printf("$.parallelism.%s[%u].%s", bs->entry->key, i, field);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp, "block \"%s\": %s", b->name, why);
+      return FALSE;
+    }
+  }
+  if (b->kind != MM_BLOCK_TRANSFORMER) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.experts",
+                  "parallel folding is modelled for transformer blocks; block \"%s\" of %s is a %s with experts",
+                  b->name, s->model->path, mm_block_kind_names[b->kind]);
+    return FALSE;
+  }
+  const int64_t ep = c->experts_ep, etp = c->experts_etp > 0 ? c->experts_etp : bs->degree[MM_STRAT_TP];
+  const char *etp_from = c->experts_etp > 0 ? "" : " (etp defaults to the block's tp degree)";
+  if (ep * etp > n || n % (ep * etp) != 0) {
+    g_autofree char *where = s->pp > 1 ? g_strdup_printf("one of the %" G_GINT64_FORMAT " pipeline stages of %s", s->pp,
+                                                         s->hw->path)
+                                       : g_strdup(s->hw->path);
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.experts",
+                  "ep x etp = %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT "%s must divide the %" G_GINT64_FORMAT
+                  " devices of %s (the devices left, devices / (ep x etp), are the expert data-parallel degree)",
+                  ep, etp, etp_from, n, where);
+    return FALSE;
+  }
+  if (b->experts % ep != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.experts.ep",
+                  "ep %" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT " experts of block \"%s\" (%s)", ep,
+                  b->experts, b->name, s->model->path);
+    return FALSE;
+  }
+  if (b->ffn % etp != 0) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, c->experts_etp > 0 ? "$.experts.etp" : "$.experts",
+                  "etp %" G_GINT64_FORMAT "%s does not divide the ffn %" G_GINT64_FORMAT
+                  " (each expert's width) of block \"%s\" (%s)",
+                  etp, etp_from, b->ffn, b->name, s->model->path);
+    return FALSE;
+  }
+  static const MmStrategy order[] = {MM_STRAT_TP, MM_STRAT_EP, MM_STRAT_DDP};
+  static const char *const keys[] = {"$.experts.etp", "$.experts.ep", "$.experts"};
+  const int64_t deg[] = {etp, ep, n / (ep * etp)};
+  for (int k = 0; k < MM_STRAT_COUNT; k++) bs->expert_degree[k] = 1;
+  int64_t stride = 1;
+  for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+    if (!mm_comm_group_even(s->hw, deg[i], stride)) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, keys[i],
+                    "an expert %s group of %" G_GINT64_FORMAT " devices with stride %" G_GINT64_FORMAT
+                    " straddles node boundaries of %" G_GINT64_FORMAT "-GPU nodes unevenly; degrees must divide the "
+                    "node or be multiples of it",
+                    i == 0 ? "tp" : i == 1 ? "ep" : "data-parallel", deg[i], stride, s->hw->gpus_per_node);
+      return FALSE;
+    }
+    bs->expert_levels[i] = (MmLevel){.strategy = order[i], .spec = MM_DEG_NUMBER, .degree = deg[i],
+                                     .zero = order[i] == MM_STRAT_DDP ? bs->zero : 0};
+    bs->expert_stride[i] = stride;
+    bs->expert_degree[order[i]] = deg[i];
+    stride *= deg[i];
+  }
+  bs->n_expert_levels = G_N_ELEMENTS(order);
+  return TRUE;
+}
+
 gboolean mm_level_intra_node(const MmScenario *s, const MmBlockSetup *b, guint level)
 {
   g_return_val_if_fail(level < b->n_levels, FALSE);
@@ -371,7 +453,7 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
     }
   }
 
-  gboolean any_trained = FALSE;
+  gboolean any_trained = FALSE, any_folded = FALSE;
   for (guint i = 0; i < m->n_blocks; i++) {
     const MmBlock *b = &m->blocks[i];
     MmBlockSetup *bs = &s->blocks[i];
@@ -384,6 +466,10 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
       return NULL;
     }
     if (!resolve_block(&ctx, s, b, bs, error)) return NULL;
+    if (c->experts_ep > 0 && b->experts > 0) {
+      if (!resolve_experts(&ctx, s, b, bs, error)) return NULL;
+      any_folded = TRUE;
+    }
     bs->frozen = block_frozen(c, b);
     any_trained |= !bs->frozen;
     bs->compute_dtype = c->compute_set ? c->compute_dtype : b->compute_dtype;
@@ -398,6 +484,11 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
                     mm_dtype_name(bs->compute_dtype), b->name, hw->device.path);
       return NULL;
     }
+  }
+  if (c->experts_ep > 0 && !any_folded) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.experts",
+                  "lays out expert layers, but no block of %s has experts", m->path);
+    return NULL;
   }
   if (c->task == MM_TASK_FINETUNE && !any_trained) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.frozen",
@@ -457,6 +548,11 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
   s->ep_stride = 1;
   for (guint i = 0; i < m->n_blocks && s->ep_degree == 1; i++) {
     const MmBlockSetup *bs = &s->blocks[i];
+    if (mm_plan_folded(bs) && bs->expert_degree[MM_STRAT_EP] > 1) {
+      s->ep_degree = bs->expert_degree[MM_STRAT_EP];
+      s->ep_stride = bs->expert_stride[1];
+      break;
+    }
     for (guint k = 0; k < bs->n_levels; k++) {
       if (bs->levels[k].strategy == MM_STRAT_EP && bs->levels[k].degree > 1) {
         s->ep_degree = bs->levels[k].degree;
@@ -468,7 +564,8 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
   if (c->expert_skew > 0 && (s->ep_degree == 1 || c->expert_skew > (double)(s->ep_degree - 1))) {
     if (s->ep_degree == 1)
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.expert_skew",
-                    "routing skew needs an ep level (experts sharded over a group) on a MoE block");
+                    "routing skew needs an ep level (experts sharded over a group) on a MoE block, or "
+                    "\"experts\" with ep > 1");
     else
       mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.expert_skew",
                     "%g is more than the %" G_GINT64_FORMAT " other ranks of the ep group can give up; expected at "

@@ -62,6 +62,45 @@ static void moe_colls(const MmScenario *s, const MmGraph *g, uint32_t li, uint32
   }
 }
 
+/* ---- parallel folding: expert layers on their own layout ---------------- */
+
+/* An expert layer of a block with its own expert layout (Megatron-Core parallel folding,
+ * docs/MODEL.md): the EP ranks hold experts / EP experts, each split over the ETP ranks. A
+ * device routes the tokens it holds after attention (its share of the attention TP group's
+ * and of each sequence) to their experts by All2All over EP; under ETP the tokens reaching
+ * an ETP group are all-gathered before the expert up-projection and its output
+ * reduce-scattered after the down-projection (Megatron-Core's MoEAlltoAllTokenDispatcher), so
+ * a device computes as many routed tokens as it holds, on 1 / ETP of each expert. */
+static void place_folded(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
+{
+  const MmLayer *l = &g->layers[li];
+  const guint bi = l->block;
+  const MmBlock *b = &s->model->blocks[bi];
+  const MmBlockSetup *bs = &s->blocks[bi];
+  const double tp = degree(s, bi, MM_STRAT_TP);
+  const double etp = (double)bs->expert_degree[MM_STRAT_TP], ep = (double)bs->expert_degree[MM_STRAT_EP];
+  p->param_frac = p->weight_frac = 1.0 / (ep * etp);
+  p->work_frac = 1.0 / (tp * p->seq_split);
+  /* kept inputs: a column-parallel expert GEMM keeps the ETP group's gathered tokens */
+  p->act_frac = (l->tp == MM_TP_COLUMN ? etp : 1.0) / (tp * p->seq_split);
+  if (b->kind == MM_BLOCK_TRANSFORMER && tp > 1)
+    p->kv_frac = b->kv_lora_rank > 0 ? 1.0 : 1.0 / MIN(tp, (double)b->kv_heads);
+  p->load_scaled = ep > 1;
+  moe_colls(s, g, li, MM_MASK_EXPERTS | MASK(MM_STRAT_EP), p);
+  if (etp <= 1 || (l->tp != MM_TP_COLUMN && l->tp != MM_TP_ROW)) return;
+  const double full = moe_bytes(s, g, l, p) * etp; /* the ETP group's routed tokens */
+  const uint32_t mask = MM_MASK_EXPERTS | MASK(MM_STRAT_TP);
+  if (l->tp == MM_TP_COLUMN) {
+    MmPlaceColl c = {.fwd = MM_COLL_ALL_GATHER, .bwd = MM_COLL_REDUCE_SCATTER, .reason = MM_REASON_TP,
+                     .input_grad_only = 1, .wgrad_beside = 1, .mask = mask, .fwd_bytes = full, .bwd_bytes = full};
+    add_coll(p, &c);
+  } else {
+    MmPlaceColl c = {.after = 1, .fwd = MM_COLL_REDUCE_SCATTER, .bwd = MM_COLL_ALL_GATHER, .reason = MM_REASON_TP,
+                     .mask = mask, .fwd_bytes = full, .bwd_bytes = full};
+    add_coll(p, &c);
+  }
+}
+
 /* ---- the rows ----------------------------------------------------------- */
 
 static void place_fsdp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *p)
@@ -313,13 +352,17 @@ void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlaceme
   p->ring_fwd_bytes = p->ring_bwd_bytes = 0;
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
     if (rows[i].splits_sequence) p->seq_split *= (double)bs->degree[rows[i].id];
+  if (g->layers[li].expert && mm_plan_folded(bs)) {
+    place_folded(s, g, li, p);
+    return;
+  }
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
     if (rows[i].place && bs->degree[rows[i].id] > 1) rows[i].place(s, g, li, p);
 }
 
 uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert)
 {
-  (void)s, (void)b;
+  if (expert && mm_plan_folded(&s->blocks[b])) return MM_MASK_EXPERTS | MASK(MM_STRAT_DDP); /* EDP */
   static gsize once = 0;
   static uint32_t masks[2]; /* dense, expert: fixed by the rows */
   if (g_once_init_enter(&once)) {

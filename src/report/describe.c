@@ -81,11 +81,17 @@ static double six_n_attention(const MmGraph *g)
   return 6.0 * g->active_params + attn;
 }
 
+/* The strategies of a collective's group; over a block's expert layout (parallel folding) its
+ * levels are named etp, ep and edp. */
 static cJSON *strategy_mask_json(uint32_t mask)
 {
   cJSON *a = cJSON_CreateArray();
-  for (int k = 0; k < MM_STRAT_COUNT; k++)
-    if (mask & MM_STRAT_MASK(k)) cJSON_AddItemToArray(a, cJSON_CreateString(mm_strategy_names[k]));
+  for (int k = 0; k < MM_STRAT_COUNT; k++) {
+    if (!(mask & MM_STRAT_MASK(k))) continue;
+    const char *name = mm_strategy_names[k];
+    if (mask & MM_MASK_EXPERTS) name = k == MM_STRAT_TP ? "etp" : k == MM_STRAT_DDP ? "edp" : name;
+    cJSON_AddItemToArray(a, cJSON_CreateString(name));
+  }
   return a;
 }
 
@@ -125,12 +131,20 @@ static cJSON *placement_json(const MmScenario *s, const MmGraph *g, guint li)
   return o;
 }
 
-static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
+static const char *scope_of(const MmScenario *s, int64_t degree, int64_t stride)
 {
   static const char *const scopes[] = {"intra_node", "inter_node", "intra_and_inter_node"};
-  if (bs->levels[i].degree == 1) return "none";
-  return scopes[mm_comm_group_shape(s->hw, bs->levels[i].degree, bs->stride[i]).scope];
+  if (degree == 1) return "none";
+  return scopes[mm_comm_group_shape(s->hw, degree, stride).scope];
 }
+
+static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
+{
+  return scope_of(s, bs->levels[i].degree, bs->stride[i]);
+}
+
+/* Names of a folded block's expert levels (tp, ep, ddp of its expert layout). */
+static const char *const expert_level_names[] = {"etp", "ep", "edp"};
 
 static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
 {
@@ -145,6 +159,10 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
     g_string_append(str, ")");
   }
   g_string_append(str, ")");
+  for (guint i = 0; i < bs->n_expert_levels; i++) /* parallel folding: the expert layers' own levels */
+    g_string_append_printf(str, "%s(%s %" G_GINT64_FORMAT " %s)%s", i ? ", " : ", experts (", expert_level_names[i],
+                           bs->expert_levels[i].degree, scope_of(s, bs->expert_levels[i].degree, bs->expert_stride[i]),
+                           i + 1 == bs->n_expert_levels ? ")" : "");
   return g_string_free(str, FALSE);
 }
 
@@ -246,6 +264,18 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
           cJSON_AddNumberToObject(lo, "overlap_chunks", (double)bs->levels[k].overlap_chunks);
       }
       cJSON_AddItemToArray(lv, lo);
+    }
+    if (mm_plan_folded(bs)) { /* parallel folding: the expert layers' own levels */
+      cJSON *el = cJSON_AddArrayToObject(o, "expert_levels");
+      for (guint k = 0; k < bs->n_expert_levels; k++) {
+        cJSON *lo = cJSON_CreateObject();
+        const int64_t d = bs->expert_levels[k].degree, es = bs->expert_stride[k];
+        cJSON_AddStringToObject(lo, "strategy", expert_level_names[k]);
+        cJSON_AddNumberToObject(lo, "degree", (double)d);
+        cJSON_AddNumberToObject(lo, "stride", (double)es);
+        cJSON_AddStringToObject(lo, "scope", scope_of(s, d, es));
+        cJSON_AddItemToArray(el, lo);
+      }
     }
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
     cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
