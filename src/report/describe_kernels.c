@@ -57,6 +57,8 @@ static cJSON *factor_json(const MmCostFactor *f)
       cJSON_AddNumberToObject(po, "n", p->n);
       cJSON_AddNumberToObject(po, "k", p->k);
       cJSON_AddNumberToObject(po, "batch", p->batch);
+      if (p->bwd) cJSON_AddStringToObject(po, "pass", mm_kernel_pass_names[1]);
+      if (p->causal) cJSON_AddBoolToObject(po, "causal", TRUE);
     }
     cJSON_AddNumberToObject(po, "util", p->util);
   }
