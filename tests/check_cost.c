@@ -298,6 +298,77 @@ START_TEST(test_attention_descriptor_flags)
 }
 END_TEST
 
+/* H100's attention curve (hardware/devices/h100-sxm.json) reproduces FlashAttention-3's published
+ * kernel times (Shah et al. 2024, arXiv:2407.08608, Figures 5 and 6; benchmark: batch x seqlen =
+ * 16k tokens, hidden 2048, so 16 heads at head dim 128 and 32 at 64). The paper counts 4 s^2 d per
+ * head forward, half of it causal, and 2.5x that backward; madmax executes 4 s^2 d + 5 s^2 per
+ * head forward (the softmax), half of it causal, and 10 s^2 d + 10 s^2 backward (five matmuls and
+ * the softmax twice). Expected times are the paper's FLOPs over the paper's TFLOPs/s. */
+static double h100_attention_s(const MmDevice *dev, double s, double d, double seqs, gboolean bwd, gboolean causal,
+                               MmCostWhy *why)
+{
+  const double heads = 2048.0 / d, c = causal ? 0.5 : 1.0;
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, d, heads * seqs);
+  k.flash = TRUE, k.bwd = bwd, k.causal = causal;
+  const double per_head = bwd ? 10.0 * s * s * d + 10.0 * s * s : 4.0 * s * s * d + 5.0 * s * s;
+  return mm_cost_kernel_s(dev, &k, c * per_head * heads * seqs, 0, why);
+}
+
+START_TEST(test_h100_attention_published)
+{
+  g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
+  ck_assert_ptr_nonnull(hw);
+  const MmDevice *dev = &hw->device;
+  ck_assert_ptr_nonnull(dev->compute_eff[MM_KERNEL_ATTENTION][MM_DTYPE_BF16]);
+  static const struct {
+    double s, d;
+    gboolean bwd, causal;
+    double tflops; /* the FlashAttention-3 bar */
+  } rows[] = {
+    {1024, 64, FALSE, FALSE, 392},   /* Figure 5(a) */
+    {4096, 64, FALSE, TRUE, 420},    /* Figure 5(b) */
+    {4096, 128, FALSE, FALSE, 638},  /* Figure 5(c) */
+    {4096, 128, FALSE, TRUE, 579},   /* Figure 5(d): causal, half the FLOPs in both counts */
+    {512, 64, TRUE, FALSE, 272},     /* Figure 6(a) */
+    {16384, 128, TRUE, FALSE, 561},  /* Figure 6(b) */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    const double s = rows[i].s, d = rows[i].d, seqs = 16384.0 / s, heads = 2048.0 / d;
+    const double fa_flops = (rows[i].bwd ? 2.5 : 1.0) * 4.0 * s * s * d * heads * seqs * (rows[i].causal ? 0.5 : 1.0);
+    const double want = fa_flops / (rows[i].tflops * 1e12);
+    MmCostWhy why;
+    const double got = h100_attention_s(dev, s, d, seqs, rows[i].bwd, rows[i].causal, &why);
+    ck_assert_msg(why.compute.curve != NULL, "row %u: not on the curve", i);
+    ck_assert_msg(fabs(got / want - 1.0) < 5e-6, "row %u: %.9g s, published %.9g s", i, got, want);
+  }
+  /* the mask matters: 4k tokens, head dim 128 forward, 638 TFLOP/s unmasked, 579 causal (of half the FLOPs) */
+  MmCostWhy a, b;
+  const double open = h100_attention_s(dev, 4096, 128, 4, FALSE, FALSE, &a);
+  const double causal = h100_attention_s(dev, 4096, 128, 4, FALSE, TRUE, &b);
+  ck_assert_double_eq_tol(causal / open, 0.5 * 638.0 / 579.0, 1e-5);
+  ck_assert(a.compute.util > b.compute.util);
+
+  /* outside: 32k tokens (above 16k), head dim 256 (above 128), 4 heads x sequences (below 16),
+   * causal backward (not measured), eager attention: the scalar utilization.gemm */
+  const double scalar = dev->util_gemm.value;
+  MmKernel out[] = {kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 32768, 32768, 128, 16),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 256, 64),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 4),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64)};
+  for (guint i = 0; i < G_N_ELEMENTS(out); i++) out[i].flash = i != 4;
+  out[3].bwd = out[3].causal = TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(out); i++) {
+    MmCostWhy why;
+    const double t = mm_cost_kernel_s(dev, &out[i], 1e12, 0, &why);
+    ck_assert_msg(why.compute.curve == NULL && why.compute.outside != NULL, "kernel %u is covered", i);
+    ck_assert(t == 1e12 / (dev->peak_flops[MM_DTYPE_BF16] * scalar));
+  }
+}
+END_TEST
+
 /* ---- invalid efficiency objects ----------------------------------------- */
 
 typedef struct {
@@ -639,6 +710,7 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_memory_curve);
   tcase_add_test(tc, test_attention_pass_and_mask);
   tcase_add_test(tc, test_attention_descriptor_flags);
+  tcase_add_test(tc, test_h100_attention_published);
   tcase_add_loop_test(tc, test_bad_efficiency, 0, G_N_ELEMENTS(bad_curves));
   tcase_add_test(tc, test_every_curve_slot_parses);
   tcase_add_test(tc, test_llama2_descriptors);
