@@ -369,6 +369,43 @@ START_TEST(test_h100_attention_published)
 }
 END_TEST
 
+static const cJSON *item(const cJSON *o, const char *key);
+
+/* On H100 (an attention curve) describe also shows the attention core's backward call: LLaMA-2-70B
+ * causal, 4096 tokens, head dim 128, 64 heads / TP 8 x 8 sequences per device. The forward takes
+ * the causal forward point at 4k tokens (Figure 5(d): 579 TFLOP/s); the paper measures no causal
+ * backward, so the backward takes the scalar. */
+START_TEST(test_describe_attention_backward)
+{
+  g_autofree char *mp = mm_test_src("models/llama2-70b.json");
+  g_autofree char *hp = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autofree char *cp = mm_test_src("configs/llm-pretrain-tp-fsdp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmHardware) hw = mm_hardware_load(hp, &error);
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  ck_assert(m && hw && c);
+  g_autoptr(MmScenario) s = mm_scenario_new(m, hw, c, NULL, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autoptr(cJSON) doc = mm_report_describe_json(g, NULL, s, NULL);
+  const cJSON *core = cJSON_GetArrayItem(item(cJSON_GetArrayItem(item(doc, "layers"), 1), "ops"), 2);
+  ck_assert_str_eq(item(core, "role")->valuestring, "attn_core");
+  const cJSON *fwd = item(core, "kernel_per_device"), *bwd = item(core, "kernel_per_device_bwd");
+  ck_assert(item(fwd, "m")->valuedouble == 4096 && item(fwd, "k")->valuedouble == 128 &&
+            item(fwd, "batch")->valuedouble == 64);
+  const cJSON *fe = item(fwd, "compute_efficiency");
+  ck_assert_str_eq(item(fe, "kind")->valuestring, "curve");
+  ck_assert(cJSON_IsTrue(item(item(fe, "point"), "causal")));
+  ck_assert_double_eq_tol(item(fe, "value")->valuedouble, 579.0 / 989.4 * 517.0 / 512.0, 1e-6);
+  ck_assert_str_eq(item(bwd, "part")->valuestring, "bwd_input");
+  ck_assert(item(bwd, "flops")->valuedouble > 2 * item(fwd, "flops")->valuedouble);
+  const cJSON *be = item(bwd, "compute_efficiency");
+  ck_assert_str_eq(item(be, "from")->valuestring, "utilization.gemm");
+  ck_assert_str_eq(item(be, "outside_curve")->valuestring, "attention.bf16");
+}
+END_TEST
+
 /* ---- invalid efficiency objects ----------------------------------------- */
 
 typedef struct {
@@ -685,6 +722,10 @@ START_TEST(test_describe_shows_factors)
   ck_assert(item(de, "value")->valuedouble == 0.705);
   const cJSON *ef = item(doc, "efficiency");
   ck_assert_int_eq(cJSON_GetArraySize(item(ef, "curves")), 1);
+  /* no attention curve: the attention core shows its forward call only, as before */
+  const cJSON *core = cJSON_GetArrayItem(ops, 2);
+  ck_assert_str_eq(item(core, "role")->valuestring, "attn_core");
+  ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(core, "kernel_per_device_bwd"));
 
   /* the text names the factor of each kernel and where it comes from */
   g_autofree char *tp = g_build_filename(mm_test_tmpdir(), "describe.txt", NULL);
@@ -711,6 +752,7 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_attention_pass_and_mask);
   tcase_add_test(tc, test_attention_descriptor_flags);
   tcase_add_test(tc, test_h100_attention_published);
+  tcase_add_test(tc, test_describe_attention_backward);
   tcase_add_loop_test(tc, test_bad_efficiency, 0, G_N_ELEMENTS(bad_curves));
   tcase_add_test(tc, test_every_curve_slot_parses);
   tcase_add_test(tc, test_llama2_descriptors);
