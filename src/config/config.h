@@ -221,7 +221,7 @@ typedef struct {
   /* attention points only: the kernel measured is the backward pass (dQ, dK, dV with the
    * recomputation of the scores) and / or runs under a causal mask (masked blocks skipped). A
    * point matches only kernels of the same pass and mask (src/cost); other kinds' kernels are
-   * forward and unmasked. */
+   * forward and unmasked. bwd holds the "pass" key's index in mm_kernel_pass_names (fwd 0, bwd 1). */
   gboolean bwd, causal;
 } MmEffPoint;
 
