@@ -52,10 +52,12 @@ static double old_roofline(const MmHardware *hw, MmDtype dtype, double flops, do
 /* Without curves the time is the plan's roofline, to the last bit, for every kind. */
 START_TEST(test_scalar_is_the_roofline)
 {
-  g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autofree char *p = mm_test_src("hardware/dgx-h200-8.json");
   g_autoptr(GError) error = NULL;
   g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
   ck_assert_ptr_nonnull(hw);
+  for (int k = 0; k < MM_KERNEL_KIND_COUNT; k++) /* a device without curves */
+    for (int d = 0; d < MM_DTYPE_COUNT; d++) ck_assert_ptr_null(hw->device.compute_eff[k][d]);
   GRand *r = g_rand_new_with_seed(9);
   static const MmDtype dtypes[] = {MM_DTYPE_BF16, MM_DTYPE_FP8, MM_DTYPE_FP32, MM_DTYPE_TF32};
   for (int i = 0; i < 2000; i++) {
@@ -205,6 +207,205 @@ START_TEST(test_memory_curve)
 }
 END_TEST
 
+/* An attention curve whose points differ only in pass and mask: each point times only kernels
+ * of its own pass and mask, coverage counts only those points, and an eager kernel (not flash)
+ * takes none of them. */
+#define ATTN_CURVE                                                                                           \
+  "\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"source\":\"test\",\"points\":["                  \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.6},"                                           \
+  "{\"m\":4096,\"n\":4096,\"k\":128,\"batch\":16,\"util\":0.65},"                                          \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.4,\"causal\":true},"                           \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.5,\"pass\":\"bwd\"},"                          \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.3,\"pass\":\"bwd\",\"causal\":true}]}}"
+
+START_TEST(test_attention_pass_and_mask)
+{
+  MmDevice dev;
+  load_device("{" ATTN_CURVE "}", &dev);
+  const MmEffCurve *c = dev.compute_eff[MM_KERNEL_ATTENTION][MM_DTYPE_BF16];
+  ck_assert_uint_eq(c->n_points, 5);
+  ck_assert(!c->points[0].bwd && !c->points[0].causal && c->points[2].causal && c->points[3].bwd);
+  static const struct {
+    gboolean bwd, causal;
+    double util;
+    int point;
+  } rows[] = {{FALSE, FALSE, 0.6, 0}, {FALSE, TRUE, 0.4, 2}, {TRUE, FALSE, 0.5, 3}, {TRUE, TRUE, 0.3, 4}};
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
+    k.flash = TRUE, k.bwd = rows[i].bwd, k.causal = rows[i].causal;
+    MmCostWhy why;
+    double t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+    ck_assert(why.compute.curve == c);
+    ck_assert_int_eq(why.compute.point, rows[i].point);
+    ck_assert(t == 1e12 / (300e12 * rows[i].util));
+  }
+  /* 2048 queries: inside the forward unmasked points' range (1024..4096), outside the others' (1024 only) */
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 2048, 2048, 128, 16);
+  k.flash = TRUE;
+  MmCostWhy why;
+  mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  ck_assert(why.compute.curve == c);
+  k.causal = TRUE;
+  double t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  ck_assert(why.compute.outside == c && t == 1e12 / (300e12 * 0.7));
+  /* an eager kernel of a covered shape: the scalar */
+  k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
+  t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  ck_assert(why.compute.outside == c && t == 1e12 / (300e12 * 0.7));
+  /* describe names the pass and mask of the point used */
+  k.flash = k.bwd = k.causal = TRUE;
+  mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  g_autofree char *text = mm_cost_factor_text(&why.compute);
+  ck_assert_str_eq(text, "curve attention.bf16 (paper) at m=1024 n=1024 k=128 batch=16 bwd causal: 0.3");
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* The graph marks flash, causal and the backward pass on attention kernels: a causal flash
+ * block over a whole sequence, its backward part, and not an eager block or a decode step. */
+START_TEST(test_attention_descriptor_flags)
+{
+  g_autofree char *mp = mm_test_src("models/llama2-70b.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(m->blocks[1].causal && m->blocks[1].attention == MM_ATTN_FLASH);
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  const MmLayer *attn = NULL;
+  for (guint i = 0; i < g->n_layers && !attn; i++)
+    if (g->layers[i].role == MM_ROLE_ATTN_CORE) attn = &g->layers[i];
+  ck_assert_ptr_nonnull(attn);
+  ck_assert(attn->kernel.flash && attn->kernel.causal && !attn->kernel.bwd);
+  const MmKernelShare share = {.samples = 1, .work = 1, .split = 1, .groups = 1};
+  MmKernel k;
+  mm_kernel_for_part(attn, MM_PART_BWD_INPUT, &share, MM_DTYPE_BF16, &k);
+  ck_assert(k.bwd && k.causal && k.flash);
+  mm_kernel_for_part(attn, MM_PART_FWD, &share, MM_DTYPE_BF16, &k);
+  ck_assert(!k.bwd);
+  /* a decode step: one query against the cache, no causal halving */
+  const MmGraphPass decode = {.tokens = 1, .context = 2048, .kv_cache = TRUE, .decode = TRUE};
+  g_autoptr(MmGraph) gd = mm_graph_new_pass(m, &decode);
+  for (guint i = 0; i < gd->n_layers; i++)
+    if (gd->layers[i].role == MM_ROLE_ATTN_CORE) ck_assert(gd->layers[i].kernel.flash && !gd->layers[i].kernel.causal);
+  /* GEMMs carry none of the flags in any part */
+  for (guint i = 0; i < g->n_layers; i++) {
+    if (g->layers[i].kernel.kind != MM_KERNEL_GEMM) continue;
+    for (int p = 0; p < MM_PART_COUNT; p++) {
+      mm_kernel_for_part(&g->layers[i], (MmKernelPart)p, &share, MM_DTYPE_BF16, &k);
+      ck_assert(!k.flash && !k.bwd && !k.causal);
+    }
+  }
+}
+END_TEST
+
+/* H100's attention curve (hardware/devices/h100-sxm.json) reproduces FlashAttention-3's published
+ * kernel times (Shah et al. 2024, arXiv:2407.08608, Figures 5 and 6; benchmark: batch x seqlen =
+ * 16k tokens, hidden 2048, so 16 heads at head dim 128 and 32 at 64). The paper counts 4 s^2 d per
+ * head forward, half of it causal, and 2.5x that backward; madmax executes 4 s^2 d + 5 s^2 per
+ * head forward (the softmax), half of it causal, and 10 s^2 d + 10 s^2 backward (five matmuls and
+ * the softmax twice). Expected times are the paper's FLOPs over the paper's TFLOPs/s. */
+static double h100_attention_s(const MmDevice *dev, double s, double d, double seqs, gboolean bwd, gboolean causal,
+                               MmCostWhy *why)
+{
+  const double heads = 2048.0 / d, c = causal ? 0.5 : 1.0;
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, d, heads * seqs);
+  k.flash = TRUE, k.bwd = bwd, k.causal = causal;
+  const double per_head = bwd ? 10.0 * s * s * d + 10.0 * s * s : 4.0 * s * s * d + 5.0 * s * s;
+  return mm_cost_kernel_s(dev, &k, c * per_head * heads * seqs, 0, why);
+}
+
+START_TEST(test_h100_attention_published)
+{
+  g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
+  ck_assert_ptr_nonnull(hw);
+  const MmDevice *dev = &hw->device;
+  ck_assert_ptr_nonnull(dev->compute_eff[MM_KERNEL_ATTENTION][MM_DTYPE_BF16]);
+  static const struct {
+    double s, d;
+    gboolean bwd, causal;
+    double tflops; /* the FlashAttention-3 bar */
+  } rows[] = {
+    {1024, 64, FALSE, FALSE, 392},   /* Figure 5(a) */
+    {4096, 64, FALSE, TRUE, 420},    /* Figure 5(b) */
+    {4096, 128, FALSE, FALSE, 638},  /* Figure 5(c) */
+    {4096, 128, FALSE, TRUE, 579},   /* Figure 5(d): causal, half the FLOPs in both counts */
+    {512, 64, TRUE, FALSE, 272},     /* Figure 6(a) */
+    {16384, 128, TRUE, FALSE, 561},  /* Figure 6(b) */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    const double s = rows[i].s, d = rows[i].d, seqs = 16384.0 / s, heads = 2048.0 / d;
+    const double fa_flops = (rows[i].bwd ? 2.5 : 1.0) * 4.0 * s * s * d * heads * seqs * (rows[i].causal ? 0.5 : 1.0);
+    const double want = fa_flops / (rows[i].tflops * 1e12);
+    MmCostWhy why;
+    const double got = h100_attention_s(dev, s, d, seqs, rows[i].bwd, rows[i].causal, &why);
+    ck_assert_msg(why.compute.curve != NULL, "row %u: not on the curve", i);
+    ck_assert_msg(fabs(got / want - 1.0) < 5e-6, "row %u: %.9g s, published %.9g s", i, got, want);
+  }
+  /* the mask matters: 4k tokens, head dim 128 forward, 638 TFLOP/s unmasked, 579 causal (of half the FLOPs) */
+  MmCostWhy a, b;
+  const double open = h100_attention_s(dev, 4096, 128, 4, FALSE, FALSE, &a);
+  const double causal = h100_attention_s(dev, 4096, 128, 4, FALSE, TRUE, &b);
+  ck_assert_double_eq_tol(causal / open, 0.5 * 638.0 / 579.0, 1e-5);
+  ck_assert(a.compute.util > b.compute.util);
+
+  /* outside: 32k tokens (above 16k), head dim 256 (above 128), 4 heads x sequences (below 16),
+   * causal backward (not measured), eager attention: the scalar utilization.gemm */
+  const double scalar = dev->util_gemm.value;
+  MmKernel out[] = {kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 32768, 32768, 128, 16),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 256, 64),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 4),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64),
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64)};
+  for (guint i = 0; i < G_N_ELEMENTS(out); i++) out[i].flash = i != 4;
+  out[3].bwd = out[3].causal = TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(out); i++) {
+    MmCostWhy why;
+    const double t = mm_cost_kernel_s(dev, &out[i], 1e12, 0, &why);
+    ck_assert_msg(why.compute.curve == NULL && why.compute.outside != NULL, "kernel %u is covered", i);
+    ck_assert(t == 1e12 / (dev->peak_flops[MM_DTYPE_BF16] * scalar));
+  }
+}
+END_TEST
+
+static const cJSON *item(const cJSON *o, const char *key);
+
+/* On H100 (an attention curve) describe also shows the attention core's backward call: LLaMA-2-70B
+ * causal, 4096 tokens, head dim 128, 64 heads / TP 8 x 8 sequences per device. The forward takes
+ * the causal forward point at 4k tokens (Figure 5(d): 579 TFLOP/s); the paper measures no causal
+ * backward, so the backward takes the scalar. */
+START_TEST(test_describe_attention_backward)
+{
+  g_autofree char *mp = mm_test_src("models/llama2-70b.json");
+  g_autofree char *hp = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autofree char *cp = mm_test_src("configs/llm-pretrain-tp-fsdp.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmHardware) hw = mm_hardware_load(hp, &error);
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  ck_assert(m && hw && c);
+  g_autoptr(MmScenario) s = mm_scenario_new(m, hw, c, NULL, &error);
+  ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autoptr(cJSON) doc = mm_report_describe_json(g, NULL, s, NULL);
+  const cJSON *core = cJSON_GetArrayItem(item(cJSON_GetArrayItem(item(doc, "layers"), 1), "ops"), 2);
+  ck_assert_str_eq(item(core, "role")->valuestring, "attn_core");
+  const cJSON *fwd = item(core, "kernel_per_device"), *bwd = item(core, "kernel_per_device_bwd");
+  ck_assert(item(fwd, "m")->valuedouble == 4096 && item(fwd, "k")->valuedouble == 128 &&
+            item(fwd, "batch")->valuedouble == 64);
+  const cJSON *fe = item(fwd, "compute_efficiency");
+  ck_assert_str_eq(item(fe, "kind")->valuestring, "curve");
+  ck_assert(cJSON_IsTrue(item(item(fe, "point"), "causal")));
+  ck_assert_double_eq_tol(item(fe, "value")->valuedouble, 579.0 / 989.4 * 517.0 / 512.0, 1e-6);
+  ck_assert_str_eq(item(bwd, "part")->valuestring, "bwd_input");
+  ck_assert(item(bwd, "flops")->valuedouble > 2 * item(fwd, "flops")->valuedouble);
+  const cJSON *be = item(bwd, "compute_efficiency");
+  ck_assert_str_eq(item(be, "from")->valuestring, "utilization.gemm");
+  ck_assert_str_eq(item(be, "outside_curve")->valuestring, "attention.bf16");
+}
+END_TEST
+
 /* ---- invalid efficiency objects ----------------------------------------- */
 
 typedef struct {
@@ -242,6 +443,26 @@ static const BadCurve bad_curves[] = {
   {"the same shape twice",
    "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5},"
    "{\"m\":2,\"n\":1,\"k\":1,\"batch\":1,\"util\":0.6}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[1]"},
+  {"a pass on a gemm point",
+   "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"pass\":\"bwd\"}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemm.bf16.points[0]"},
+  {"a causal gemv point",
+   "{\"gemv\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5},"
+   "{\"m\":4,\"n\":1,\"k\":1,\"util\":0.5,\"causal\":true}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemv.bf16.points[1]"},
+  {"an unknown pass",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"pass\":\"backward\"}]}}}",
+   MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.efficiency.attention.bf16.points[0].pass"},
+  {"causal not a boolean",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"causal\":1}]}}}",
+   MM_CONFIG_ERROR_TYPE, "$.efficiency.attention.bf16.points[0].causal"},
+  {"the same shape, pass and mask twice",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"pass\":\"bwd\",\"causal\":true},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6,\"causal\":true,\"pass\":\"bwd\"}]}}}",
    MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[1]"},
   {"unknown memory kind", "{\"hbm\":{\"norm\":{}}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency.hbm"},
   {"memory points out of order",
@@ -501,6 +722,10 @@ START_TEST(test_describe_shows_factors)
   ck_assert(item(de, "value")->valuedouble == 0.705);
   const cJSON *ef = item(doc, "efficiency");
   ck_assert_int_eq(cJSON_GetArraySize(item(ef, "curves")), 1);
+  /* no attention curve: the attention core shows its forward call only, as before */
+  const cJSON *core = cJSON_GetArrayItem(ops, 2);
+  ck_assert_str_eq(item(core, "role")->valuestring, "attn_core");
+  ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(core, "kernel_per_device_bwd"));
 
   /* the text names the factor of each kernel and where it comes from */
   g_autofree char *tp = g_build_filename(mm_test_tmpdir(), "describe.txt", NULL);
@@ -524,6 +749,10 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_compute_curve);
   tcase_add_test(tc, test_outside_the_curve_falls_back);
   tcase_add_test(tc, test_memory_curve);
+  tcase_add_test(tc, test_attention_pass_and_mask);
+  tcase_add_test(tc, test_attention_descriptor_flags);
+  tcase_add_test(tc, test_h100_attention_published);
+  tcase_add_test(tc, test_describe_attention_backward);
   tcase_add_loop_test(tc, test_bad_efficiency, 0, G_N_ELEMENTS(bad_curves));
   tcase_add_test(tc, test_every_curve_slot_parses);
   tcase_add_test(tc, test_llama2_descriptors);

@@ -573,7 +573,8 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
   mm_comm_cost(hw, links, &ar, &out->reduce);
   /* de-duplication and the scatter into the union layout: memory passes over the indices and values */
   double dedup_bytes = 2.0 * ag.bytes + 2.0 * local * (double)g->dim * g->elem_bytes;
-  const MmKernel scatter = {MM_KERNEL_ELEMENTWISE, MM_DTYPE_FP32, 1, 1, 1, 1}; /* memory bound */
+  const MmKernel scatter = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_FP32, .m = 1,
+                            .n = 1, .k = 1, .batch = 1}; /* memory bound */
   out->dedup_bytes = dedup_bytes;
   out->dedup_s = mm_cost_kernel_s(&hw->device, &scatter, 0, dedup_bytes, NULL);
   if (m == MM_SYNC_HOST) out->dedup_s = dedup_bytes / (20e9); /* on the CPU: one socket's memory bandwidth share */

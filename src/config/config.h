@@ -218,7 +218,14 @@ typedef struct {
   double m, n, k, batch;
   double bytes;
   double util; /* achieved / peak */
+  /* attention points only: the kernel measured is the backward pass (dQ, dK, dV with the
+   * recomputation of the scores) and / or runs under a causal mask (masked blocks skipped). A
+   * point matches only kernels of the same pass and mask (src/cost); other kinds' kernels are
+   * forward and unmasked. bwd holds the "pass" key's index in mm_kernel_pass_names (fwd 0, bwd 1). */
+  gboolean bwd, causal;
 } MmEffPoint;
+
+extern const char *const mm_kernel_pass_names[]; /* NULL-terminated: "fwd", "bwd" */
 
 /* A measured or fitted efficiency curve of one kernel kind (and dtype, for compute). */
 typedef struct {

@@ -106,6 +106,12 @@ static const MmField compute_point_fields[] = {
   {"k", MM_F_NUM, TRUE, 1, BIG, 0, NULL, PT(k), "elements", "reduction length (head width for attention)"},
   {"batch", MM_F_NUM, FALSE, 1, BIG, 1, NULL, PT(batch), "problems", "independent problems of one call"},
   {"util", MM_F_NUM, TRUE, 1e-6, 1, 0, NULL, PT(util), "fraction", "achieved / peak FLOP/s"},
+  {"pass", MM_F_ENUM, FALSE, 0, 0, 0, mm_kernel_pass_names, PT(bwd), NULL,
+   "attention curves: the pass measured, fwd or bwd (dQ, dK, dV with the scores recomputed); a point times "
+   "only kernels of its pass"},
+  {"causal", MM_F_BOOL, FALSE, 0, 0, 0, NULL, PT(causal), NULL,
+   "attention curves: measured under a causal mask over the whole sequence; a point times only kernels of "
+   "its mask (flash kernels of causal blocks with as many queries as keys)"},
   MM_FIELDS_END,
 };
 
@@ -352,7 +358,8 @@ static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *
     if (!mm_json_apply(ctx, it, ip, fields, p, NULL, error)) return FALSE;
     for (guint j = 0; compute && j < c->n_points; j++) {
       const MmEffPoint *q = &c->points[j];
-      if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch) {
+      if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch && q->bwd == p->bwd &&
+          q->causal == p->causal) {
         mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip, "the same shape as %s[%u]", pp, j);
         return FALSE;
       }
@@ -398,6 +405,14 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
       MmEffCurve *c = out->compute_eff[k][d] = g_new0(MmEffCurve, 1);
       c->name = g_strdup_printf("%s.%s", mm_kernel_kind_names[k], mm_dtype_names[d]);
       if (!parse_curve(ctx, cj, cp, TRUE, c, error)) return FALSE;
+      for (guint i = 0; k != MM_KERNEL_ATTENTION && i < c->n_points; i++)
+        if (c->points[i].bwd || c->points[i].causal) {
+          g_autofree char *ip = g_strdup_printf("%s.points[%u]", cp, i);
+          mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
+                        "pass and causal describe attention kernels only; a %s point is forward and unmasked",
+                        mm_kernel_kind_names[k]);
+          return FALSE;
+        }
     }
   }
   const cJSON *hbm = cJSON_GetObjectItemCaseSensitive(eff, "hbm");
@@ -525,6 +540,9 @@ void mm__device_write_schema(FILE *out)
                        "(`efficiency.KIND.DTYPE`) applies to kernels of that kind and dtype whose m, n, k and "
                        "batch each lie within the range its points span: the utilization of the nearest point "
                        "in log space (squared distance over log2 m, n, k, batch; the first listed wins a tie). "
+                       "Attention points also name their pass (`fwd`, `bwd`) and mask (`causal`): only points "
+                       "of a kernel's own pass and mask count, for coverage and for the nearest, and eager "
+                       "(non-flash) attention takes none. "
                        "A memory curve (`efficiency.hbm.KIND`) applies to calls whose HBM bytes lie within its "
                        "points: linear interpolation in log2 bytes. Outside a curve, or without one, the "
                        "`utilization` scalar applies. `madmax describe` shows which each kernel used.",

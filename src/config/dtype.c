@@ -35,6 +35,7 @@ const char *const mm_grad_sync_names[] = {"dense", "sparse", "host", "auto", NUL
 const char *const mm_kernel_kind_names[] = {"gemm", "gemv", "attention", "interaction", "elementwise", "lookup",
                                             NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_kernel_kind_names) == MM_KERNEL_KIND_COUNT + 1);
+const char *const mm_kernel_pass_names[] = {"fwd", "bwd", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_coll_names) == MM_COLL_COUNT + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_algorithm_names) == MM_ALGO_COUNT + 1);
 

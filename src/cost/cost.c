@@ -11,17 +11,26 @@ static void shape_of(double m, double n, double k, double batch, double out[DIMS
   out[0] = m, out[1] = n, out[2] = k, out[3] = batch;
 }
 
-/* Compute curve: covers a kernel whose m, n, k and batch each lie within the range the
- * points span; then the util of the nearest point by squared distance over log2 of the four
- * (the first listed wins a tie). A grid of measured shapes thus answers with its closest
- * measurement, never an extrapolation. */
+/* Whether point @p describes kernel @k's pass and mask: attention points name them (an eager
+ * attention kernel, separate GEMMs and a softmax, matches no measured point); other kinds are
+ * forward and unmasked. */
+static gboolean point_matches(const MmEffPoint *p, const MmKernel *k)
+{
+  if (k->kind == MM_KERNEL_ATTENTION && !k->flash) return FALSE;
+  return p->bwd == k->bwd && p->causal == k->causal;
+}
+
+/* Compute curve: covers a kernel whose m, n, k and batch each lie within the range spanned by
+ * the points of its pass and mask; then the util of the nearest of those points by squared
+ * distance over log2 of the four (the first listed wins a tie). A grid of measured shapes thus
+ * answers with its closest measurement, never an extrapolation. */
 static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point)
 {
   double x[DIMS], lo[DIMS], hi[DIMS];
   shape_of(k->m, k->n, k->k, k->batch, x);
-  shape_of(c->points[0].m, c->points[0].n, c->points[0].k, c->points[0].batch, lo);
-  shape_of(c->points[0].m, c->points[0].n, c->points[0].k, c->points[0].batch, hi);
-  for (guint i = 1; i < c->n_points; i++) {
+  for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
+  for (guint i = 0; i < c->n_points; i++) {
+    if (!point_matches(&c->points[i], k)) continue;
     double p[DIMS];
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) lo[d] = MIN(lo[d], p[d]), hi[d] = MAX(hi[d], p[d]);
@@ -30,6 +39,7 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
     if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
   double best = INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
+    if (!point_matches(&c->points[i], k)) continue;
     double p[DIMS], dist = 0;
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) {
@@ -133,8 +143,8 @@ char *mm_cost_factor_text(const MmCostFactor *f)
   if (f->curve) {
     const MmEffPoint *p = &f->curve->points[f->point];
     g_autofree char *at = p->bytes > 0 ? g_strdup_printf("bytes=%.6g", p->bytes)
-                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g", p->m, p->n, p->k,
-                                                         p->batch);
+                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g%s%s", p->m, p->n, p->k,
+                                                         p->batch, p->bwd ? " bwd" : "", p->causal ? " causal" : "");
     return g_strdup_printf("curve %s (%s) %s %s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
                            p->bytes > 0 ? "from" : "at", at, f->util);
   }

@@ -40,7 +40,8 @@ double mm_cost_fit_s(const MmDevice *dev, const MmEffFit *f, MmDtype dtype, doub
  *   max(flops / (peak[dtype] x clock_derate x compute util), bytes / (hbm_bw x memory util))
  * where @flops are the executed FLOPs and @bytes the HBM bytes of the call on one device
  * (0: that side takes no time). The compute util is the device's curve for (kind, dtype)
- * where it covers the shape (nearest point in log space, see docs/SCHEMA.md "efficiency"),
+ * where it covers the shape (nearest point in log space, see docs/SCHEMA.md "efficiency"; an
+ * attention kernel only among the points of its pass and mask, none for eager attention),
  * else utilization.gemm; the memory util the device's hbm curve for the kind where it
  * covers @bytes (log-linear interpolation), else utilization.hbm. Without curves this is
  * bit for bit the roofline madmax always used. A calibration fit takes precedence: the

@@ -183,7 +183,7 @@ static void shape_of(const MmHardware *hw, const MmFusedSpec *s, Shape *sh)
   const double e = mm_dtype_bytes(s->dtype);
   sh->row = &op_rows[s->op];
   sh->R = s->ranks;
-  MmKernel k = {sh->row->kind, s->dtype, 1, 1, 1, 1};
+  MmKernel k = {.kind = sh->row->kind, .dtype = s->dtype, .m = 1, .n = 1, .k = 1, .batch = 1};
   switch (s->op) {
   case MM_FUSED_EMB_A2A:
     /* one logical WG pools one bag: pooling rows of dim elements and their int64 indices */
@@ -191,8 +191,8 @@ static void shape_of(const MmHardware *hw, const MmFusedSpec *s, Shape *sh)
     sh->out_bytes = (double)s->tables * (double)s->batch * (double)s->dim * e;
     sh->flops = (double)s->tables * (double)s->batch * (double)s->pooling * (double)s->dim;
     sh->bytes = (double)s->tables * (double)s->batch * (double)s->pooling * ((double)s->dim * e + 8) + sh->out_bytes;
-    k = (MmKernel){MM_KERNEL_LOOKUP, s->dtype, (double)s->batch * (double)s->pooling, (double)s->dim, 1,
-                   (double)s->tables};
+    k = (MmKernel){.kind = MM_KERNEL_LOOKUP, .dtype = s->dtype, .m = (double)s->batch * (double)s->pooling,
+                   .n = (double)s->dim, .k = 1, .batch = (double)s->tables};
     sh->coll_bytes = sh->out_bytes;
     break;
   case MM_FUSED_GEMV_AR:
@@ -200,7 +200,7 @@ static void shape_of(const MmHardware *hw, const MmFusedSpec *s, Shape *sh)
     sh->out_bytes = (double)s->m * e;
     sh->flops = 2.0 * (double)s->m * (double)s->k;
     sh->bytes = ((double)s->m * (double)s->k + (double)s->k) * e + sh->out_bytes;
-    k = (MmKernel){MM_KERNEL_GEMV, s->dtype, 1, (double)s->m, (double)s->k, 1};
+    k = (MmKernel){.kind = MM_KERNEL_GEMV, .dtype = s->dtype, .m = 1, .n = (double)s->m, .k = (double)s->k, .batch = 1};
     sh->coll_bytes = sh->out_bytes;
     break;
   default:
@@ -208,7 +208,8 @@ static void shape_of(const MmHardware *hw, const MmFusedSpec *s, Shape *sh)
     sh->out_bytes = (double)s->m * (double)s->n * e;
     sh->flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
     sh->bytes = ((double)s->m * (double)s->k + (double)s->k * (double)s->n) * e + sh->out_bytes;
-    k = (MmKernel){MM_KERNEL_GEMM, s->dtype, (double)s->m, (double)s->n, (double)s->k, 1};
+    k = (MmKernel){.kind = MM_KERNEL_GEMM, .dtype = s->dtype, .m = (double)s->m,
+                   .n = (double)s->n, .k = (double)s->k, .batch = 1};
     sh->coll_bytes = sh->out_bytes;
     break;
   }

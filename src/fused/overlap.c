@@ -69,7 +69,7 @@ typedef struct {
 static GemmAlone gemm_alone(const Ctx *x, double m, double n, double k, gboolean accumulate)
 {
   const MmDevice *dev = x->dev;
-  MmKernel kr = {MM_KERNEL_GEMM, x->sp->dtype, m, n, k, 1};
+  MmKernel kr = {.kind = MM_KERNEL_GEMM, .dtype = x->sp->dtype, .m = m, .n = n, .k = k, .batch = 1};
   MmCostWhy why;
   mm_cost_kernel_s(dev, &kr, 2.0 * m * n * k, gemm_mt(x, m, n, k, FALSE), &why);
   const double t = dev->overlap.gemm_tile.value, cu = fmax(1.0, floor(dev->fused.compute_units.value));
@@ -560,7 +560,7 @@ MmOverlapResult *mm_overlap_run(const MmHardware *hw, const MmOverlapSpec *sp, G
   r->comm_s = cc.time_s;
   /* no schedule beats the whole GEMM's compute roofline at the device's efficiency (no waves, no
    * launch) nor the collective's busiest link at its bandwidth (no latency) */
-  MmKernel whole = {MM_KERNEL_GEMM, sp->dtype, M, N, K, 1};
+  MmKernel whole = {.kind = MM_KERNEL_GEMM, .dtype = sp->dtype, .m = M, .n = N, .k = K, .batch = 1};
   MmCostWhy why;
   mm_cost_kernel_s(&hw->device, &whole, 2.0 * M * N * K, gemm_mt(&x, M, N, K, FALSE), &why);
   double link_s = 0;

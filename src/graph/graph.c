@@ -309,7 +309,11 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     MmCost c;
     begin_unit(bd, (guint)i);
     const int64_t window = mm_block_layer_window(b, i);
-    const MmKernel k_attn = kernel(MM_KERNEL_ATTENTION, b, s, window_keys(b, kvn, window), (double)b->head_dim, a);
+    MmKernel k_attn = kernel(MM_KERNEL_ATTENTION, b, s, window_keys(b, kvn, window), (double)b->head_dim, a);
+    /* what a measured attention curve keys besides the shape: flash or eager, and the causal mask
+     * whose masked half the executed FLOPs skip (attention() halves them under the same test) */
+    k_attn.flash = b->attention == MM_ATTN_FLASH;
+    k_attn.causal = k_attn.flash && b->causal && s == kvn;
     if (i > 0 && window == mm_block_layer_window(b, i - 1)) { /* alike (same window): repeat the one before */
       const MmUnit prev = g_array_index(bd->units, MmUnit, bd->units->len - 2);
       for (guint k = 0; k < prev.n_layers; k++) {
@@ -616,6 +620,7 @@ void mm_kernel_for_part(const MmLayer *l, MmKernelPart part, const MmKernelShare
     double m = k.m;
     k.m = k.k, k.k = m;
   }
+  k.bwd = k.kind == MM_KERNEL_ATTENTION && part == MM_PART_BWD_INPUT; /* attention's one backward kernel */
   if (k.kind == MM_KERNEL_GEMM && (k.m < MM_KERNEL_GEMV_MAX_ROWS || k.n < MM_KERNEL_GEMV_MAX_ROWS))
     k.kind = MM_KERNEL_GEMV;
   *out = k;

@@ -72,6 +72,10 @@ typedef struct {
   MmKernelKind kind;
   MmDtype dtype;
   double m, n, k, batch;
+  /* attention only: a flash kernel (FALSE: eager, QK^T, softmax and AV as separate kernels,
+   * which measured flash curves do not describe), its backward pass, and a causal mask over a
+   * whole sequence (q == kv: the kernel skips the masked half, see the executed FLOPs) */
+  gboolean flash, bwd, causal;
 } MmKernel;
 
 /* The three kernels of a layer's iteration. */

@@ -105,7 +105,8 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
   out->cast_bytes = out->cast_s = 0;
   if (flops > 0 && out->kernel.dtype == MM_DTYPE_FP8 && mm_plan_fp8_recipe(s, bs)) {
     /* the recipe's casts: memory-bound elementwise kernels before the GEMM */
-    static const MmKernel cast = {MM_KERNEL_ELEMENTWISE, MM_DTYPE_BF16, 1, 1, 1, 1};
+    static const MmKernel cast = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_BF16, .m = 1,
+                                  .n = 1, .k = 1, .batch = 1};
     out->cast_bytes = fp8_cast_bytes(s, &out->kernel, part);
     out->cast_s = out->cast_bytes > 0 ? mm_cost_kernel_s(&s->hw->device, &cast, 0, out->cast_bytes, NULL) : 0;
     out->bytes += out->cast_bytes;

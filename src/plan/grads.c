@@ -266,7 +266,8 @@ void mm__emit_optimizer(Lower *L)
   }
   if (kernels == 0) return;
   Deps d = mm__deps_all_streams(L);
-  const MmKernel upd = {MM_KERNEL_ELEMENTWISE, MM_DTYPE_FP32, 1, 1, 1, 1}; /* the fused update: memory bound */
+  const MmKernel upd = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_FP32, .m = 1,
+                        .n = 1, .k = 1, .batch = 1}; /* the fused update: memory bound */
   MmOpInfo info = {
     .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
     .last_layer = NONE, .kernels = kernels, .bytes = bytes,

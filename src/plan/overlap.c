@@ -39,7 +39,8 @@ double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces)
  * shards of @shard bytes read, one written (memory-bound, through the cost unit). */
 double mm__reduce_s(const Lower *L, guint block, double shard, int64_t p)
 {
-  const MmKernel k = {MM_KERNEL_ELEMENTWISE, L->s->blocks[block].compute_dtype, 1, 1, 1, 1};
+  const MmKernel k = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = L->s->blocks[block].compute_dtype, .m = 1,
+                      .n = 1, .k = 1, .batch = 1};
   return mm_cost_kernel_s(&L->s->hw->device, &k, 0, shard * (double)(p + 1), NULL) + L->launch_s;
 }
 

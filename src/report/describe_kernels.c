@@ -2,20 +2,36 @@
 #include "cost/cost.h"
 #include "report.h"
 
-/* The forward call of layer @li on one device of @s (the plan's placement and part work, at
+/* The @part call of layer @li on one device of @s (the plan's placement and part work, at
  * the mean expert load) and its cost factors. */
-static double device_kernel(const MmGraph *g, guint li, const MmScenario *s, MmKernel *k, double *flops,
-                            double *bytes, MmCostWhy *why)
+static double device_part(const MmGraph *g, guint li, const MmScenario *s, MmKernelPart part, MmKernel *k,
+                          double *flops, double *bytes, MmCostWhy *why)
 {
   MmPlacement p;
   MmPartWork w;
   mm_plan_place(s, g, li, &p);
-  mm_plan_part_work(s, g, li, MM_PART_FWD, &p, 1.0, &w, why);
+  mm_plan_part_work(s, g, li, part, &p, 1.0, &w, why);
   *k = w.kernel;
   *flops = w.flops;
   *bytes = w.bytes;
   if (w.flops <= 0 && w.bytes <= 0) mm_cost_kernel_s(&s->hw->device, k, 0, 0, why);
   return w.time_s;
+}
+
+/* The forward call of layer @li (see device_part). */
+static double device_kernel(const MmGraph *g, guint li, const MmScenario *s, MmKernel *k, double *flops,
+                            double *bytes, MmCostWhy *why)
+{
+  return device_part(g, li, s, MM_PART_FWD, k, flops, bytes, why);
+}
+
+/* Whether describe also shows layer @li's backward call: an attention layer that runs backward on a
+ * device with an attention curve of its dtype, whose points may tell the passes apart (with a
+ * scalar or a fit the backward takes the forward's factor, and the output stays as it was). */
+static gboolean shows_backward(const MmGraph *g, guint li, const MmScenario *s, const MmKernel *fwd)
+{
+  return fwd->kind == MM_KERNEL_ATTENTION && s->hw->device.compute_eff[MM_KERNEL_ATTENTION][fwd->dtype] != NULL &&
+         g->layers[li].cost.bwd_input_exec_flops > 0 && s->cfg->task != MM_TASK_INFERENCE;
 }
 
 static cJSON *kernel_json(const MmKernel *k)
@@ -57,6 +73,8 @@ static cJSON *factor_json(const MmCostFactor *f)
       cJSON_AddNumberToObject(po, "n", p->n);
       cJSON_AddNumberToObject(po, "k", p->k);
       cJSON_AddNumberToObject(po, "batch", p->batch);
+      if (p->bwd) cJSON_AddStringToObject(po, "pass", mm_kernel_pass_names[1]);
+      if (p->causal) cJSON_AddBoolToObject(po, "causal", TRUE);
     }
     cJSON_AddNumberToObject(po, "util", p->util);
   }
@@ -81,6 +99,16 @@ void mm_report_kernel_json(cJSON *op, const MmGraph *g, guint li, const MmScenar
   cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why.memory));
   cJSON_AddStringToObject(o, "bound", why.memory_bound ? "memory" : "compute");
   cJSON_AddItemToObject(op, "kernel_per_device", o);
+  if (!shows_backward(g, li, s, &k)) return;
+  device_part(g, li, s, MM_PART_BWD_INPUT, &k, &flops, &bytes, &why);
+  o = kernel_json(&k);
+  cJSON_AddStringToObject(o, "part", mm_kernel_part_names[MM_PART_BWD_INPUT]);
+  cJSON_AddNumberToObject(o, "flops", flops);
+  cJSON_AddNumberToObject(o, "bytes", bytes);
+  cJSON_AddItemToObject(o, "compute_efficiency", factor_json(&why.compute));
+  cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why.memory));
+  cJSON_AddStringToObject(o, "bound", why.memory_bound ? "memory" : "compute");
+  cJSON_AddItemToObject(op, "kernel_per_device_bwd", o);
 }
 
 static void curve_json(cJSON *arr, const MmEffCurve *c)
@@ -195,6 +223,13 @@ void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
                          dim(k.m), dim(k.n), dim(k.k), dim(k.batch), mm_cost_factor_text(&why.compute),
                          mm_cost_factor_text(&why.memory), g_strdup(why.memory_bound ? "memory" : "compute")};
       mm_table_addv(t, cells);
+      if (!shows_backward(g, li, s, &k)) continue;
+      device_part(g, li, s, MM_PART_BWD_INPUT, &k, &flops, &bytes, &why);
+      char *bcells[10] = {g_strdup(""), g_strdup_printf("%s (bwd)", mm_role_names[l->role]),
+                          g_strdup(mm_kernel_kind_names[k.kind]), dim(k.m), dim(k.n), dim(k.k), dim(k.batch),
+                          mm_cost_factor_text(&why.compute), mm_cost_factor_text(&why.memory),
+                          g_strdup(why.memory_bound ? "memory" : "compute")};
+      mm_table_addv(t, bcells);
     }
   }
   mm_table_print(t, out, "  ");

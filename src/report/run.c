@@ -449,7 +449,7 @@ void mm_report_serving_metrics(const MmPlan *prefill, const MmRunMetrics *rp, co
   }
   out->decode_hbm_time_s = out->decode_hbm_bytes / s->hw->device.hbm_bw_Bps;
   /* the same bytes at the HBM efficiency the cost unit gives streaming kernels */
-  const MmKernel stream = {MM_KERNEL_ELEMENTWISE, MM_DTYPE_FP32, 1, 1, 1, 1};
+  const MmKernel stream = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_FP32, .m = 1, .n = 1, .k = 1, .batch = 1};
   out->decode_hbm_achievable_s = mm_cost_kernel_s(&s->hw->device, &stream, 0, out->decode_hbm_bytes, NULL);
   out->decode_kernel_s = rd->compute_s + rd->embedding_s;
   out->decode_launch_s = out->decode_kernels * mm_plan_launch_s(s, decode->graph);
