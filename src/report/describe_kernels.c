@@ -82,6 +82,19 @@ static cJSON *factor_json(const MmCostFactor *f)
   return o;
 }
 
+/* One part of a layer's kernel on a device: its descriptor, FLOPs, bytes and efficiencies. */
+static cJSON *part_json(const MmKernel *k, MmKernelPart part, double flops, double bytes, const MmCostWhy *why)
+{
+  cJSON *o = kernel_json(k);
+  cJSON_AddStringToObject(o, "part", mm_kernel_part_names[part]);
+  cJSON_AddNumberToObject(o, "flops", flops);
+  cJSON_AddNumberToObject(o, "bytes", bytes);
+  cJSON_AddItemToObject(o, "compute_efficiency", factor_json(&why->compute));
+  cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why->memory));
+  cJSON_AddStringToObject(o, "bound", why->memory_bound ? "memory" : "compute");
+  return o;
+}
+
 void mm_report_kernel_json(cJSON *op, const MmGraph *g, guint li, const MmScenario *s)
 {
   g_return_if_fail(op != NULL && li < g->n_layers);
@@ -91,24 +104,10 @@ void mm_report_kernel_json(cJSON *op, const MmGraph *g, guint li, const MmScenar
   MmCostWhy why;
   double flops, bytes;
   device_kernel(g, li, s, &k, &flops, &bytes, &why);
-  cJSON *o = kernel_json(&k);
-  cJSON_AddStringToObject(o, "part", mm_kernel_part_names[MM_PART_FWD]);
-  cJSON_AddNumberToObject(o, "flops", flops);
-  cJSON_AddNumberToObject(o, "bytes", bytes);
-  cJSON_AddItemToObject(o, "compute_efficiency", factor_json(&why.compute));
-  cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why.memory));
-  cJSON_AddStringToObject(o, "bound", why.memory_bound ? "memory" : "compute");
-  cJSON_AddItemToObject(op, "kernel_per_device", o);
+  cJSON_AddItemToObject(op, "kernel_per_device", part_json(&k, MM_PART_FWD, flops, bytes, &why));
   if (!shows_backward(g, li, s, &k)) return;
   device_part(g, li, s, MM_PART_BWD_INPUT, &k, &flops, &bytes, &why);
-  o = kernel_json(&k);
-  cJSON_AddStringToObject(o, "part", mm_kernel_part_names[MM_PART_BWD_INPUT]);
-  cJSON_AddNumberToObject(o, "flops", flops);
-  cJSON_AddNumberToObject(o, "bytes", bytes);
-  cJSON_AddItemToObject(o, "compute_efficiency", factor_json(&why.compute));
-  cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why.memory));
-  cJSON_AddStringToObject(o, "bound", why.memory_bound ? "memory" : "compute");
-  cJSON_AddItemToObject(op, "kernel_per_device_bwd", o);
+  cJSON_AddItemToObject(op, "kernel_per_device_bwd", part_json(&k, MM_PART_BWD_INPUT, flops, bytes, &why));
 }
 
 static void curve_json(cJSON *arr, const MmEffCurve *c)
