@@ -279,9 +279,9 @@ static void try_start(MmEngine *e, uint32_t c, uint32_t s)
   if (e->st[g].pending) return;
   sp->busy = 1;
   sp->cursor++;
-  const MmEngineOp *o = &e->programs[cl->program].ops[op];
-  if (o->coll == MM_NO_COLL) launch(e, c, op, cl->dur[op]);
-  else arrive(e, c, op, o); /* a collective: the stream is held from the moment this member posts it */
+  sp->op = op;
+  if (e->st[g].aux == MM__NOT_COLL) launch(e, c, op, cl->dur[op]);
+  else arrive(e, c, op, &e->programs[cl->program].ops[op]); /* a collective: the stream is held from the moment this member posts it */
 }
 
 static void complete(MmEngine *e, uint32_t c, uint32_t op)
@@ -305,11 +305,11 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
  * then all complete together (the slowest member sets the end). */
 static void finish(MmEngine *e, uint32_t c, uint32_t op)
 {
-  const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
-  if (o->coll == MM_NO_COLL) {
+  if (e->st[mm__op_index(e, c, op)].aux == MM__NOT_COLL) {
     complete(e, c, op);
     return;
   }
+  const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
   if (e->arith) {
     const Group g = arith_group(c, o);
     if (g.n == 1) {
@@ -338,12 +338,13 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     for (uint32_t i = 0; i < p->n_ops; i++)
       for (uint32_t k = 0; k < e->prog_users[q]; k++, st++) {
         st->pending = p->ops[i].n_deps;
-        if (e->arith) st->aux = 0;
+        if (p->ops[i].coll == MM_NO_COLL) st->aux = MM__NOT_COLL;
+        else if (e->arith) st->aux = 0; /* else its slot, from the build */
       }
   }
   for (uint32_t c = 0; c < e->n_classes; c++)
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
-      e->streams[mm__stream_index(e, c, s)] = (Stream){.live = MM__NO_EVENT, .cls = c, .s = s};
+      e->streams[mm__stream_index(e, c, s)] = (Stream){.live = MM__NO_EVENT, .cls = c};
   if (e->n_slots) memset(e->slot_count, 0, sizeof(uint32_t) * e->n_slots);
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->res_users, 0, sizeof(uint32_t) * e->total_res);
@@ -364,8 +365,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     e->now = ev.t;
     sp->live = MM__NO_EVENT;
     const uint32_t c = sp->cls;
-    const ProgIndex *ix = &e->index[e->classes[c].program];
-    const uint32_t op = ix->stream_ops[ix->stream_first[sp->s] + sp->cursor - 1]; /* the running one */
+    const uint32_t op = sp->op;
     if (sp->work) { /* a flow's work is done: its tail follows */
       mm__flow_end(e, c, op);
       const MmTime tail = e->classes[c].dur[op];

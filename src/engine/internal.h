@@ -66,6 +66,8 @@ typedef struct {
                      * group, its members arrived, then (after the launch) finished */
 } OpState;
 
+#define MM__NOT_COLL UINT32_MAX /* OpState.aux of an op that is not a collective (set by each run) */
+
 /* One stream of one class (indexed mm__stream_index, interleaved like the op states). A stream runs one op at a time, so it
  * also holds that op's flow progress and its one live event. */
 typedef struct {
@@ -74,7 +76,7 @@ typedef struct {
   double rem, rate; /* flows: work left (fraction) and pace (fraction per ps; 0: not planned yet) */
   uint32_t cursor;  /* next op in its list (the running op is the one before) */
   uint32_t cls;     /* its class */
-  uint32_t s;       /* its index in the class's program */
+  uint32_t op;      /* the op it runs (or ran last) */
   uint8_t busy;     /* an op is running */
   uint8_t work;     /* that op is a flow doing its work: its live event ends the work, not the op */
 } Stream;
