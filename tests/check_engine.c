@@ -630,6 +630,32 @@ START_TEST(test_queue_order_and_buckets)
 }
 END_TEST
 
+/* Two sequential flows, each over 32,768 resources, in a program of 131,072 streams: the bound
+ * on sharing entities (streams x the most resources of one op, 2^32) must not wrap in 32 bits
+ * (it did: the entity arrays were sized 0 and sharing wrote past them). */
+START_TEST(test_entity_bound_does_not_wrap)
+{
+  enum { R = 32768, S = 131072 };
+  g_autofree uint32_t *xl = g_new(uint32_t, 2 * R);
+  g_autofree double *xb = g_new(double, 2 * R), *bw = g_new(double, R);
+  for (uint32_t i = 0; i < 2 * R; i++) xl[i] = i % R, xb[i] = 1;
+  for (uint32_t i = 0; i < R; i++) bw[i] = 1;
+  const MmEngineOp ops[2] = {
+    {.stream = 0, .coll = MM_NO_COLL, .xfer_first = 0, .n_xfer = R, .sequential = 1},
+    {.stream = 1, .coll = MM_NO_COLL, .xfer_first = R, .n_xfer = R, .sequential = 1},
+  };
+  const MmTime dur[2] = {0, 0};
+  const MmEngineProgram p = {ops, 2, NULL, S, xl, xb, R};
+  const MmEngineClass c = {0, dur, 0, bw};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) e = mm_engine_new(&p, 1, &c, 1, &error);
+  ck_assert_msg(e != NULL, "%s", error ? error->message : "");
+  ck_assert_uint_ge(e->max_ent, 2 * R); /* both flows' resources can be sharing entities at once */
+  ck_assert_msg(mm_engine_run(e, &error), "%s", error ? error->message : "");
+  ck_assert_uint_eq(mm_engine_op_end(e, 0, 0), mm_engine_op_end(e, 0, 1)); /* symmetric flows end together */
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
   Suite *s = suite_create("engine");
@@ -644,6 +670,7 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_inconsistent_groups_are_listed);
   tcase_add_loop_test(tc, test_queue_many_pending_times, 0, 2);
   tcase_add_loop_test(tc, test_queue_order_and_buckets, 0, 2);
+  tcase_add_test(tc, test_entity_bound_does_not_wrap);
   tcase_add_test(tc, test_deadlock_is_reported);
   tcase_add_test(tc, test_invalid_program);
   tcase_add_test(tc, test_rerun_and_equal_times);

@@ -305,7 +305,8 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   }
   for (uint32_t p = 0; p < n_programs; p++) {
     const uint32_t n_res = programs[p].n_links;
-    const uint32_t ents = MIN(e->index[p].work_first[programs[p].n_ops], programs[p].n_streams * e->index[p].max_work);
+    const uint32_t ents = (uint32_t)MIN((uint64_t)e->index[p].work_first[programs[p].n_ops],
+                                        (uint64_t)programs[p].n_streams * e->index[p].max_work);
     e->max_res = MAX(e->max_res, n_res);
     e->max_ent = MAX(e->max_ent, ents);
   }

@@ -146,7 +146,8 @@ static Event eheap_pop(MmEngine *e)
 void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
 {
   g_assert(t >= e->now); /* time never goes backwards */
-  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ)) e->overflow = TRUE; /* 2^40 events: not reached in practice */
+  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ - 1)) e->overflow = TRUE; /* 2^40 events (not reached in practice); the
+                                                                     * last seq could make a key equal MM__NO_EVENT */
   if (!e->bucketed) {
     const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
     e->streams[si].live = key;
@@ -376,7 +377,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     }
     if (G_UNLIKELY(e->overflow)) break;
   }
-  if (e->overflow && e->seq >= MM__MAX_SEQ) {
+  if (e->overflow && e->seq >= MM__MAX_SEQ - 1) {
     g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_OVERFLOW,
                 "the run needs more than 2^%d events; inputs this large should have been rejected before the simulation",
                 64 - MM__STREAM_BITS);
