@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int d = 0; d < MM_DTYPE_COUNT; d++) {
       if (dev.peak_flops[d] <= 0) continue;
       for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
-        MmKernel kern = {(MmKernelKind)k, (MmDtype)d, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]};
+        MmKernel kern = {.kind = (MmKernelKind)k, .dtype = (MmDtype)d, .m = shapes[i][0], .n = shapes[i][1],
+                         .k = shapes[i][2], .batch = shapes[i][3], .flash = i % 2, .bwd = i % 3 == 1, .causal = i >= 2};
         const double flops = 2.0 * kern.m * kern.n * kern.k * kern.batch, bytes = (kern.m * kern.k + kern.n * kern.k) * 2;
         MmCostWhy why;
         double t = mm_cost_kernel_s(&dev, &kern, flops, bytes, &why);
