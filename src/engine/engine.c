@@ -267,7 +267,7 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
 }
 
 /* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
-static void try_start(MmEngine *e, uint32_t c, uint32_t s)
+static inline void try_start(MmEngine *e, uint32_t c, uint32_t s)
 {
   Stream *sp = &e->streams[mm__stream_index(e, c, s)];
   if (sp->busy) return;
