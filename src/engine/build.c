@@ -155,24 +155,17 @@ static gboolean arith_groups(const MmEngine *e)
     for (uint32_t k = 0; k < ix->n_colls; k++) {
       const uint32_t i = (uint32_t)ix->colls[k];
       const MmEngineOp *o = &p->ops[i];
-      uint64_t first = c, step = o->stride, n = o->degree;
-      if (o->peer != 0) {
-        const int64_t other = (int64_t)c + o->peer;
-        if (other < 0 || other >= e->n_classes) return FALSE;
-        if (o->peer < 0) continue; /* the other one leads */
-        step = (uint64_t)o->peer, n = 2;
-      } else if ((c / o->stride) % o->degree != 0) {
-        continue; /* not its group's first member */
-      }
-      if (first + (n - 1) * step >= e->n_classes) return FALSE;
-      for (uint64_t j = 0; j < n; j++) {
-        const uint32_t m = (uint32_t)(first + j * step);
-        const uint32_t mop = e->classes[m].program == e->classes[c].program ? i : mm__coll_op(e, m, o->coll);
+      const Group g = mm__arith_group(c, o); /* what the run will use */
+      if (g.first > c || (uint64_t)g.first + (uint64_t)(g.n - 1) * g.step >= e->n_classes) return FALSE;
+      if (g.first != c) continue; /* checked with its group's first member */
+      for (uint32_t j = 0; j < g.n; j++) {
+        const uint32_t m = g.first + j * g.step;
+        const uint32_t mop = mm__member_op(e, m, c, i, o->coll);
         if (mop == UINT32_MAX) return FALSE;
         const MmEngineOp *mo = &e->programs[e->classes[m].program].ops[mop];
         if (mo->degree != o->degree || mo->stride != o->stride || mo->peer != (j == 0 ? o->peer : -o->peer)) return FALSE;
       }
-      seen += n;
+      seen += g.n;
     }
   }
   return seen == total;
@@ -357,7 +350,6 @@ void mm_engine_free(MmEngine *e)
   g_free(e->streams);
   g_free(e->slot_first);
   g_free(e->slot_count);
-
   g_free(e->slot_dur);
   g_free(e->member_cls);
   g_free(e->member_op);

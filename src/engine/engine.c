@@ -36,13 +36,14 @@ void mm__queue_free(MmEngine *e)
 
 void mm__queue_reset(MmEngine *e)
 {
+  e->queued = e->n_bk = e->eheap_len = 0;
+  e->popped = (Event){0, MM__NO_EVENT};
+  if (!e->bucketed) return; /* the buckets' free lists and slots: only where they are used */
   for (uint32_t i = 0; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
   e->qev_free = 0;
   for (uint32_t b = 0; b < e->bk_cap; b++) e->bk[b].head = b + 1 < e->bk_cap ? b + 1 : NONE;
   e->bk_free = 0;
   memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
-  e->queued = e->n_bk = e->eheap_len = 0;
-  e->popped = (Event){0, MM__NO_EVENT};
 }
 
 static inline uint32_t time_slot(const MmEngine *e, MmTime t)
@@ -225,38 +226,18 @@ static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
 
 /* ---- collective groups --------------------------------------------------- */
 
-/* An arithmetic group: member classes first + j x step, j < n. */
-typedef struct {
-  uint32_t first, step, n;
-} Group;
-
-static inline Group arith_group(uint32_t c, const MmEngineOp *o)
-{
-  if (o->peer != 0) {
-    const uint32_t step = o->peer > 0 ? (uint32_t)o->peer : (uint32_t)-(int64_t)o->peer;
-    return (Group){o->peer > 0 ? c : c - step, step, 2};
-  }
-  return (Group){c - ((c / o->stride) % o->degree) * o->stride, o->stride, o->degree};
-}
-
-/* The op of member class @m matching op @op (collective @coll) of class @c. */
-static inline uint32_t member_op(const MmEngine *e, uint32_t m, uint32_t c, uint32_t op, uint32_t coll)
-{
-  return e->classes[m].program == e->classes[c].program ? op : mm__coll_op(e, m, coll);
-}
-
 /* Member @c's collective op @op has been posted: when it is the last, all members
  * start together, each for the longest member's fixed time. */
 static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
 {
   if (e->arith) {
-    const Group g = arith_group(c, o);
-    uint32_t *count = &e->st[mm__op_index(e, g.first, member_op(e, g.first, c, op, o->coll))].aux;
+    const Group g = mm__arith_group(c, o);
+    uint32_t *count = &e->st[mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll))].aux;
     if (++*count < g.n) return;
     *count = 0;
     MmTime dur = 0;
-    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->classes[m].dur[member_op(e, m, c, op, o->coll)]);
-    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) launch(e, m, member_op(e, m, c, op, o->coll), dur);
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->classes[m].dur[mm__member_op(e, m, c, op, o->coll)]);
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) launch(e, m, mm__member_op(e, m, c, op, o->coll), dur);
     return;
   }
   const uint32_t slot = e->st[mm__op_index(e, c, op)].aux;
@@ -312,13 +293,13 @@ static void finish(MmEngine *e, uint32_t c, uint32_t op)
   }
   const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
   if (e->arith) {
-    const Group g = arith_group(c, o);
+    const Group g = mm__arith_group(c, o);
     if (g.n == 1) {
       complete(e, c, op);
       return;
     }
-    if (++e->st[mm__op_index(e, g.first, member_op(e, g.first, c, op, o->coll))].aux < g.n) return;
-    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, member_op(e, m, c, op, o->coll));
+    if (++e->st[mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll))].aux < g.n) return;
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, mm__member_op(e, m, c, op, o->coll));
     return;
   }
   const uint32_t slot = e->st[mm__op_index(e, c, op)].aux;

@@ -201,6 +201,28 @@ void mm__queue_free(MmEngine *e);
 /* build.c: the op of class @m's program with collective id @coll (UINT32_MAX: none) */
 uint32_t mm__coll_op(const MmEngine *e, uint32_t m, uint32_t coll);
 
+/* An arithmetic group: member classes first + j x step, j < n (first may wrap below 0 for a
+ * peer pair at the low edge: callers that take programs as given check first + (n-1) step). */
+typedef struct {
+  uint32_t first, step, n;
+} Group;
+
+/* The group of class @c's collective op @o, from its peer offset or (stride, degree). */
+static inline Group mm__arith_group(uint32_t c, const MmEngineOp *o)
+{
+  if (o->peer != 0) {
+    const uint32_t step = o->peer > 0 ? (uint32_t)o->peer : (uint32_t)-(int64_t)o->peer;
+    return (Group){o->peer > 0 ? c : c - step, step, 2};
+  }
+  return (Group){c - ((c / o->stride) % o->degree) * o->stride, o->stride, o->degree};
+}
+
+/* The op of member class @m matching op @op (collective @coll) of class @c. */
+static inline uint32_t mm__member_op(const MmEngine *e, uint32_t m, uint32_t c, uint32_t op, uint32_t coll)
+{
+  return e->classes[m].program == e->classes[c].program ? op : mm__coll_op(e, m, coll);
+}
+
 /* flows.c: ops with work on the device's resources, shared max-min fairly */
 void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op);
 void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op);
