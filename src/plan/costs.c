@@ -92,9 +92,8 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
     break;
   }
   }
-  const gboolean folded = l->expert && mm_plan_folded(bs); /* the expert layout's ETP and EP */
-  const double tp = (double)(folded ? bs->expert_degree : bs->degree)[MM_STRAT_TP];
-  const double ep = (double)(folded ? bs->expert_degree : bs->degree)[MM_STRAT_EP];
+  const int64_t *deg = l->expert && mm_plan_folded(bs) ? bs->expert_degree : bs->degree; /* folded: ETP and EP */
+  const double tp = (double)deg[MM_STRAT_TP], ep = (double)deg[MM_STRAT_EP];
   const MmKernelShare share = {.samples = n, .work = wf, .split = l->tp == MM_TP_REPLICATED ? 1.0 : 1.0 / tp,
                                .groups = l->expert && ep > 1 ? 1.0 / ep : 1.0};
   mm_kernel_for_part(l, part, &share, kernel_dtype(s, bs, l), &out->kernel);

@@ -18,13 +18,6 @@ static double device_part(const MmGraph *g, guint li, const MmScenario *s, MmKer
   return w.time_s;
 }
 
-/* The forward call of layer @li (see device_part). */
-static double device_kernel(const MmGraph *g, guint li, const MmScenario *s, MmKernel *k, double *flops,
-                            double *bytes, MmCostWhy *why)
-{
-  return device_part(g, li, s, MM_PART_FWD, k, flops, bytes, why);
-}
-
 /* Whether describe also shows layer @li's backward call: an attention layer that runs backward on a
  * device with an attention curve of its dtype, whose points may tell the passes apart (with a
  * scalar or a fit the backward takes the forward's factor, and the output stays as it was). */
@@ -103,7 +96,7 @@ void mm_report_kernel_json(cJSON *op, const MmGraph *g, guint li, const MmScenar
   MmKernel k;
   MmCostWhy why;
   double flops, bytes;
-  device_kernel(g, li, s, &k, &flops, &bytes, &why);
+  device_part(g, li, s, MM_PART_FWD, &k, &flops, &bytes, &why);
   cJSON_AddItemToObject(op, "kernel_per_device", part_json(&k, MM_PART_FWD, flops, bytes, &why));
   if (!shows_backward(g, li, s, &k)) return;
   device_part(g, li, s, MM_PART_BWD_INPUT, &k, &flops, &bytes, &why);
@@ -215,7 +208,7 @@ void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
       MmKernel k;
       MmCostWhy why;
       double flops, bytes;
-      device_kernel(g, li, s, &k, &flops, &bytes, &why);
+      device_part(g, li, s, MM_PART_FWD, &k, &flops, &bytes, &why);
       note(names, notes, &why.compute, &s->hw->device);
       note(names, notes, &why.memory, &s->hw->device);
       char *cells[10] = {name, g_strdup(mm_role_names[l->role]), g_strdup(mm_kernel_kind_names[k.kind]),
