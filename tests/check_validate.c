@@ -35,6 +35,17 @@ static const struct {
   {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"collective_cases\":[{\"id\":\"c\",\"source\":\"s\","
    "\"hardware\":\"hardware/dgx-a100-2048.json\",\"kind\":\"all_reduce\",\"ranks\":8,\"points\":[[-1,5]]}]}",
    mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
+  /* collective points out of range: a size that overflows to infinity (found by fuzz_validate), a
+   * bandwidth likewise, a per-point rank count past the curve field's bound */
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"collective_cases\":[{\"id\":\"c\",\"source\":\"s\","
+   "\"hardware\":\"hardware/dgx-a100-2048.json\",\"kind\":\"all_reduce\",\"ranks\":8,\"points\":[[13421E728,5]]}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"collective_cases\":[{\"id\":\"c\",\"source\":\"s\","
+   "\"hardware\":\"hardware/dgx-a100-2048.json\",\"kind\":\"all_reduce\",\"ranks\":8,\"points\":[[1e6,1e999]]}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
+  {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"collective_cases\":[{\"id\":\"c\",\"source\":\"s\","
+   "\"hardware\":\"hardware/dgx-a100-2048.json\",\"kind\":\"all_reduce\",\"ranks\":0,\"points\":[[1e6,5,1e30]]}]}",
+   mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
   {"{\"name\":\"t\",\"skipped\":[{\"id\":\"a\"}]}", mm_validate_error_quark, MM_VALIDATE_ERROR_INVALID},
   /* a serving metric of a training config: the case's fault, not an internal error */
   {"{\"name\":\"t\",\"root\":\"@ROOT@\",\"cases\":[" CASE_MPT7B("decode_latency_s_per_token") "]}",

@@ -366,10 +366,15 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
       g_autofree char *pp = g_strdup_printf("%s.points[%d]", jp, k);
       int np = cJSON_GetArraySize(pt);
       const cJSON *pb = cJSON_GetArrayItem(pt, 0), *pv = cJSON_GetArrayItem(pt, 1), *rk = cJSON_GetArrayItem(pt, 2);
-      if (!cJSON_IsArray(pt) || np < 2 || np > 3 || !cJSON_IsNumber(pb) || !cJSON_IsNumber(pv) || pb->valuedouble <= 0 ||
-          pv->valuedouble <= 0 || (np == 3 && (!cJSON_IsNumber(rk) || rk->valuedouble < 2)) || (np == 2 && c.ranks < 1)) {
+      /* bounds as the curve's own "ranks" field; a size past 2^50 bytes (or one that overflowed to
+       * infinity, e.g. 1e999) is no measurement */
+      if (!cJSON_IsArray(pt) || np < 2 || np > 3 || !cJSON_IsNumber(pb) || !cJSON_IsNumber(pv) ||
+          !(pb->valuedouble > 0 && pb->valuedouble <= 0x1p50) || !(pv->valuedouble > 0 && isfinite(pv->valuedouble)) ||
+          (np == 3 && (!cJSON_IsNumber(rk) || !(rk->valuedouble >= 2 && rk->valuedouble <= 1 << 24))) ||
+          (np == 2 && c.ranks < 1)) {
         g_set_error(error, MM_VALIDATE_ERROR, MM_VALIDATE_ERROR_INVALID,
-                    "%s: %s: expected [bytes > 0, bus GB/s > 0] (or [bytes, GB/s, ranks >= 2] when \"ranks\" is 0)",
+                    "%s: %s: expected [bytes in (0, 2^50], bus GB/s > 0] (or [bytes, GB/s, ranks in 2..2^24] when "
+                    "\"ranks\" is 0)",
                     cases_path, pp);
         return NULL;
       }
