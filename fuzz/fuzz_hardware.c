@@ -37,7 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (groups[gi][0] < 2 || !mm_comm_group_even(hw, groups[gi][0], groups[gi][1])) continue;
     for (int k = 0; k < MM_COLL_COUNT; k++) {
       for (int a = 0; a < MM_ALGO_COUNT; a++) {
-        MmCollective c = {(MmCollKind)k, 1 << 20, groups[gi][0], groups[gi][1], (MmAlgorithm)a, 1.0, a == 0};
+        MmCollective c = {.kind = (MmCollKind)k, .bytes = 1 << 20, .degree = groups[gi][0], .stride = groups[gi][1],
+                          .algorithm = (MmAlgorithm)a, .skew = 1.0, .one_shot = a == 0,
+                          .route_top_k = k == MM_COLL_ALL_TO_ALL && a % 2 ? 8 : 0, .route_nodes = a % 4 == 1 ? 4 : 0};
         MmCommCost cost;
         mm_comm_cost(hw, &links, &c, &cost);
         mm_fuzz_require(isfinite(cost.time_s) && cost.time_s >= 0, "%s over %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT

@@ -22,7 +22,7 @@ static MmCommCost cost(const MmHardware *hw, MmCollKind kind, double bytes, int6
 {
   MmLinks links;
   mm_comm_links(hw, &links);
-  MmCollective c = {kind, bytes, degree, stride, algo, 1.0, FALSE};
+  MmCollective c = {.kind = kind, .bytes = bytes, .degree = degree, .stride = stride, .algorithm = algo, .skew = 1.0};
   MmCommCost o;
   ck_assert(mm_comm_cost(hw, &links, &c, &o));
   return o;
@@ -86,7 +86,8 @@ START_TEST(test_volumes_closed_form)
   ck_assert_double_eq_tol(link_bytes(&a2a, L.nic), 8.0 / 16.0 * S, 1);
   ck_assert_double_eq_tol(link_bytes(&a2a, L.intra_first), 7.0 / 16.0 * S, 1);
   /* uneven routing: the busiest rank moves skew x the average */
-  MmCollective sk = {MM_COLL_ALL_TO_ALL, S, 16, 1, MM_ALGO_AUTO, 2.0, FALSE};
+  MmCollective sk = {.kind = MM_COLL_ALL_TO_ALL, .bytes = S, .degree = 16, .stride = 1, .algorithm = MM_ALGO_AUTO,
+                     .skew = 2.0};
   MmCommCost a2s;
   mm_comm_cost(hw, &L, &sk, &a2s);
   ck_assert_double_eq_tol(link_bytes(&a2s, L.nic), 2.0 * link_bytes(&a2a, L.nic), 1);
@@ -95,6 +96,50 @@ START_TEST(test_volumes_closed_form)
   ck_assert(h.sequential);
   double sum = link_bytes(&h, L.nic) / L.bw_Bps[L.nic] + link_bytes(&h, L.intra_first) / L.bw_Bps[L.intra_first];
   ck_assert_double_eq_tol(h.time_s, h.latency_s + sum, 1e-12);
+}
+END_TEST
+
+/* DeepEP-style dispatch: a token's payload crosses the network once per remote node holding one
+ * of its experts and is forwarded inside the node; node-limited routing caps those nodes. */
+START_TEST(test_per_node_dispatch)
+{
+  g_autoptr(MmHardware) hw = load_hw("hardware/dgx-h100-2048.json");
+  MmLinks L;
+  mm_comm_links(hw, &L);
+  const double S = 256.0 * 1024 * 1024, k = 8; /* 64 ranks: 8 nodes of 8; top_k 8 */
+  MmCollective c = {.kind = MM_COLL_ALL_TO_ALL, .bytes = S, .degree = 64, .stride = 1, .algorithm = MM_ALGO_AUTO,
+                    .skew = 1.0};
+  MmCommCost plain, node, limited, one, inside;
+  ck_assert(mm_comm_cost(hw, &L, &c, &plain));
+  c.route_top_k = k;
+  ck_assert(mm_comm_cost(hw, &L, &c, &node));
+  c.route_nodes = 4;
+  ck_assert(mm_comm_cost(hw, &L, &c, &limited));
+  /* each copy on its own: 56 of 64 shares leave the node */
+  ck_assert_double_eq_tol(link_bytes(&plain, L.nic), 56.0 / 64.0 * S, 1);
+  /* once per node: the 8 experts fall on 8 (1 - (7/8)^8) = 5.25 distinct nodes, 7/8 of them remote, one
+   * token payload (S / 8) each */
+  const double d8 = 8.0 * (1.0 - pow(7.0 / 8.0, 8)), d4 = 4.0 * (1.0 - pow(3.0 / 4.0, 8));
+  ck_assert_double_eq_tol(link_bytes(&node, L.nic), S / k * d8 * 7.0 / 8.0, 1);
+  ck_assert_double_eq_tol(link_bytes(&limited, L.nic), S / k * d4 * 7.0 / 8.0, 1);
+  ck_assert_double_lt(link_bytes(&limited, L.nic), 0.46 * link_bytes(&plain, L.nic)); /* 3.6 of 8 copies */
+  /* the node's links carry the local copies and forward the remote ones to their GPUs */
+  const double intra = (7.0 / 64.0 + 7.0 / 8.0 * 7.0 / 8.0) * S;
+  ck_assert_double_eq_tol(link_bytes(&node, L.intra_first), intra, 1);
+  ck_assert_double_eq_tol(link_bytes(&limited, L.intra_first), intra, 1);
+  ck_assert_double_lt(limited.time_s, node.time_s);
+  ck_assert_double_lt(node.time_s, plain.time_s);
+  /* one expert per token: one payload per remote node either way */
+  c.route_top_k = 1;
+  c.route_nodes = 0;
+  ck_assert(mm_comm_cost(hw, &L, &c, &one));
+  ck_assert_double_eq_tol(link_bytes(&one, L.nic), link_bytes(&plain, L.nic), 1);
+  /* inside one node nothing changes */
+  c.route_top_k = k;
+  c.degree = 8;
+  ck_assert(mm_comm_cost(hw, &L, &c, &inside));
+  MmCommCost in_plain = cost(hw, MM_COLL_ALL_TO_ALL, S, 8, 1, MM_ALGO_AUTO);
+  ck_assert_double_eq(inside.time_s, in_plain.time_s);
 }
 END_TEST
 
@@ -109,7 +154,8 @@ START_TEST(test_in_network_reduction)
   g_autoptr(MmHardware) a100 = load_hw("hardware/dgx-a100-2048.json");
   MmLinks L;
   mm_comm_links(a100, &L);
-  MmCollective c = {MM_COLL_ALL_REDUCE, GiB, 8, 1, MM_ALGO_IN_NETWORK, 1.0, FALSE};
+  MmCollective c = {.kind = MM_COLL_ALL_REDUCE, .bytes = GiB, .degree = 8, .stride = 1,
+                    .algorithm = MM_ALGO_IN_NETWORK, .skew = 1.0};
   ck_assert(!mm_comm_applies(a100, &L, &c, MM_ALGO_IN_NETWORK));
   MmCommCost o2;
   ck_assert(!mm_comm_cost(a100, &L, &c, &o2)); /* falls back to auto, says so */
@@ -128,8 +174,8 @@ START_TEST(test_auto_picks_fastest)
     for (guint g = 0; g < G_N_ELEMENTS(groups); g++) {
       /* the second pass lets auto take the serving engines' one-shot kernel too */
       const gboolean one_shot = s >= G_N_ELEMENTS(sizes);
-      MmCollective c = {MM_COLL_ALL_REDUCE, sizes[s % G_N_ELEMENTS(sizes)], groups[g][0], groups[g][1], MM_ALGO_AUTO,
-                        1.0, one_shot};
+      MmCollective c = {.kind = MM_COLL_ALL_REDUCE, .bytes = sizes[s % G_N_ELEMENTS(sizes)], .degree = groups[g][0],
+                        .stride = groups[g][1], .algorithm = MM_ALGO_AUTO, .skew = 1.0, .one_shot = one_shot};
       MmCommCost best;
       mm_comm_cost(hw, &L, &c, &best);
       for (int a = MM_ALGO_RING; a < MM_ALGO_COUNT; a++) {
@@ -168,7 +214,8 @@ START_TEST(test_one_shot)
   ck_assert_double_eq_tol(o4.time_s, 5.7e-6, 0.1 * 5.7e-6);
   ck_assert_double_eq_tol(o.time_s, 7.8e-6, 0.1 * 7.8e-6);
   /* auto takes it only when allowed, for small buffers; large ones stay with NCCL */
-  MmCollective c = {MM_COLL_ALL_REDUCE, S, 8, 1, MM_ALGO_AUTO, 1.0, FALSE};
+  MmCollective c = {.kind = MM_COLL_ALL_REDUCE, .bytes = S, .degree = 8, .stride = 1, .algorithm = MM_ALGO_AUTO,
+                    .skew = 1.0};
   MmCommCost nccl, custom, big;
   mm_comm_cost(hw, &L, &c, &nccl);
   ck_assert_int_ne(nccl.algorithm, MM_ALGO_ONE_SHOT);
@@ -612,7 +659,8 @@ START_TEST(test_algorithm_applicability)
   mm_comm_links(hw, &L);
   g_autoptr(GString) got = g_string_new(NULL);
   for (int al = MM_ALGO_AUTO + 1; al < MM_ALGO_COUNT; al++) {
-    MmCollective c = {a->kind, GiB, a->ranks, a->stride, (MmAlgorithm)al, 1.0, FALSE};
+    MmCollective c = {.kind = a->kind, .bytes = GiB, .degree = a->ranks, .stride = a->stride,
+                      .algorithm = (MmAlgorithm)al, .skew = 1.0};
     if (!mm_comm_applies(hw, &L, &c, (MmAlgorithm)al)) continue;
     g_string_append_printf(got, "%s%s", got->len ? " " : "", mm_algorithm_names[al]);
     /* forcing an applicable algorithm takes it */
@@ -634,6 +682,7 @@ static Suite *comm_suite(void)
   tcase_add_test(tc, test_switch_pair_gets_full_port);
   tcase_add_test(tc, test_volumes_closed_form);
   tcase_add_test(tc, test_in_network_reduction);
+  tcase_add_test(tc, test_per_node_dispatch);
   tcase_add_test(tc, test_auto_picks_fastest);
   tcase_add_test(tc, test_one_shot);
   tcase_add_test(tc, test_torus);

@@ -249,6 +249,57 @@ START_TEST(test_expert_skew_slowest_sets_pace)
 }
 END_TEST
 
+/* Per-node dispatch and node-limited routing over 4 nodes of 8 (32 experts, top_k 4): the
+ * All2Alls' payload is the same, their network share drops, and so does the iteration. */
+static double a2a_time(const Sim *x)
+{
+  const MmPlanProgram *p = mm_plan_class_program(x->plan, x->metrics.critical_class);
+  double t = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++)
+    if (p->info[i].what == MM_OP_COLLECTIVE && p->info[i].coll == MM_COLL_ALL_TO_ALL) t += p->info[i].time_s;
+  return t;
+}
+
+START_TEST(test_per_node_dispatch_in_a_run)
+{
+#define MOE_MODEL(routing)                                                                                   \
+  "{\"name\":\"moe\",\"seq_len\":1024,\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"transformer\",\"count\":2,\"hidden\":1024," \
+  "\"heads\":8,\"ffn\":2048,\"experts\":32,\"top_k\":4" routing "}]}"
+  const char *free_routing = MOE_MODEL("");
+  const char *one_node = MOE_MODEL(",\"router_groups\":4,\"router_group_topk\":1");
+#undef MOE_MODEL
+  const char *levels =
+    "{\"transformer\":[{\"strategy\":\"ep\",\"degree\":32}],\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}";
+  g_autofree char *expert = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":32,"
+                                            "\"micro_batch\":1,\"parallelism\":%s}", levels);
+  g_autofree char *node = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":32,\"micro_batch\":1,"
+                                          "\"moe_dispatch\":\"per_node\",\"parallelism\":%s}", levels);
+  const char *hw = "hardware/dgx-h100-2048.json";
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(free_routing, hw, expert, 4);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(free_routing, hw, node, 4);
+  g_autoptr(MmSimulation) c = mm_test_sim_ok(one_node, hw, node, 4);
+  g_autoptr(MmSimulation) d = mm_test_sim_ok(one_node, hw, expert, 4);
+  /* the same payload and count of All2Alls */
+  ck_assert_uint_eq(count_ops(a, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, -1),
+                    count_ops(b, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, -1));
+  ck_assert_double_eq(coll_bytes(a, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, -1),
+                      coll_bytes(c, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, -1));
+  /* group-limited routing alone does not change a copy-per-expert exchange */
+  ck_assert_double_eq(a->metrics.iteration_time_s, d->metrics.iteration_time_s);
+  /* per node: 4 (1 - (3/4)^4) = 2.73 of 4 copies cross the network; limited to one node, 1 */
+  ck_assert_double_lt(a2a_time(b), a2a_time(a));
+  ck_assert_double_lt(a2a_time(c), a2a_time(b));
+  ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  ck_assert_double_lt(c->metrics.iteration_time_s, b->metrics.iteration_time_s);
+  /* symmetric and per-device simulations agree */
+  MmSimOptions opt = {.nodes = 4, .per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) cd = mm_test_sim(one_node, hw, node, &opt, &error);
+  ck_assert_msg(cd != NULL, "%s", error ? error->message : "");
+  ck_assert_double_eq(cd->metrics.iteration_time_s, c->metrics.iteration_time_s);
+}
+END_TEST
+
 /* ---- sequence parallelism ---------------------------------------------------- */
 
 START_TEST(test_sequence_parallel)
@@ -518,6 +569,7 @@ START_TEST(test_folding_deepseek_v3_literal)
    * configs/deepseek-v3-pretrain.json, which lays the same groups out */
   static const char *const literal =
     "{\"name\":\"ds\",\"task\":\"pretrain\",\"global_batch\":15360,\"micro_batch\":1,\"recompute\":\"full\","
+    "\"moe_dispatch\":\"per_node\","
     "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"blockwise\",\"grads\":\"fp32\"},"
     "\"pipeline\":{\"degree\":16,\"schedule\":\"1f1b\",\"overlap_p2p\":true},\"experts\":{\"ep\":64},"
     "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]}}";
@@ -749,6 +801,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_experts_sharded_over_tp);
   tcase_add_test(tc, test_expert_parallel_all_to_all);
   tcase_add_test(tc, test_expert_skew_slowest_sets_pace);
+  tcase_add_test(tc, test_per_node_dispatch_in_a_run);
   tcase_add_test(tc, test_sequence_parallel);
   tcase_add_test(tc, test_context_parallel);
   tcase_add_test(tc, test_ulysses_sequence_parallel);

@@ -174,7 +174,8 @@ static int op_collective(int argc, char **argv)
   }
   MmLinks links;
   mm_comm_links(hw, &links);
-  MmCollective c = {(MmCollKind)kind, lo, ranks, stride, (MmAlgorithm)algo, 1.0, FALSE};
+  MmCollective c = {.kind = (MmCollKind)kind, .bytes = lo, .degree = ranks, .stride = stride,
+                    .algorithm = (MmAlgorithm)algo, .skew = 1.0};
   if (algo != MM_ALGO_AUTO && !mm_comm_applies(hw, &links, &c, (MmAlgorithm)algo)) {
     fprintf(stderr, "madmax: --algorithm %s does not apply to %s over %" G_GINT64_FORMAT " ranks (%s) of %s\n", algo_s,
             kind_s, ranks, mm_scope_names[mm_comm_group_shape(hw, ranks, stride).scope], hw_path);

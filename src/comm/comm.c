@@ -330,11 +330,33 @@ static double torus_hops(const Ctx *x)
   return sum / ((double)hw->nodes - 1.0);
 }
 
+/* Per-node dispatch (DeepEP, DeepSeek-V3 Sec. 3.2.2): a token's payload (S / top_k) crosses the
+ * network once to each remote node holding one of its experts, to the GPU of the sender's own
+ * index there, which forwards the copies of that node's other GPUs over the node's links (the
+ * combine is the reverse). With its top_k experts drawn evenly from M of the k2 nodes (M = k2
+ * without node-limited routing), a node the token picks holds at least one of them with
+ * probability q = 1 - (1 - 1/M)^top_k, and is remote with probability (k2 - 1) / k2: the
+ * network carries D (k2 - 1) / k2 payloads per token, D = M q, where copy-per-expert dispatch
+ * carries top_k (k2 - 1) / k2. The intra links carry the local copies, as there, plus the
+ * forwarded ones: of the top_k / D copies one arriving payload stands for, (k1 - 1) / k1 live on
+ * other GPUs. */
+static double node_payloads(const Ctx *x)
+{
+  const double M = x->c->route_nodes > 0 ? MIN(x->c->route_nodes, x->k2) : x->k2;
+  return M * (1.0 - pow(1.0 - 1.0 / M, x->c->route_top_k));
+}
+
 static void pairwise_traffic(const Ctx *x, MmCommCost *o)
 {
   /* remote shares leave through the NICs, local ones over the intra links; with uneven routing
    * the busiest rank sets the pace */
   double sk = x->c->skew > 1.0 ? x->c->skew : 1.0;
+  if (x->c->route_top_k > 0 && x->k2 > 1) {
+    const double remote = (x->k2 - 1.0) / x->k2, fwd = (x->k1 - 1.0) / x->k1;
+    put_intra(x, o, ((x->k1 - 1.0) / x->p + remote * fwd) * x->S * sk);
+    put(o, x->links->nic, node_payloads(x) / x->c->route_top_k * remote * x->S * sk * torus_hops(x));
+    return;
+  }
   put_intra(x, o, (x->k1 - 1.0) / x->p * x->S * sk);
   put(o, x->links->nic, (x->p - x->k1) / x->p * x->S * sk * torus_hops(x));
 }
@@ -555,7 +577,8 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
   /* distinct rows across ranks: a share `overlap` of each rank's rows is common to all */
   double uni = local * g->overlap + (1.0 - g->overlap) * local * p;
   out->union_rows = MIN(rows, MAX(local, uni));
-  MmCollective ar = {MM_COLL_ALL_REDUCE, 0, g->degree, g->stride, MM_ALGO_AUTO, 1.0, FALSE};
+  MmCollective ar = {.kind = MM_COLL_ALL_REDUCE, .degree = g->degree, .stride = g->stride, .algorithm = MM_ALGO_AUTO,
+                     .skew = 1.0};
   if (m == MM_SYNC_DENSE) {
     ar.bytes = rows * (double)g->dim * g->elem_bytes;
     out->value_bytes = ar.bytes;
@@ -564,7 +587,8 @@ void mm_comm_sparse_cost(const MmHardware *hw, const MmLinks *links, const MmSpa
     return;
   }
   /* indices: int64 per touched row, padded to the largest count (PyTorch blog, step 1) */
-  MmCollective ag = {MM_COLL_ALL_GATHER, local * 8.0 * p, g->degree, g->stride, MM_ALGO_AUTO, 1.0, FALSE};
+  MmCollective ag = {.kind = MM_COLL_ALL_GATHER, .bytes = local * 8.0 * p, .degree = g->degree, .stride = g->stride,
+                     .algorithm = MM_ALGO_AUTO, .skew = 1.0};
   if (m == MM_SYNC_HOST) ag.algorithm = ar.algorithm = MM_ALGO_HOST;
   mm_comm_cost(hw, links, &ag, &out->gather);
   out->index_bytes = ag.bytes;

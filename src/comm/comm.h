@@ -40,6 +40,10 @@ typedef struct {
   MmAlgorithm algorithm; /* MM_ALGO_AUTO: the fastest applicable */
   double skew;           /* All2All: the busiest rank's traffic / the average (uneven MoE routing); <= 1: even */
   gboolean one_shot;     /* AllReduce: the automatic choice may take the serving engines' one-shot kernel */
+  /* All2All of MoE tokens sent once per destination node (DeepEP): the copies of one token the
+   * bytes count (its top_k), and the most nodes of the group one token reaches (node-limited
+   * routing; 0: any). route_top_k 0: every copy travels on its own */
+  double route_top_k, route_nodes;
 } MmCollective;
 
 typedef enum { MM_SCOPE_INTRA, MM_SCOPE_INTER, MM_SCOPE_MIXED } MmScope;

@@ -152,6 +152,10 @@ typedef struct {
   int64_t experts, top_k;
   double capacity_factor;
   int64_t shared_experts; /* transformer: experts every token uses (a dense FFN of shared x ffn) */
+  /* group-limited routing (DeepSeek-V2/V3; Megatron-Core moe_router_num_groups / moe_router_group_topk):
+   * the experts form router_groups contiguous groups and a token's top_k come from its
+   * router_group_topk best groups; 0: unlimited */
+  int64_t router_groups, router_group_topk;
 } MmBlock;
 
 /* The attention window of layer @i of transformer block @b: tokens, or 0 for full attention. */
@@ -476,6 +480,10 @@ typedef struct {
 } MmOptimizer;
 
 typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE } MmRecompute;
+/* How an MoE All2All moves a token's top_k copies: each copy to its expert's GPU, or once per
+ * destination node over the network and on to the experts over the node's links (DeepEP) */
+typedef enum { MM_MOE_DISPATCH_PER_EXPERT, MM_MOE_DISPATCH_PER_NODE } MmMoeDispatch;
+extern const char *const mm_moe_dispatch_names[];
 extern const char *const mm_recompute_names[];
 /* Megatron's --recompute-method for full recompute with --recompute-num-layers N: uniform
  * checkpoints the input of every group of N layers (all recomputed); block recomputes the first N
@@ -545,6 +553,7 @@ typedef struct {
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: choose) */
   MmPipeline pipeline;
   double expert_skew;        /* EP: the busiest rank's routed tokens / the mean, minus 1 */
+  MmMoeDispatch moe_dispatch; /* EP All2All: a copy per expert, or per destination node */
   /* parallel folding ("experts"): the expert layers' own layout, independent of the attention's
    * levels (Megatron-Core expert_model_parallel_size / expert_tensor_parallel_size); ep 0: none */
   int64_t experts_ep, experts_etp; /* etp 0: the block's tp degree (Megatron-Core's default) */

@@ -49,7 +49,14 @@ static const MmField model_fields[] = {
    "mixture of experts: number of experts (0: dense)"},                                         \
   {"top_k", MM_F_INT, FALSE, 1, 1 << 20, 1, NULL, BLK(top_k), NULL, "experts active per token/sample"}, \
   {"capacity_factor", MM_F_NUM, FALSE, 0.01, 64, 1.0, NULL, BLK(capacity_factor), NULL,         \
-   "expert capacity relative to a perfectly balanced load; scales expert compute"}
+   "expert capacity relative to a perfectly balanced load; scales expert compute"},             \
+  {"router_groups", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, BLK(router_groups), NULL,             \
+   "group-limited routing (DeepSeek-V3: 8; HF n_group, Megatron-Core moe_router_num_groups): the experts form "  \
+   "this many contiguous groups and a token takes its top_k from its router_group_topk best groups; expert "     \
+   "parallelism placing a group per node makes it node-limited routing (0: unlimited)"},        \
+  {"router_group_topk", MM_F_INT, FALSE, 0, 1 << 20, 0, NULL, BLK(router_group_topk), NULL,     \
+   "group-limited routing: groups one token's experts come from (DeepSeek-V3: 4 nodes; HF topk_group, "          \
+   "Megatron-Core moe_router_group_topk)"}
 
 static const MmField embedding_bag_fields[] = {
   COMMON_FIELDS,
@@ -278,9 +285,33 @@ static gboolean finish_block(const MmJsonCtx *ctx, MmModel *m, guint bi, const c
                     b->experts);
       return FALSE;
     }
-    if (b->experts == 0 && (GIVEN("top_k") || GIVEN("capacity_factor"))) {
+    if (b->experts == 0 && (GIVEN("top_k") || GIVEN("capacity_factor") || GIVEN("router_groups"))) {
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
-                    "top_k/capacity_factor need \"experts\" >= 2");
+                    "top_k/capacity_factor/router_groups need \"experts\" >= 2");
+      return FALSE;
+    }
+    if ((b->router_groups > 0) != (b->router_group_topk > 0)) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "group-limited routing needs both router_groups and router_group_topk (or neither)");
+      return FALSE;
+    }
+    if (b->router_groups > 0 && b->experts % b->router_groups != 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "router_groups %" G_GINT64_FORMAT " does not divide experts %" G_GINT64_FORMAT,
+                    b->router_groups, b->experts);
+      return FALSE;
+    }
+    if (b->router_group_topk > b->router_groups) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "router_group_topk %" G_GINT64_FORMAT " exceeds router_groups %" G_GINT64_FORMAT,
+                    b->router_group_topk, b->router_groups);
+      return FALSE;
+    }
+    if (b->router_groups > 0 && b->top_k > b->router_group_topk * (b->experts / b->router_groups)) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "top_k %" G_GINT64_FORMAT " exceeds the %" G_GINT64_FORMAT
+                    " experts of router_group_topk groups",
+                    b->top_k, b->router_group_topk * (b->experts / b->router_groups));
       return FALSE;
     }
   }

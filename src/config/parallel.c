@@ -68,6 +68,12 @@ static const MmField config_fields[] = {
   {"expert_skew", MM_F_NUM, FALSE, 0, 1e6, 0, NULL, CFG(expert_skew), NULL,
    "expert parallelism: routing imbalance; the busiest ep rank receives (1 + skew) x the mean "
    "tokens, the others share the rest (0: even)"},
+  {"moe_dispatch", MM_F_ENUM, FALSE, 0, 0, MM_MOE_DISPATCH_PER_EXPERT, mm_moe_dispatch_names, CFG(moe_dispatch), NULL,
+   "expert parallelism across nodes: how the All2All moves a token's top_k copies. per_expert: each copy to its "
+   "expert's GPU (NCCL all-to-all; Megatron-Core's alltoall dispatcher); per_node: once per destination node over "
+   "the network, then on to the experts' GPUs over the node's links, and the reverse for the combine (DeepSeek-V3 "
+   "Sec. 3.2.2, DeepEP; Megatron-Core's flex dispatcher). With the model's router_groups the nodes a token reaches "
+   "are limited (node-limited routing; docs/MODEL.md, \"Expert dispatch\")"},
   {"experts", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "parallel folding (Megatron-Core): {\"ep\", \"etp\"}, the expert layers' own layout over one pipeline stage, "
    "independent of the levels of their block (which then place attention and the dense layers only); the "

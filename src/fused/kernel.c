@@ -618,7 +618,8 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
   const KernelAt plain = kernel_at(hw, s, &sh, 1.0);
   r->launch_s = hw->device.launch_overhead_s;
   r->kernel_s = bulk_kernel_s(hw, s, &sh, &plain, r->launch_s);
-  MmCollective coll = {sh.row->coll, sh.coll_bytes, R, s->stride, MM_ALGO_AUTO, 1.0, FALSE};
+  MmCollective coll = {.kind = sh.row->coll, .bytes = sh.coll_bytes, .degree = R, .stride = s->stride,
+                       .algorithm = MM_ALGO_AUTO, .skew = 1.0};
   MmCommCost cc;
   mm_comm_cost(hw, &res.links, &coll, &cc);
   r->coll_s = cc.time_s;

@@ -176,7 +176,8 @@ static uint32_t xfer(Ctx *x, uint32_t stream, uint32_t step, const MmCollective 
 
 static MmCollective coll(MmCollKind kind, double bytes, int64_t degree, int64_t stride)
 {
-  return (MmCollective){kind, bytes, degree, stride, MM_ALGO_AUTO, 1.0, FALSE};
+  return (MmCollective){.kind = kind, .bytes = bytes, .degree = degree, .stride = stride, .algorithm = MM_ALGO_AUTO,
+                        .skew = 1.0};
 }
 
 /* The undecomposed collective of @op (nccl-tests conventions for bytes). */

@@ -117,11 +117,29 @@ const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c)
   return &memo->out;
 }
 
-static uint32_t emit_one(Lower *L, MmCollKind kind, MmReason reason, double size, int64_t degree, int64_t stride,
-                         const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+/* Under per-node dispatch, a token's copies in an MoE All2All of block @bi over @degree x @stride:
+ * its top_k, and the most nodes of the group it reaches when its experts come from
+ * router_group_topk of router_groups contiguous groups (0: any). Expert parallelism places the
+ * experts contiguously, so the group's nodes hold equal contiguous shares of the experts: a group
+ * spans max(1, nodes / router_groups) nodes. */
+static void moe_route(const Lower *L, guint bi, int64_t degree, int64_t stride, MmCollective *c)
 {
-  double skew = kind == MM_COLL_ALL_TO_ALL && reason == MM_REASON_MOE ? L->a2a_skew : 1.0;
-  MmCollective c = {kind, size, degree, stride, L->s->cfg->algorithm[kind], skew, L->s->cfg->serving.custom_all_reduce};
+  const MmBlock *b = &L->m->blocks[bi];
+  if (L->s->cfg->moe_dispatch != MM_MOE_DISPATCH_PER_NODE || b->experts <= 0) return;
+  c->route_top_k = (double)b->top_k;
+  if (b->router_groups <= 0) return;
+  const double nodes = (double)mm_comm_group_shape(L->hw, degree, stride).nodes;
+  c->route_nodes = MIN(nodes, (double)b->router_group_topk * MAX(1.0, nodes / (double)b->router_groups));
+}
+
+static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, double size, int64_t degree,
+                         int64_t stride, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  const gboolean moe = kind == MM_COLL_ALL_TO_ALL && reason == MM_REASON_MOE;
+  MmCollective c = {.kind = kind, .bytes = size, .degree = degree, .stride = stride,
+                    .algorithm = L->s->cfg->algorithm[kind], .skew = moe ? L->a2a_skew : 1.0,
+                    .one_shot = L->s->cfg->serving.custom_all_reduce};
+  if (moe) moe_route(L, bi, degree, stride, &c);
   const MmCommCost *cost = mm__coll_cost(L, &c);
   MmOpInfo info = {
     .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason,
@@ -147,7 +165,7 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
   uint32_t op = NONE;
 #define STEP(k, i, sz)                                                                       \
   do {                                                                                       \
-    op = emit_one(L, (k), reason, (sz), r.degree[i], r.stride[i], &cur, unit, micro, phase); \
+    op = emit_one(L, bi, (k), reason, (sz), r.degree[i], r.stride[i], &cur, unit, micro, phase); \
     cur = mm__deps_one(op);                                                                      \
   } while (0)
   double size = bytes;
@@ -200,7 +218,8 @@ uint32_t mm__emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean mo
                           int64_t delta, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
   const int64_t peer = delta * L->s->stage_devices;
-  MmCollective c = {kind, bytes, 2, pair_stride(L, delta), L->s->cfg->algorithm[kind], 1.0, FALSE};
+  MmCollective c = {.kind = kind, .bytes = bytes, .degree = 2, .stride = pair_stride(L, delta),
+                    .algorithm = L->s->cfg->algorithm[kind], .skew = 1.0};
   const MmCommCost *cost = mm__coll_cost(L, &c);
   if (stream == MM_STREAM_COUNT) stream = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
   MmOpInfo info = {

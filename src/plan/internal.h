@@ -57,7 +57,8 @@ typedef struct {
 static inline gboolean same_coll(const MmCollective *a, const MmCollective *b)
 {
   return a->kind == b->kind && a->bytes == b->bytes && a->degree == b->degree && a->stride == b->stride &&
-         a->algorithm == b->algorithm && a->skew == b->skew && a->one_shot == b->one_shot;
+         a->algorithm == b->algorithm && a->skew == b->skew && a->one_shot == b->one_shot &&
+         a->route_top_k == b->route_top_k && a->route_nodes == b->route_nodes;
 }
 
 typedef struct Template Template;

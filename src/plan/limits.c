@@ -33,7 +33,8 @@ static double coll_s(const MmScenario *s, const MmLinks *links, guint b, uint32_
       continue;
     }
     if (degree > 1) { /* a run ends */
-      MmCollective c = {kind, bytes, degree, stride, s->cfg->algorithm[kind], 1.0, FALSE};
+      MmCollective c = {.kind = kind, .bytes = bytes, .degree = degree, .stride = stride,
+                        .algorithm = s->cfg->algorithm[kind], .skew = 1.0};
       MmCommCost cost;
       mm_comm_cost(s->hw, links, &c, &cost);
       t += cost.time_s;

@@ -379,7 +379,8 @@ MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean cali
         return NULL;
       }
       int64_t ranks = np == 3 ? (int64_t)rk->valuedouble : c.ranks;
-      MmCollective coll = {(MmCollKind)c.kind, pb->valuedouble, ranks, c.stride, (MmAlgorithm)c.algorithm, 1.0, FALSE};
+      MmCollective coll = {.kind = (MmCollKind)c.kind, .bytes = pb->valuedouble, .degree = ranks, .stride = c.stride,
+                           .algorithm = (MmAlgorithm)c.algorithm, .skew = 1.0};
       MmCommCost cost;
       mm_comm_cost(hw, &links, &coll, &cost);
       g_autofree char *size = np == 3 ? g_strdup_printf("%" G_GINT64_FORMAT " GPUs", ranks) : mm_fmt_bytes(pb->valuedouble);
