@@ -35,20 +35,24 @@ static uint32_t xfer_id(guint k, guint micro, guint m, gboolean bwd)
   return 0x80000000u + (k * m + micro) * 2 + (bwd ? 1 : 0);
 }
 
-static void build_stage(StageProg *sp, MmPipeSchedule kind, guint p, guint v, guint m, guint s, MmTime tf, MmTime tb)
+static void build_stage(StageProg *sp, MmPipeSchedule kind, guint p, guint v, guint m, guint s, MmTime tf, MmTime tb,
+                        MmTime tw)
 {
   sp->ops = g_array_new(FALSE, FALSE, sizeof(MmEngineOp));
   sp->deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   sp->dur = g_array_new(FALSE, FALSE, sizeof(MmTime));
   sp->busy = 0;
   const guint K = p * v;
-  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 2 * m * v);
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 3 * m * v);
   guint n = mm_pipe_schedule(kind, p, v, m, s, TRUE, steps);
-  ck_assert_uint_eq(n, 2 * m * v);
+  ck_assert_uint_eq(n, (kind == MM_PIPE_ZB_H1 ? 3 : 2) * m * v);
+  if (kind != MM_PIPE_ZB_H1) tb += tw; /* the weight gradient inside the backward */
   for (guint i = 0; i < n; i++) {
     const guint k = steps[i].chunk * p + s, mi = steps[i].micro;
     const int32_t up = (int32_t)((k + 1) % p) - (int32_t)s, down = (int32_t)((k + K - 1) % p) - (int32_t)s;
-    if (!steps[i].bwd) {
+    if (steps[i].bwd == MM_PIPE_W) {
+      add_op(sp, S_COMPUTE, tw, UINT32_MAX, MM_NO_COLL, 0); /* after its B: the compute stream is FIFO */
+    } else if (!steps[i].bwd) {
       uint32_t in = k > 0 ? add_op(sp, S_RECV_F, 0, UINT32_MAX, xfer_id(k - 1, mi, m, FALSE), down) : UINT32_MAX;
       uint32_t c = add_op(sp, S_COMPUTE, tf, in, MM_NO_COLL, 0);
       if (k + 1 < K) add_op(sp, S_SEND_F, 0, c, xfer_id(k, mi, m, FALSE), up);
@@ -63,17 +67,17 @@ static void build_stage(StageProg *sp, MmPipeSchedule kind, guint p, guint v, gu
 /* Simulates the schedule over @p stages (one device each); returns the makespan and
  * checks that every stage computed m v (tf + tb). The last stage's backward of a chunk
  * waits for its own forward through the FIFO compute stream. */
-static MmTime run_pipeline(MmPipeSchedule kind, guint p, guint v, guint m, MmTime tf, MmTime tb)
+static MmTime run_pipeline_w(MmPipeSchedule kind, guint p, guint v, guint m, MmTime tf, MmTime tb, MmTime tw)
 {
   g_autofree StageProg *sp = g_new0(StageProg, p);
   g_autofree MmEngineProgram *progs = g_new(MmEngineProgram, p);
   g_autofree MmEngineClass *classes = g_new(MmEngineClass, p);
   for (guint s = 0; s < p; s++) {
-    build_stage(&sp[s], kind, p, v, m, s, tf, tb);
+    build_stage(&sp[s], kind, p, v, m, s, tf, tb, tw);
     progs[s] = (MmEngineProgram){(MmEngineOp *)(void *)sp[s].ops->data, sp[s].ops->len,
                                  (uint32_t *)(void *)sp[s].deps->data, S_COUNT, NULL, NULL, 0};
     classes[s] = (MmEngineClass){s, (MmTime *)(void *)sp[s].dur->data, s, NULL};
-    ck_assert_uint_eq(sp[s].busy, (MmTime)m * v * (tf + tb));
+    ck_assert_uint_eq(sp[s].busy, (MmTime)m * v * (tf + tb + tw));
   }
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(progs, p, classes, p, &error);
@@ -86,6 +90,11 @@ static MmTime run_pipeline(MmPipeSchedule kind, guint p, guint v, guint m, MmTim
     g_array_free(sp[s].dur, TRUE);
   }
   return t;
+}
+
+static MmTime run_pipeline(MmPipeSchedule kind, guint p, guint v, guint m, MmTime tf, MmTime tb)
+{
+  return run_pipeline_w(kind, p, v, m, tf, tb, 0);
 }
 
 START_TEST(test_1f1b_bubble_exact)
@@ -165,6 +174,68 @@ START_TEST(test_schedules_are_complete)
 }
 END_TEST
 
+/* ZB-H1's order, written out by hand from its reference schedule (sail-sg
+ * zero-bubble-pipeline-parallelism, ZeroBubbleH1Pipeline) for 4 stages and 8 micro-batches:
+ * warm-up forwards, s (F, B) pairs whose W waits, (F, B, W) while forwards remain, (B, W), the
+ * s deferred W passes. */
+START_TEST(test_zb_h1_order)
+{
+  static const char *const want[4] = {
+    "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+    "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+    "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+    "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+  };
+  for (guint s = 0; s < 4; s++) {
+    MmPipeStep steps[3 * 8];
+    guint n = mm_pipe_schedule(MM_PIPE_ZB_H1, 4, 1, 8, s, TRUE, steps);
+    g_autoptr(GString) got = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+      g_string_append_printf(got, "%s%c%u", i ? " " : "", "FBW"[steps[i].bwd], steps[i].micro);
+    ck_assert_str_eq(got->str, want[s]);
+  }
+  /* fewer micro-batches than stages: every pass once, W after its B, in B's order */
+  for (guint m = 1; m <= 5; m++)
+    for (guint s = 0; s < 6; s++) {
+      MmPipeStep steps[3 * 5];
+      guint n = mm_pipe_schedule(MM_PIPE_ZB_H1, 6, 1, m, s, TRUE, steps);
+      ck_assert_uint_eq(n, 3 * m);
+      guint f = 0, b = 0, w = 0;
+      for (guint i = 0; i < n; i++) {
+        if (steps[i].bwd == 0) ck_assert_uint_eq(steps[i].micro, f++);
+        if (steps[i].bwd == 1) ck_assert_uint_eq(steps[i].micro, b++);
+        if (steps[i].bwd == MM_PIPE_W) ck_assert_uint_eq(steps[i].micro, w++);
+        ck_assert_uint_le(b, f);
+        ck_assert_uint_le(w, b);
+      }
+    }
+}
+END_TEST
+
+START_TEST(test_zb_h1_bubble)
+{
+  /* With equal forward, input-gradient and weight-gradient times T and free transfers, 1F1B takes
+   * (m + p - 1) 3T and ZB-H1 3mT + (p - 1)(T_F + T_B - T_W) = (3m + p - 1) T (Qi et al., Sec. 3.1:
+   * a third of the bubble) */
+  static const guint ps[] = {2, 4, 8};
+  for (guint i = 0; i < G_N_ELEMENTS(ps); i++) {
+    const guint p = ps[i];
+    for (guint m = p; m <= 3 * p; m += p) {
+      const MmTime T = 1000;
+      const MmTime zb = run_pipeline_w(MM_PIPE_ZB_H1, p, 1, m, T, T, T);
+      const MmTime f1b1 = run_pipeline_w(MM_PIPE_1F1B, p, 1, m, T, T, T);
+      ck_assert_msg(f1b1 == (MmTime)(m + p - 1) * 3 * T, "1f1b p %u m %u: %" G_GUINT64_FORMAT, p, m, f1b1);
+      ck_assert_msg(zb == (MmTime)(3 * m + p - 1) * T, "zb p %u m %u: %" G_GUINT64_FORMAT, p, m, zb);
+    }
+  }
+  /* a longer weight gradient (T_W = T_F + T_B) fills the whole cool-down: what is left is the
+   * warm-up, (p - 1) T_F before the last stage's first forward, which no schedule avoids; 1F1B
+   * idles (p - 1)(T_F + T_B + T_W) */
+  ck_assert_uint_eq(run_pipeline_w(MM_PIPE_ZB_H1, 4, 1, 8, 1000, 1000, 2000), (MmTime)8 * 4000 + 3 * 1000);
+  ck_assert_uint_eq(run_pipeline_w(MM_PIPE_1F1B, 4, 1, 8, 1000, 1000, 2000), (MmTime)(8 + 3) * 4000);
+}
+END_TEST
+
 /* ---- plans ---------------------------------------------------------------- */
 
 /* A transformer stack alone (no embedding or head), so every stage costs the same. */
@@ -220,6 +291,59 @@ START_TEST(test_plan_bubble_matches_schedule)
     ck_assert_double_eq_tol(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "compute_busy_s")->valuedouble, busy1,
                             1e-9);
   cJSON_Delete(arr);
+}
+END_TEST
+
+/* Sum over a plan's programs of @what ops' time, and the count of @coll collectives of @reason. */
+static double plan_time(const MmPlan *p, MmOpWhat what)
+{
+  double t = 0;
+  for (uint32_t c = 0; c < p->n_programs; c++)
+    for (uint32_t i = 0; i < p->programs[c].n_ops; i++)
+      if (p->programs[c].info[i].what == what) t += p->programs[c].info[i].time_s;
+  return t;
+}
+
+static guint plan_colls(const MmPlan *p, MmCollKind coll, MmReason reason)
+{
+  guint n = 0;
+  for (uint32_t c = 0; c < p->n_programs; c++)
+    for (uint32_t i = 0; i < p->programs[c].n_ops; i++)
+      n += p->programs[c].info[i].what == MM_OP_COLLECTIVE && p->programs[c].info[i].coll == coll &&
+           p->programs[c].info[i].reason == reason;
+  return n;
+}
+
+START_TEST(test_zb_h1_plan)
+{
+  /* 4 stages x tp 2 x dp 2 with near-free transfers, 8 micro-batches: ZB-H1 does the same work
+   * (compute time, gradient all-reduces) in less time, with the memory 1F1B needs */
+  g_autofree char *fast = fast2();
+  const char *levels = "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":2}]";
+  g_autofree char *a = pp_config(4, "1f1b", 1, 16, levels);
+  g_autofree char *b = pp_config(4, "zb_h1", 1, 16, levels);
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(UNIFORM, fast, a, 0);
+  g_autoptr(MmSimulation) y = mm_test_sim_ok(UNIFORM, fast, b, 0);
+  ck_assert_double_eq_tol(plan_time(y->plan, MM_OP_COMPUTE), plan_time(x->plan, MM_OP_COMPUTE),
+                          1e-9 * plan_time(x->plan, MM_OP_COMPUTE));
+  ck_assert_uint_gt(plan_colls(x->plan, MM_COLL_ALL_REDUCE, MM_REASON_DDP), 0);
+  ck_assert_uint_eq(plan_colls(y->plan, MM_COLL_ALL_REDUCE, MM_REASON_DDP),
+                    plan_colls(x->plan, MM_COLL_ALL_REDUCE, MM_REASON_DDP));
+  ck_assert_double_lt(y->metrics.iteration_time_s, x->metrics.iteration_time_s);
+  /* no schedule beats the busiest stage's work */
+  double busiest = 0;
+  cJSON *cls = mm_report_classes_json(y->plan, y->engine, y->memory);
+  for (int i = 0; i < cJSON_GetArraySize(cls); i++)
+    busiest = MAX(busiest, cJSON_GetObjectItem(cJSON_GetArrayItem(cls, i), "compute_busy_s")->valuedouble);
+  cJSON_Delete(cls);
+  ck_assert_double_gt(y->metrics.iteration_time_s, busiest);
+  ck_assert_double_eq(y->memory->per_device_bytes, x->memory->per_device_bytes);
+  /* every device simulated: the same answer */
+  MmSimOptions opt = {.per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) z = mm_test_sim(UNIFORM, fast, b, &opt, &error);
+  ck_assert_msg(z != NULL, "%s", error ? error->message : "");
+  ck_assert_double_eq(z->metrics.iteration_time_s, y->metrics.iteration_time_s);
 }
 END_TEST
 
@@ -327,6 +451,9 @@ static Suite *pipeline_suite(void)
   tcase_add_test(tc, test_1f1b_bubble_exact);
   tcase_add_test(tc, test_interleaved_divides_bubble);
   tcase_add_test(tc, test_schedules_are_complete);
+  tcase_add_test(tc, test_zb_h1_order);
+  tcase_add_test(tc, test_zb_h1_bubble);
+  tcase_add_test(tc, test_zb_h1_plan);
   tcase_add_test(tc, test_plan_bubble_matches_schedule);
   tcase_add_test(tc, test_transfers_take_the_right_links);
   tcase_add_test(tc, test_stage_memory_and_placement);

@@ -504,7 +504,7 @@ typedef enum {
 } MmFp8Recipe;
 extern const char *const mm_fp8_recipe_names[];
 
-typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED } MmPipeSchedule;
+typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED, MM_PIPE_ZB_H1 } MmPipeSchedule;
 extern const char *const mm_pipe_schedule_names[];
 
 /* Pipeline parallelism: the outermost digit of the device index. */

@@ -100,7 +100,10 @@ static const MmField pipeline_fields[] = {
    "pipeline stages; device index = local + stage x (devices / degree)"},
   {"schedule", MM_F_ENUM, FALSE, 0, 0, MM_PIPE_1F1B, mm_pipe_schedule_names, (gssize)offsetof(PipelineRaw, schedule),
    NULL, "gpipe: all forwards, then all backwards; 1f1b: warm-up forwards, then one forward one backward "
-   "(PipeDream-Flush, Megatron); interleaved_1f1b: 1f1b over virtual_stages model chunks per stage"},
+   "(PipeDream-Flush, Megatron); interleaved_1f1b: 1f1b over virtual_stages model chunks per stage; zb_h1: "
+   "1f1b with each backward split into its input gradient (B) and its weight gradient (W), stage s deferring s "
+   "W passes into the cool-down (Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024; docs/MODEL.md, "
+   "\"Lowering\")"},
   {"virtual_stages", MM_F_INT, FALSE, 1, 1024, 1, NULL, (gssize)offsetof(PipelineRaw, virtual_stages), "chunks",
    "model chunks per stage (interleaved_1f1b); chunk c of stage s holds the (c x degree + s)-th slice of layers"},
   {"overlap_p2p", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(PipelineRaw, overlap_p2p), NULL,

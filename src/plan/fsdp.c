@@ -57,6 +57,7 @@ void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
   GArray *a = g_array_new(FALSE, FALSE, sizeof(GatherItem));
   for (guint i = 0; i < n_steps; i++) {
     const uint32_t k = steps[i].chunk * L->p + L->stage;
+    if (steps[i].bwd == MM_PIPE_W) continue; /* zb_h1: weight gradients gather nothing */
     if (!steps[i].bwd) {
       for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
         if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) gq_add(a, u, steps[i].micro, FALSE);

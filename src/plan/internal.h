@@ -106,6 +106,8 @@ typedef struct {
   uint32_t n_pairs;
 
   uint32_t n_fused; /* fused / decomposed op groups emitted (MmOpInfo.fused) */
+  gboolean zb;      /* zb_h1: backwards lower their input gradients, W steps their weight gradients */
+  uint32_t last_side; /* the last off-chain collective the latest replay emitted (NONE: none) */
 
   GatherItem *gq;
   uint32_t n_gq, gq_emitted, gq_pos;
@@ -119,9 +121,17 @@ typedef struct {
   gboolean *bwd_done;
   double *bucket_bytes; /* 2 x blocks: non-expert, expert gradients waiting for their AllReduce */
   uint32_t *bucket_dep;
+  /* zb_h1: backwards whose weight-gradient pass is pending, oldest first, in a ring of zb_cap:
+   * per unit of the chunk what its W waits for (2 ops) and whether it has one */
+  uint32_t *zb_deps;
+  uint8_t *zb_has;
+  uint32_t zb_head, zb_n, zb_cap, zb_width;
 } IterState;
 
-enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_COUNT };
+/* template variants; the _B ones are a backward's input gradient without its weight gradient,
+ * WGRAD that weight gradient (zb_h1) */
+enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_BWD_IN_B, MM__V_BWD_NOIN_B, MM__V_WGRAD,
+       MM__V_COUNT };
 
 /* Keeps one op per stream in @d, the latest: a stream runs its ops one at a time in program
  * order, so its latest op implies every earlier one. Leaves at most MM_STREAM_COUNT. */
@@ -171,6 +181,12 @@ void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part);
 uint32_t mm__lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in);
 uint32_t mm__lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
                        uint32_t *weights_done);
+/* zb_h1: the backward of one unit without its weight gradient; @w_deps receives the two ops its
+ * weight-gradient pass waits for (NONE where none). Returns the op producing its input gradient. */
+uint32_t mm__lower_bwd_input(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
+                             uint32_t w_deps[2]);
+/* zb_h1: the weight-gradient pass of one unit; its compute op, or NONE when it has none. */
+uint32_t mm__lower_wgrad(Lower *L, uint32_t u, uint32_t micro, const Deps *in);
 uint32_t mm__emit_mp_exchange(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *d);
 void mm__templates_free(Lower *L);
 

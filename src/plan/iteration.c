@@ -72,6 +72,16 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     st->bwd_out[b] = NONE;
   }
   uint32_t first_out = NONE;
+  /* zb_h1: this backward's weight gradients wait in the next slot of the ring */
+  uint32_t *zb_deps = NULL;
+  uint8_t *zb_has = NULL;
+  if (L->zb) {
+    g_assert(st->zb_n < st->zb_cap);
+    const uint32_t slot = (st->zb_head + st->zb_n++) % st->zb_cap;
+    zb_deps = &st->zb_deps[2 * (gsize)slot * st->zb_width];
+    zb_has = &st->zb_has[(gsize)slot * st->zb_width];
+    memset(zb_has, 0, st->zb_width);
+  }
   for (guint b = nb; b-- > L->first_trained;) {
     uint32_t u0, u1;
     if (!block_in_chunk(L, b, k, &u0, &u1)) continue;
@@ -106,11 +116,17 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
       Deps d = out == NONE ? grad : mm__deps_one(out);
       if (mm__fsdp_gathers(L, u, mi, TRUE)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, TRUE));
       uint32_t wd = NONE;
-      out = mm__lower_bwd(L, u, mi, &d, u == bf ? need_in : TRUE, &wd);
+      if (L->zb) {
+        const uint32_t i = u - L->chunk_first[k];
+        out = mm__lower_bwd_input(L, u, mi, &d, u == bf ? need_in : TRUE, &zb_deps[2 * i]);
+        zb_has[i] = 1;
+      } else {
+        out = mm__lower_bwd(L, u, mi, &d, u == bf ? need_in : TRUE, &wd);
+      }
       if (mm__fsdp_gathers(L, u, mi, TRUE)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
-      mm__sync_grads(L, st, u, mi, wd);
+      if (!L->zb) mm__sync_grads(L, st, u, mi, wd);
     }
-    if (last_micro && L->s->cfg->ddp_overlap) {
+    if (last_micro && L->s->cfg->ddp_overlap && !L->zb) {
       mm__flush_bucket(L, st, b, 0, mi);
       mm__flush_bucket(L, st, b, 1, mi);
     }
@@ -120,6 +136,36 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     mm__hoist_mp_backward(L, st, mi);
   }
   return first_out;
+}
+
+/* zb_h1: the weight-gradient pass of chunk @k for micro-batch @mi, the oldest pending backward:
+ * per block in reverse, its units' weight gradients, then their gradient synchronization (as a
+ * backward does it with its weight gradients). */
+static void chunk_wgrad(Lower *L, IterState *st, uint32_t k, uint32_t mi)
+{
+  g_assert(st->zb_n > 0);
+  const uint32_t slot = st->zb_head;
+  const uint32_t *w_deps = &st->zb_deps[2 * (gsize)slot * st->zb_width];
+  const uint8_t *has = &st->zb_has[(gsize)slot * st->zb_width];
+  st->zb_head = (st->zb_head + 1) % st->zb_cap;
+  st->zb_n--;
+  for (guint b = L->m->n_blocks; b-- > L->first_trained;) {
+    uint32_t u0, u1;
+    if (!block_in_chunk(L, b, k, &u0, &u1)) continue;
+    for (uint32_t u = u1; u-- > u0;) {
+      const uint32_t i = u - L->chunk_first[k];
+      if (!has[i]) continue;
+      Deps d = {.n = 0};
+      mm__deps_add(L, &d, w_deps[2 * i]);
+      mm__deps_add(L, &d, w_deps[2 * i + 1]);
+      const uint32_t w = mm__lower_wgrad(L, u, mi, &d);
+      mm__sync_grads(L, st, u, mi, w != NONE ? w : w_deps[2 * i]);
+    }
+    if (mi + 1 == L->nm && L->s->cfg->ddp_overlap) {
+      mm__flush_bucket(L, st, b, 0, mi);
+      mm__flush_bucket(L, st, b, 1, mi);
+    }
+  }
 }
 
 /* Bytes crossing the boundary after chunk @k: the last unit's output of one micro-batch,
@@ -177,7 +223,7 @@ void mm__lower_program(Lower *L)
 {
   const guint nb = L->m->n_blocks;
   const uint32_t p = L->p, v = L->v, m = L->nm, K = L->K;
-  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 2 * (gsize)m * v + 1);
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 3 * (gsize)m * v + 1);
   guint n_steps = mm_pipe_schedule(L->s->cfg->pipeline.schedule, p, v, m, L->stage, L->training, steps);
   mm__build_gather_queue(L, steps, n_steps);
 
@@ -190,6 +236,12 @@ void mm__lower_program(Lower *L)
   st.bwd_done = g_new0(gboolean, nb);
   st.bucket_bytes = g_new0(double, 2 * nb);
   st.bucket_dep = g_new(uint32_t, 2 * nb);
+  L->zb = L->training && L->s->cfg->pipeline.schedule == MM_PIPE_ZB_H1;
+  st.zb_cap = p + 1; /* stage s holds at most s + 1 backwards without their weight gradients */
+  st.zb_width = L->chunk_end[L->stage] - L->chunk_first[L->stage];
+  st.zb_head = st.zb_n = 0;
+  st.zb_deps = L->zb ? g_new(uint32_t, 2 * (gsize)st.zb_cap * st.zb_width + 1) : NULL;
+  st.zb_has = L->zb ? g_new0(uint8_t, (gsize)st.zb_cap * st.zb_width + 1) : NULL;
 
   for (uint32_t i = 0; i < MIN((uint32_t)L->s->cfg->fsdp_prefetch + 1, L->n_gq); i++) mm__emit_gather(L, NULL);
 
@@ -211,6 +263,10 @@ void mm__lower_program(Lower *L)
       L->pair_first[(i - warm) / 2] = L->n_ops;
     const uint32_t k = steps[i].chunk * p + L->stage, mi = steps[i].micro;
     L->cur_chunk = k;
+    if (steps[i].bwd == MM_PIPE_W) {
+      if (L->chunk_trained[k]) chunk_wgrad(L, &st, k, mi);
+      continue;
+    }
     if (!steps[i].bwd) {
       Deps in = {.n = 0};
       if (sync) mm__deps_add(L, &in, pending);
@@ -264,5 +320,7 @@ void mm__lower_program(Lower *L)
   g_free(st.bwd_done);
   g_free(st.bucket_bytes);
   g_free(st.bucket_dep);
+  g_free(st.zb_deps);
+  g_free(st.zb_has);
 }
 

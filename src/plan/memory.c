@@ -141,12 +141,16 @@ static double unit_kv_cache(const MmScenario *s, const MmGraph *g, guint u)
 static double stage_activations(const MmScenario *s, guint st, const double *chunk_act, double *inflight0)
 {
   const guint p = (guint)s->pp, v = (guint)s->vstages, m = (guint)s->micro_steps;
-  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 2 * (gsize)m * v + 1);
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 3 * (gsize)m * v + 1);
   guint n = mm_pipe_schedule(s->cfg->pipeline.schedule, p, v, m, st, TRUE, steps);
   g_autofree int64_t *live = g_new0(int64_t, v + 1);
   double now = 0, peak = 0;
   int64_t peak0 = 0;
   for (guint i = 0; i < n; i++) {
+    /* zb_h1: a micro-batch's activations count until its input-gradient pass, as 1F1B's until its
+     * backward (Qi et al. Sec. 3.1 bound ZB-H1's peak by 1F1B's: the inputs its deferred weight
+     * gradients still need are a fraction of a layer's activations) */
+    if (steps[i].bwd == MM_PIPE_W) continue;
     const guint c = steps[i].chunk, k = c * p + st;
     live[c] += steps[i].bwd ? -1 : 1;
     now += (steps[i].bwd ? -1.0 : 1.0) * chunk_act[k];

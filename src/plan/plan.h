@@ -371,14 +371,17 @@ typedef struct {
 
 /* One step of a pipeline schedule on one stage. */
 typedef struct {
-  uint8_t bwd;    /* 0 forward, 1 backward */
+  uint8_t bwd;    /* 0 forward, 1 backward (zb_h1: its input gradient), MM_PIPE_W a weight-gradient pass */
   uint16_t chunk; /* local model chunk (0 .. virtual_stages - 1) */
   uint32_t micro; /* micro-batch */
 } MmPipeStep;
 
+enum { MM_PIPE_W = 2 };
+
 /* The order in which stage @stage of @p stages runs the forwards (and with @backward the
- * backwards) of @m micro-batches over @v chunks: GPipe, 1F1B (PipeDream-Flush) or
- * Megatron's interleaved 1F1B. Writes m * v (x 2 with backward) steps into @out. */
+ * backwards) of @m micro-batches over @v chunks: GPipe, 1F1B (PipeDream-Flush),
+ * Megatron's interleaved 1F1B or ZB-H1. Writes m * v (x 2 with backward; x 3 for zb_h1,
+ * whose weight-gradient passes are steps of their own) steps into @out. */
 guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
                        MmPipeStep *out);
 

@@ -1,4 +1,4 @@
-/* schedule: pipeline schedules (GPipe, 1F1B, interleaved 1F1B) and the chunk of every unit. */
+/* schedule: pipeline schedules (GPipe, 1F1B, interleaved 1F1B, ZB-H1) and the chunk of every unit. */
 #include <math.h>
 #include <string.h>
 
@@ -22,7 +22,8 @@ guint mm__pipe_warmup(guint p, guint v, guint m, guint stage)
 
 static gboolean has_steady(const MmScenario *s)
 {
-  return s->cfg->task != MM_TASK_INFERENCE && s->cfg->pipeline.schedule != MM_PIPE_GPIPE;
+  return s->cfg->task != MM_TASK_INFERENCE && s->cfg->pipeline.schedule != MM_PIPE_GPIPE &&
+         s->cfg->pipeline.schedule != MM_PIPE_ZB_H1;
 }
 
 void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro)
@@ -47,6 +48,36 @@ uint32_t mm_plan_steady_micro_steps(const MmScenario *s, uint32_t periods)
   return mr < m ? (uint32_t)mr : 0;
 }
 
+/* ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, Sec. 3.1, and its reference
+ * schedule, sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline): 1F1B's warm-up of
+ * p - s - 1 forwards, then s pairs of a forward and an input-gradient pass B whose weight-gradient
+ * pass W waits, then forward, B, W while forwards remain, then B, W, and the s deferred W passes
+ * last. W passes run in the order of their B. Stage s holds back s of them: the later stages,
+ * which 1F1B leaves idle first in the cool-down, fill it with their weight gradients while the
+ * earlier stages' input gradients, the critical path, arrive sooner. */
+static guint zb_h1(guint p, guint m, guint stage, MmPipeStep *out)
+{
+  guint n = 0, f = 0, b = 0, w = 0;
+#define STEP(kind, mi) (out[n++] = (MmPipeStep){.bwd = (kind), .chunk = 0, .micro = (mi)})
+  for (guint i = 0; i < MIN(p - stage - 1, m); i++) STEP(0, f++);
+  for (guint i = 0; i < stage && f < m; i++) {
+    STEP(0, f++);
+    STEP(1, b++);
+  }
+  while (f < m) {
+    STEP(0, f++);
+    STEP(1, b++);
+    STEP(MM_PIPE_W, w++);
+  }
+  while (b < m) {
+    STEP(1, b++);
+    STEP(MM_PIPE_W, w++);
+  }
+  while (w < m) STEP(MM_PIPE_W, w++);
+#undef STEP
+  return n;
+}
+
 guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
                        MmPipeStep *out)
 {
@@ -59,6 +90,7 @@ guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint sta
       for (; bk < total; bk++) out[n++] = virtual_step(p, v, bk, TRUE);
     return n;
   }
+  if (kind == MM_PIPE_ZB_H1) return zb_h1(p, m, stage, out);
   guint warm = mm__pipe_warmup(p, v, m, stage);
   for (guint i = 0; i < warm; i++) out[n++] = virtual_step(p, v, fk++, FALSE);
   for (guint i = 0; i < total - warm; i++) {

@@ -272,10 +272,11 @@ static void record_selective(Lower *L, uint32_t u, Template *t)
  * (innermost first). A collective with the weight gradient beside it (a column-parallel
  * input gradient's AllReduce, SP: ReduceScatter, with the input re-gathered beside it) gets
  * it as a T_WSEG; otherwise the weight gradient follows the input gradient. */
-static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template *t)
+static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, gboolean split, Template *t)
 {
   const MmUnit *un = &L->g->units[u];
   const gboolean trained = !L->s->blocks[un->block].frozen;
+  const gboolean wgrad = trained && !split; /* a split backward leaves it to record_wgrad */
   const uint32_t f = un->first_layer;
   Seg seg = {.what = MM_OP_COMPUTE};
   for (uint32_t li = f + un->n_layers; li-- > f;) {
@@ -321,7 +322,7 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
     } else if (input_grad) {
       t_compute(L, t, &seg, f, li, PART_BWD_IN, p);
     }
-    gboolean wgrad_done = !trained;
+    gboolean wgrad_done = !wgrad;
     for (int pass = 0; pass < 2; pass++) {
       if (pass == 1 && !wgrad_done) {
         mm__seg_add(L, &seg, li, PART_BWD_W);
@@ -342,6 +343,28 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, Template 
   t_seg(t, &seg, f, T_SEG);
 }
 
+/* zb_h1: the weight gradients of unit @u, layers in reverse, as one segment. A pipelined ep
+ * region keeps its weight gradients in its chunks (record_bwd), so they are not here. */
+static void record_wgrad(Lower *L, uint32_t u, Template *t)
+{
+  const MmUnit *un = &L->g->units[u];
+  const uint32_t f = un->first_layer;
+  Seg seg = {.what = MM_OP_COMPUTE};
+  if (L->s->blocks[un->block].frozen) return;
+  for (uint32_t li = f + un->n_layers; li-- > f;) {
+    uint32_t a = NONE;
+    const MmPlaceColl *comb = NULL;
+    for (uint32_t j = f + 1; j <= li && a == NONE; j++)
+      if (ep_dispatch(L, j) && ep_region_end(L, j, f + un->n_layers, &comb) == li) a = j;
+    if (a != NONE) {
+      li = a;
+      continue;
+    }
+    mm__seg_add(L, &seg, li, PART_BWD_W);
+  }
+  t_seg(t, &seg, f, T_SEG);
+}
+
 static const Template *template_for(Lower *L, uint32_t u, int variant)
 {
   const MmGraph *g = L->g;
@@ -351,7 +374,9 @@ static const Template *template_for(Lower *L, uint32_t u, int variant)
   if (!t->built) {
     if (variant == MM__V_FWD) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
-    else record_bwd(L, cu, variant == MM__V_BWD_IN, t);
+    else if (variant == MM__V_WGRAD) record_wgrad(L, cu, t);
+    else record_bwd(L, cu, variant == MM__V_BWD_IN || variant == MM__V_BWD_IN_B,
+                    variant == MM__V_BWD_IN_B || variant == MM__V_BWD_NOIN_B, t);
     t->built = TRUE;
   }
   return t;
@@ -399,6 +424,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
   Deps d = *in, coll_deps = *in;
   uint32_t last = NONE, side = NONE;
   *last_compute = NONE;
+  L->last_side = NONE;
   for (uint32_t i = 0; i < t->n; i++) {
     const TItem *it = &t->items[i];
     if (it->kind == T_COLL) {
@@ -414,6 +440,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
     if (it->kind == T_SIDE) {
       side = mm__emit_coll(L, un->block, it->mask, (MmCollKind)it->coll, (MmReason)it->reason, it->coll_bytes, &d, u,
                        micro, phase);
+      if (side != NONE) L->last_side = side;
       continue;
     }
     if (it->kind == T_RING) {
@@ -465,6 +492,17 @@ uint32_t mm__lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, cons
   return replay(L, template_for(L, u, MM__V_FWD), u, micro, phase, in, &lc);
 }
 
+/* The recompute a unit's backward starts with (NONE: none); @d gains what it waits for. */
+static uint32_t lower_recompute(Lower *L, uint32_t u, uint32_t micro, const Deps *in, Deps *d)
+{
+  uint32_t rec_last = NONE;
+  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL && L->recompute[u] != MM__RECOMPUTE_NONE)
+    mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_FWD), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
+  else if (L->s->cfg->recompute == MM_RECOMPUTE_SELECTIVE)
+    mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_SELECTIVE), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
+  return rec_last;
+}
+
 /* Backward of one unit (after its recompute). Returns the op producing its input
  * gradient; *weights_done receives its last compute op (all its weight gradients
  * exist once it ends: the compute stream is FIFO). */
@@ -472,17 +510,34 @@ uint32_t mm__lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gbo
                           uint32_t *weights_done)
 {
   Deps d = *in;
-  uint32_t rec_last = NONE;
-  if (L->s->cfg->recompute == MM_RECOMPUTE_FULL && L->recompute[u] != MM__RECOMPUTE_NONE)
-    mm__deps_add(L, &d, replay(L, template_for(L, u, MM__V_FWD), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
-  else if (L->s->cfg->recompute == MM_RECOMPUTE_SELECTIVE)
-    mm__deps_add(L, &d, replay(L, template_for(L, u, MM__V_SELECTIVE), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
+  const uint32_t rec_last = lower_recompute(L, u, micro, in, &d);
   uint32_t lc;
   uint32_t out = replay(L, template_for(L, u, need_input_grad ? MM__V_BWD_IN : MM__V_BWD_NOIN), u, micro, MM_PHASE_BWD, &d, &lc);
   *weights_done = lc != NONE ? lc : rec_last;
   return out;
 }
 
+uint32_t mm__lower_bwd_input(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gboolean need_input_grad,
+                             uint32_t w_deps[2])
+{
+  Deps d = *in;
+  const uint32_t rec_last = lower_recompute(L, u, micro, in, &d);
+  uint32_t lc;
+  uint32_t out = replay(L, template_for(L, u, need_input_grad ? MM__V_BWD_IN_B : MM__V_BWD_NOIN_B), u, micro,
+                        MM_PHASE_BWD, &d, &lc);
+  /* the weight gradients need the output gradients (the last compute) and, under sequence
+   * parallelism, the re-gathered inputs (the last side collective) */
+  w_deps[0] = lc != NONE ? lc : rec_last;
+  w_deps[1] = L->last_side;
+  return out;
+}
+
+uint32_t mm__lower_wgrad(Lower *L, uint32_t u, uint32_t micro, const Deps *in)
+{
+  uint32_t lc;
+  replay(L, template_for(L, u, MM__V_WGRAD), u, micro, MM_PHASE_BWD, in, &lc);
+  return lc;
+}
 
 void mm__templates_free(Lower *L)
 {
