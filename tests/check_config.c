@@ -270,6 +270,7 @@ static const BadCase bad_cases[] = {
   {"sharding on fsdp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\",\"sharding\":\"row\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "sharding", NULL},
   {"recompute_num_layers without full recompute", K_CONFIG, CFG_HEAD "\"recompute\":\"selective\",\"recompute_num_layers\":2," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.recompute_num_layers", NULL},
   {"recompute_method without recompute", K_CONFIG, CFG_HEAD "\"recompute_method\":\"block\"," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.recompute_method", NULL},
+  {"unknown recompute_method", K_CONFIG, CFG_HEAD "\"recompute\":\"full\",\"recompute_method\":\"every_other\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.recompute_method", NULL},
   {"negative recompute_num_layers", K_CONFIG, CFG_HEAD "\"recompute\":\"full\",\"recompute_num_layers\":-1," FSDP_ALL "}", MM_CONFIG_ERROR_RANGE, "$.recompute_num_layers", NULL},
   {"unknown fp8 recipe", K_CONFIG, CFG_HEAD "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"hybrid\"}," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.precision.fp8_recipe", NULL},
   {"frozen while pretraining", K_CONFIG, CFG_HEAD "\"frozen\":[\"decoder\"]," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.frozen", NULL},

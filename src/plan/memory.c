@@ -99,6 +99,18 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       const double group = c->recompute_method == MM_RECOMPUTE_UNIFORM ? (double)MAX(c->recompute_num_layers, 1) : 1.0;
       um->parts.activations = recompute == MM__RECOMPUTE_KEEP_INPUT ? in : 0;
       um->transient = group * act - in;
+    } else if (mm__sac_unit(s, g, u)) {
+      /* op_selective: the unit's input and the outputs the policy saves; the rest is rebuilt
+       * during its backward */
+      double kept = in;
+      uint32_t mms = 0;
+      for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+        MmSacLayer sl;
+        mm__sac_layer(s, g, li, &mms, &sl);
+        kept += sl.saved_bytes;
+      }
+      um->parts.activations = MIN(kept, act);
+      um->transient = act - um->parts.activations;
     } else if (c->recompute == MM_RECOMPUTE_SELECTIVE) {
       um->parts.activations = act - dropped;
       um->transient = dropped;
