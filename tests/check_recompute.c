@@ -1,4 +1,4 @@
-/* check_recompute: torchtitan's per-op and every-N-th-layer checkpointing. */
+/* check_recompute: torchtitan's per-op and every-N-th-layer checkpointing, activation offload to host. */
 #include <math.h>
 #include <string.h>
 
@@ -138,6 +138,72 @@ START_TEST(test_every_nth_layer)
 }
 END_TEST
 
+/* The test node with a host link of @GBps at full efficiency. */
+static char *node_host(double GBps)
+{
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  return g_strdup_printf("{\"name\":\"n8\",\"device\":\"%s\",\"gpus_per_node\":8,\"nodes\":1,"
+                         "\"host_link_GBps\":%g,\"host_link_efficiency\":1,"
+                         "\"intra_node\":{\"topology\":\"switch\",\"links_per_gpu\":12,\"link_bw_GBps\":25}}",
+                         dev, GBps);
+}
+
+static MmSimulation *run_host(const char *keys, double GBps)
+{
+  g_autofree char *hw = node_host(GBps);
+  g_autofree char *cfg = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":16,%s%s"
+                                         "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":8}]}}",
+                                         keys, *keys ? "," : "");
+  return mm_test_sim_ok(MODEL, hw, cfg, 0);
+}
+
+/* Activation offload (Megatron-Core cpu_offloading_num_layers): the first N layers' activations
+ * leave the device; two of them stay as the double buffer (one copied while the next computes). */
+START_TEST(test_offload_memory)
+{
+  g_autoptr(MmSimulation) none = run_host("", 32);
+  g_autoptr(MmSimulation) o1 = run_host("\"offload_num_layers\":1", 32);
+  g_autoptr(MmSimulation) o3 = run_host("\"offload_num_layers\":3", 32);
+  g_autoptr(MmSimulation) o4 = run_host("\"offload_num_layers\":4", 32);
+  const double act = none->memory->total.activations / L_;
+  ck_assert_double_eq_tol(none->memory->total.activations - o1->memory->total.activations, 0, 0.5);
+  ck_assert_double_eq_tol(none->memory->total.activations - o3->memory->total.activations, act, 0.5);
+  ck_assert_double_eq_tol(none->memory->total.activations - o4->memory->total.activations, 2 * act, 0.5);
+  ck_assert_double_eq_tol(o4->memory->transient_activations, 2 * act, 0.5);
+  /* weights, gradients, optimizer states and buffers stay */
+  ck_assert_double_eq_tol(none->memory->per_device_bytes - o4->memory->per_device_bytes, 2 * act, 0.5);
+}
+END_TEST
+
+/* The copies run on their own streams over the host link: on a fast link they hide behind the
+ * compute, on a slow one the compute waits for them. */
+START_TEST(test_offload_time)
+{
+  g_autoptr(MmSimulation) none = run_host("", 32);
+  g_autoptr(MmSimulation) fast = run_host("\"offload_num_layers\":4", 1e6);
+  g_autoptr(MmSimulation) slow = run_host("\"offload_num_layers\":4", 0.5);
+  const double t0 = none->metrics.iteration_time_s, act = none->memory->total.activations / L_;
+  /* 4 copies out and 4 back of one micro-batch (two samples) */
+  const MmPlanProgram *pr = &fast->plan->programs[0];
+  uint32_t copies = 0;
+  double bytes = 0;
+  for (uint32_t i = 0; i < pr->n_ops; i++)
+    if (pr->info[i].what == MM_OP_COPY) copies++, bytes += pr->info[i].bytes;
+  ck_assert_uint_eq(copies, 2 * 4);
+  ck_assert_double_eq_tol(bytes, 2 * 4 * act, 1e-6 * bytes); /* each layer's activations out and back */
+  ck_assert_double_ge(fast->metrics.iteration_time_s, t0);
+  /* fast: what stays exposed is the last layer's copy out and back, between its forward and its
+   * backward (nothing else runs there): 2 x act / 10^15 B/s, a few nanoseconds */
+  ck_assert_double_le(fast->metrics.iteration_time_s - t0, 2 * act / 1e15 + 1e-11);
+  /* slow: the copies out go one after another on their stream, the copies back too, and the
+   * first copy back (the last layer's) waits for its copy out: at least 8 copies end to end */
+  const double copy_s = act / 0.5e9;
+  ck_assert_double_gt(slow->metrics.iteration_time_s, 2 * 4 * copy_s);
+  ck_assert_double_gt(slow->metrics.iteration_time_s, t0 + copy_s);
+  ck_assert_double_eq(slow->memory->per_device_bytes, fast->memory->per_device_bytes);
+}
+END_TEST
+
 Suite *recompute_suite(void);
 Suite *recompute_suite(void)
 {
@@ -147,6 +213,8 @@ Suite *recompute_suite(void)
   tcase_add_test(tc, test_op_selective_collectives);
   tcase_add_test(tc, test_op_selective_memory);
   tcase_add_test(tc, test_every_nth_layer);
+  tcase_add_test(tc, test_offload_memory);
+  tcase_add_test(tc, test_offload_time);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -541,6 +541,7 @@ typedef struct {
   MmRecomputeMethod recompute_method;
   int64_t recompute_num_layers; /* full recompute: layers per group (uniform), recomputed per chunk (block) or the
                                  * period (every); 0: all */
+  int64_t offload_num_layers;   /* activation offload to host: the first N layers of each chunk (0: none) */
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */

@@ -100,6 +100,8 @@ typedef struct {
   gboolean *chunk_trained;           /* runs a backward */
   uint32_t cur_chunk;
   uint8_t *recompute;      /* per unit: MM__RECOMPUTE_* under full recompute */
+  uint8_t *offload;        /* per unit: its activations go to host memory (offload_num_layers) */
+  uint32_t *offload_d2h;   /* micro x unit: the copy to host of its activations (NONE: none yet) */
   uint32_t *param_gather; /* overlap_param_gather: per unit its ZeRO all-gather op (NONE: not issued) */
   uint32_t *pair_first; /* ops at the start of each steady 1F1B pair, and after the last */
   uint32_t n_pairs;
@@ -223,6 +225,14 @@ void mm__sac_layer(const MmScenario *s, const MmGraph *g, uint32_t li, uint32_t 
 /* Whether unit @u is checkpointed per op (op_selective and a transformer unit: torchtitan wraps
  * model.layers only). */
 gboolean mm__sac_unit(const MmScenario *s, const MmGraph *g, uint32_t u);
+
+/* offload.c: activation offload to host (offload_num_layers; Megatron-Core cpu_offloading) */
+/* Per unit: 1 when its activations are offloaded (the first N layer units of each chunk). (transfer full) */
+uint8_t *mm__offload_units(const MmScenario *s, const MmGraph *g, const uint32_t *chunk);
+/* The activations unit @u keeps for its backward on one device, one micro-batch (no recompute). */
+double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u);
+/* Emits the copy of unit @u's activations to host memory (or, @reload, back) after @d. */
+uint32_t mm__emit_offload_copy(Lower *L, uint32_t u, uint32_t micro, gboolean reload, const Deps *d);
 
 /* schedule.c: steady pairs per period and micro-batches per period (0, 0: no steady part) */
 void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro);
