@@ -479,7 +479,10 @@ typedef struct {
   gboolean momentum;       /* sgd only */
 } MmOptimizer;
 
-typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE } MmRecompute;
+/* op_selective: torchtitan's per-op selective activation checkpointing (activation_checkpoint.mode
+ * "selective", selective_ac_option "op"): the outputs of every other matmul, of attention and of
+ * reduce-scatters and all-to-alls are saved, the rest of each transformer layer recomputed. */
+typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE, MM_RECOMPUTE_OP_SELECTIVE } MmRecompute;
 /* How an MoE All2All moves a token's top_k copies: each copy to its expert's GPU, or once per
  * destination node over the network and on to the experts over the node's links (DeepEP) */
 typedef enum { MM_MOE_DISPATCH_PER_EXPERT, MM_MOE_DISPATCH_PER_NODE } MmMoeDispatch;
@@ -487,8 +490,10 @@ extern const char *const mm_moe_dispatch_names[];
 extern const char *const mm_recompute_names[];
 /* Megatron's --recompute-method for full recompute with --recompute-num-layers N: uniform
  * checkpoints the input of every group of N layers (all recomputed); block recomputes the first N
- * layers of each model chunk and keeps the others' activations. */
-typedef enum { MM_RECOMPUTE_UNIFORM, MM_RECOMPUTE_BLOCK } MmRecomputeMethod;
+ * layers of each model chunk and keeps the others' activations; every is torchtitan's layer-level
+ * selective checkpointing (selective_ac_option N): every N-th layer of a stage checkpointed whole, the
+ * others keep their activations. */
+typedef enum { MM_RECOMPUTE_UNIFORM, MM_RECOMPUTE_BLOCK, MM_RECOMPUTE_EVERY } MmRecomputeMethod;
 extern const char *const mm_recompute_method_names[];
 
 /* How FP8 training runs (blocks whose compute dtype is fp8): which kernels run in FP8 and the
@@ -542,7 +547,9 @@ typedef struct {
   MmOptimizer sparse_optimizer; /* embedding_bag tables */
   MmRecompute recompute;
   MmRecomputeMethod recompute_method;
-  int64_t recompute_num_layers; /* full recompute: layers per group (uniform) or recomputed per chunk (block); 0: all */
+  int64_t recompute_num_layers; /* full recompute: layers per group (uniform), recomputed per chunk (block) or the
+                                 * period (every); 0: all */
+  int64_t offload_num_layers;   /* activation offload to host: the first N layers of each chunk (0: none) */
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */

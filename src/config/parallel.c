@@ -32,15 +32,26 @@ static const MmField config_fields[] = {
   {"recompute", MM_F_ENUM, FALSE, 0, 0, MM_RECOMPUTE_NONE, mm_recompute_names, CFG(recompute), NULL,
    "activation recomputation: none keeps every activation; full keeps only layer inputs and "
    "recomputes the forward pass during backward; selective (Korthikanti et al. 2022) drops and "
-   "recomputes only the attention core (its s x s scores; little with flash attention)"},
+   "recomputes only the attention core (its s x s scores; little with flash attention); op_selective is "
+   "torchtitan's per-op selective checkpointing (activation_checkpoint.selective_ac_option \"op\"): each "
+   "transformer layer keeps its input and the outputs of every other matmul (the 1st, 3rd, ...), of attention and "
+   "of reduce-scatters and all-to-alls, and recomputes the rest (norms, activations, the other matmuls and their "
+   "all-reduces and all-gathers) before its backward"},
   {"recompute_method", MM_F_ENUM, FALSE, 0, 0, MM_RECOMPUTE_UNIFORM, mm_recompute_method_names, CFG(recompute_method),
    NULL,
    "full recompute with recompute_num_layers N (Megatron-LM --recompute-method): uniform checkpoints the input of "
    "every group of N layers and recomputes them all (less memory than per layer, the same time); block recomputes "
-   "the first N layers of each model chunk and keeps the activations of the rest (less time, more memory)"},
+   "the first N layers of each model chunk and keeps the activations of the rest (less time, more memory); every "
+   "checkpoints every N-th layer of a stage whole and keeps the others' activations (torchtitan's layer-level "
+   "selective checkpointing, selective_ac_option N; embedding and head never recomputed)"},
   {"recompute_num_layers", MM_F_INT, FALSE, 0, 1000000, 0, NULL, CFG(recompute_num_layers), "layers",
-   "full recompute: N of recompute_method (Megatron-LM --recompute-num-layers); 0: uniform over single layers, "
-   "or every layer with block"},
+   "full recompute: N of recompute_method (Megatron-LM --recompute-num-layers, torchtitan selective_ac_option); "
+   "0: uniform over single layers, or every layer with block and every"},
+  {"offload_num_layers", MM_F_INT, FALSE, 0, 1000000, 0, NULL, CFG(offload_num_layers), "layers",
+   "activation offload to host (Megatron-Core / Transformer Engine cpu_offloading_num_layers): the activations "
+   "the first N transformer or mlp layers of each model chunk keep for backward are copied to host memory "
+   "after their forward and back before their backward, over the host link and beside the compute; "
+   "0: none. Needs recompute none (Megatron-Core rejects both together) and a training task"},
   {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",
@@ -518,6 +529,13 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx,
                   GIVEN("recompute_method") ? "$.recompute_method" : "$.recompute_num_layers",
                   "applies to \"recompute\": \"full\" (recompute is \"%s\")", mm_recompute_names[c->recompute]);
+    return NULL;
+  }
+  if (c->offload_num_layers > 0 && (c->recompute != MM_RECOMPUTE_NONE || c->task == MM_TASK_INFERENCE)) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.offload_num_layers",
+                  "needs a training task and \"recompute\": \"none\" (task is \"%s\", recompute \"%s\"; "
+                  "Megatron-Core rejects cpu_offloading with recomputation)",
+                  mm_task_names[c->task], mm_recompute_names[c->recompute]);
     return NULL;
   }
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "ddp_bucket_MB");

@@ -135,6 +135,20 @@ void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
   if (pc->lookup) seg->what = MM_OP_LOOKUP;
 }
 
+void mm__seg_add_frac(Lower *L, Seg *seg, uint32_t li, Part part, double frac, uint32_t kernels)
+{
+  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  if (pc->time_s <= 0 || frac <= 0 || kernels == 0) return;
+  if (seg->kernels == 0) seg->first = li;
+  seg->last = li;
+  seg->kernels += kernels;
+  seg->flops += frac * pc->flops;
+  seg->model_flops += frac * pc->model_flops;
+  seg->bytes += frac * pc->bytes;
+  seg->time_s += frac * (pc->time_s - L->launch_s) + (double)kernels * L->launch_s;
+  if (pc->lookup) seg->what = MM_OP_LOOKUP;
+}
+
 /* ---- MoE routing ------------------------------------------------------- */
 
 /* MoE: the experts of a layer are spread over the ep group (or, without one, over the TP

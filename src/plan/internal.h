@@ -101,6 +101,8 @@ typedef struct {
   gboolean *chunk_trained;           /* runs a backward */
   uint32_t cur_chunk;
   uint8_t *recompute;      /* per unit: MM__RECOMPUTE_* under full recompute */
+  uint8_t *offload;        /* per unit: its activations go to host memory (offload_num_layers) */
+  uint32_t *offload_d2h;   /* micro x unit: the copy to host of its activations (NONE: none yet) */
   uint32_t *param_gather; /* overlap_param_gather: per unit its ZeRO all-gather op (NONE: not issued) */
   uint32_t *pair_first; /* ops at the start of each steady 1F1B pair, and after the last */
   uint32_t n_pairs;
@@ -130,8 +132,8 @@ typedef struct {
 
 /* template variants; the _B ones are a backward's input gradient without its weight gradient,
  * WGRAD that weight gradient (zb_h1) */
-enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_BWD_IN_B, MM__V_BWD_NOIN_B, MM__V_WGRAD,
-       MM__V_COUNT };
+enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_OP_SELECTIVE, MM__V_BWD_IN_B, MM__V_BWD_NOIN_B,
+       MM__V_WGRAD, MM__V_COUNT };
 
 /* Keeps one op per stream in @d, the latest: a stream runs its ops one at a time in program
  * order, so its latest op implies every earlier one. Leaves at most MM_STREAM_COUNT. */
@@ -176,6 +178,8 @@ static inline const MmPlacement *mm__place(const Lower *L, uint32_t li)
 void mm__places_new(Lower *L);
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc);
 void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part);
+/* @frac of part @part of layer @li as @kernels kernels (each with its launch). */
+void mm__seg_add_frac(Lower *L, Seg *seg, uint32_t li, Part part, double frac, uint32_t kernels);
 
 /* template.c: unit templates and their replay */
 uint32_t mm__lower_fwd(Lower *L, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in);
@@ -225,6 +229,27 @@ void mm__param_gather_deps(Lower *L, uint32_t u, uint32_t end, Deps *d);
  * (transfer full) */
 enum { MM__RECOMPUTE_NONE, MM__RECOMPUTE_KEEP_INPUT, MM__RECOMPUTE_IN_GROUP };
 uint8_t *mm__recompute_units(const MmScenario *s, const MmGraph *g, const uint32_t *chunk);
+
+/* sac.c: torchtitan's per-op selective checkpointing (recompute "op_selective") of one layer of a
+ * transformer unit: the part of its forward re-run before its backward and the bytes it keeps. */
+typedef struct {
+  double recompute_frac; /* of its forward (FLOPs, bytes, kernel time) re-run */
+  uint32_t kernels;      /* kernels re-run (the recomputed matmuls, or the layer's one kernel) */
+  double saved_bytes;    /* outputs it keeps for the backward, one device, one micro-batch */
+} MmSacLayer;
+/* @mm_count: the matmuls of the unit so far (0 at its first layer); advanced past this layer's. */
+void mm__sac_layer(const MmScenario *s, const MmGraph *g, uint32_t li, uint32_t *mm_count, MmSacLayer *out);
+/* Whether unit @u is checkpointed per op (op_selective and a transformer unit: torchtitan wraps
+ * model.layers only). */
+gboolean mm__sac_unit(const MmScenario *s, const MmGraph *g, uint32_t u);
+
+/* offload.c: activation offload to host (offload_num_layers; Megatron-Core cpu_offloading) */
+/* Per unit: 1 when its activations are offloaded (the first N layer units of each chunk). (transfer full) */
+uint8_t *mm__offload_units(const MmScenario *s, const MmGraph *g, const uint32_t *chunk);
+/* The activations unit @u keeps for its backward on one device, one micro-batch (no recompute). */
+double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u);
+/* Emits the copy of unit @u's activations to host memory (or, @reload, back) after @d. */
+uint32_t mm__emit_offload_copy(Lower *L, uint32_t u, uint32_t micro, gboolean reload, const Deps *d);
 
 /* schedule.c: steady pairs per period and micro-batches per period (0, 0: no steady part) */
 void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro);

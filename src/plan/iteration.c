@@ -45,8 +45,16 @@ static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
       Deps d = out == NONE ? bin : mm__deps_one(out);
       if (mi == 0) mm__param_gather_deps(L, u, u1, &d);
       if (mm__fsdp_gathers(L, u, mi, FALSE)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, FALSE));
+      /* activation offload, double-buffered: Transformer Engine's offload handler waits, at the end of
+       * a layer's forward, for the copy of the layer before it (synchronize_on_group_commit_forward),
+       * so a layer starts once the copy two layers back is done */
+      if (L->offload_d2h && u >= u0 + 2) mm__deps_add(L, &d, L->offload_d2h[(gsize)mi * L->g->n_units + u - 2]);
       out = mm__lower_fwd(L, u, mi, MM_PHASE_FWD, &d);
       if (mm__fsdp_gathers(L, u, mi, FALSE)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
+      if (L->offload_d2h && L->offload[u]) {
+        const Deps od = mm__deps_one(out);
+        L->offload_d2h[(gsize)mi * L->g->n_units + u] = mm__emit_offload_copy(L, u, mi, FALSE, &od);
+      }
     }
     if (mm__mp_block(L, b)) {
       Deps d = mm__deps_one(out);
@@ -112,9 +120,28 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
       for (uint32_t u = u1; u-- > u0;) mm__sync_grads(L, st, u, mi, out);
       u1 = u0; /* lowered */
     }
+    uint32_t reload = NONE; /* activation offload: the copy back of unit u's activations, if issued */
     for (uint32_t u = u1; u-- > u0;) {
       Deps d = out == NONE ? grad : mm__deps_one(out);
       if (mm__fsdp_gathers(L, u, mi, TRUE)) mm__deps_add(L, &d, mm__gather_for(L, u, mi, TRUE));
+      if (L->offload_d2h && L->offload[u]) {
+        /* Transformer Engine (synchronize_on_group_commit_backward): a layer's backward waits for its
+         * activations' copy back, issued when the backward of the layer after it began (the last
+         * offloaded layer's when its own begins), and then issues the copy of the layer before it */
+        const uint32_t d2h = L->offload_d2h[(gsize)mi * L->g->n_units + u];
+        if (reload == NONE) {
+          Deps rd = d;
+          mm__deps_add(L, &rd, d2h);
+          reload = mm__emit_offload_copy(L, u, mi, TRUE, &rd);
+        }
+        mm__deps_add(L, &d, reload);
+        reload = NONE;
+        if (u > u0 && L->offload[u - 1]) {
+          Deps rd = d;
+          mm__deps_add(L, &rd, L->offload_d2h[(gsize)mi * L->g->n_units + u - 1]);
+          reload = mm__emit_offload_copy(L, u - 1, mi, TRUE, &rd);
+        }
+      }
       uint32_t wd = NONE;
       if (L->zb) {
         const uint32_t i = u - L->chunk_first[k];

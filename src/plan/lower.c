@@ -5,7 +5,8 @@
 #include "internal.h"
 
 const char *const mm_stream_names[] = {"compute",     "comm_intra",  "comm_inter",  "pp_send_fwd",
-                                       "pp_send_bwd", "pp_recv_fwd", "pp_recv_bwd", NULL};
+                                       "pp_send_bwd", "pp_recv_fwd", "pp_recv_bwd", "offload_d2h",
+                                       "offload_h2d", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_stream_names) == MM_STREAM_COUNT + 1);
 const char *const mm_phase_names[] = {"fwd", "bwd", "recompute", "optimizer", NULL};
 const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", "pp", "cp", "zero", "ulysses", NULL};
@@ -28,6 +29,8 @@ static void lower_free(Lower *L)
   g_free(L->chunk_trained);
   g_free(L->param_gather);
   g_free(L->recompute);
+  g_free(L->offload);
+  g_free(L->offload_d2h);
 }
 
 /* Expert load of the hot ep rank and of the others: (1 + skew) x the mean, and what is left. */
@@ -73,6 +76,11 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   mm__precompute_units(&L);
   L.recompute = mm__recompute_units(s, g, unit_chunk);
+  L.offload = mm__offload_units(s, g, unit_chunk);
+  if (L.training && s->cfg->offload_num_layers > 0) {
+    L.offload_d2h = g_new(uint32_t, (gsize)micro_steps * g->n_units + 1);
+    for (gsize i = 0; i < (gsize)micro_steps * g->n_units; i++) L.offload_d2h[i] = NONE;
+  }
   if (L.training && s->cfg->overlap_param_gather) {
     L.param_gather = g_new(uint32_t, 2 * (gsize)g->n_units + 1);
     for (gsize i = 0; i < 2 * (gsize)g->n_units; i++) L.param_gather[i] = NONE;
@@ -182,6 +190,8 @@ char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op)
   g_autofree char *unit = in->unit == MM_NO_UNIT ? NULL : mm_graph_unit_name(p->graph, in->unit);
   g_autofree char *micro = p->scenario->micro_steps > 1 ? g_strdup_printf(" mb%u", in->micro) : g_strdup("");
   if (in->what == MM_OP_OPTIMIZER) return g_strdup("optimizer step");
+  if (in->what == MM_OP_COPY)
+    return g_strdup_printf("%s activations %s%s", in->phase == MM_PHASE_FWD ? "offload" : "reload", unit, micro);
   if (in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_P2P) {
     static const char *const verbs[] = {"send", "send", "recv", "recv"};
     return g_strdup_printf("%s %s %s%s", verbs[prog->ops[op].stream - MM_STREAM_PP_SEND_FWD],

@@ -99,6 +99,18 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       const double group = c->recompute_method == MM_RECOMPUTE_UNIFORM ? (double)MAX(c->recompute_num_layers, 1) : 1.0;
       um->parts.activations = recompute == MM__RECOMPUTE_KEEP_INPUT ? in : 0;
       um->transient = group * act - in;
+    } else if (mm__sac_unit(s, g, u)) {
+      /* op_selective: the unit's input and the outputs the policy saves; the rest is rebuilt
+       * during its backward */
+      double kept = in;
+      uint32_t mms = 0;
+      for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+        MmSacLayer sl;
+        mm__sac_layer(s, g, li, &mms, &sl);
+        kept += sl.saved_bytes;
+      }
+      um->parts.activations = MIN(kept, act);
+      um->transient = act - um->parts.activations;
     } else if (c->recompute == MM_RECOMPUTE_SELECTIVE) {
       um->parts.activations = act - dropped;
       um->transient = dropped;
@@ -170,6 +182,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   const guint ft = mm_plan_first_trained(s), p = (guint)s->pp, K = (guint)(s->pp * s->vstages);
   g_autofree uint32_t *chunk = mm_pipe_unit_chunks(s, g);
   g_autofree uint8_t *rec = mm__recompute_units(s, g, chunk);
+  g_autofree uint8_t *off = mm__offload_units(s, g, chunk); /* activations on the host, not the device */
   g_autofree UnitMem *um = g_new0(UnitMem, g->n_units + 1);
   g_autofree double *chunk_act = g_new0(double, K + 1);
   for (guint u = 0; u < g->n_units; u++) {
@@ -177,7 +190,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer && rec[u] == rec[u - 1])
       um[u] = um[u - 1]; /* identical unit */
     else unit_memory(s, g, u, ft, rec[u], &um[u]);
-    chunk_act[chunk[u]] += um[u].parts.activations;
+    if (!off[u]) chunk_act[chunk[u]] += um[u].parts.activations;
   }
 
   MmMemory *mem = g_new0(MmMemory, 1);
@@ -192,7 +205,8 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
     memset(blocks, 0, sizeof(MmMemoryParts) * m->n_blocks);
     MmMemoryParts tot = {0};
     double transient = 0, fsdp_gather = 0, fsdp_held = 0, fsdp_grad = 0, coll_buf = 0, a2a_buf = 0, ddp_bucket = 0,
-           kept = 0;
+           kept = 0, offload_layer = 0;
+    int64_t offloaded = 0;
     for (guint u = 0; u < g->n_units; u++) {
       if (chunk[u] % p != st) continue;
       const guint bi = g->units[u].block;
@@ -201,9 +215,14 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       bp->weights += um[u].parts.weights;
       bp->gradients += um[u].parts.gradients;
       bp->optimizer += um[u].parts.optimizer;
-      bp->activations += um[u].parts.activations;
+      if (off[u]) {
+        offloaded++;
+        offload_layer = MAX(offload_layer, um[u].parts.activations);
+      } else {
+        bp->activations += um[u].parts.activations;
+        kept += um[u].parts.activations;
+      }
       bp->kv_cache += unit_kv_cache(s, g, u);
-      kept += um[u].parts.activations;
       transient = MAX(transient, um[u].transient);
       if (bs->degree[MM_STRAT_FSDP] > 1) {
         const double e = mm_dtype_bytes(m->blocks[bi].dtype);
@@ -227,6 +246,9 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       tot.activations += blocks[bi].activations;
       tot.kv_cache += blocks[bi].kv_cache;
     }
+    /* offload keeps two offloaded layers' activations on the device: one being copied while the next
+     * is computed (Transformer Engine's double-buffered handler) */
+    transient += (double)MIN(offloaded, (int64_t)2) * offload_layer;
     tot.activations += transient;
     if (!c->fsdp_reshard) fsdp_gather = MAX(fsdp_gather, fsdp_held);
     tot.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + coll_buf + a2a_buf;

@@ -136,8 +136,9 @@ static inline double mm_memory_parts_sum(const MmMemoryParts *p)
 typedef struct {
   MmMemoryParts total;
   MmMemoryParts *blocks;    /* per model block (of the busiest stage); comm buffers are global (0 here) */
-  double transient_activations; /* in total.activations: the unit being recomputed (full
-                                 * recompute) or the largest working set (inference) */
+  double transient_activations; /* in total.activations: the unit being recomputed (full, op_selective
+                                 * recompute), the largest working set (inference) or the two units of
+                                 * the activation offload's double buffer */
   guint n_blocks;
   double per_device_bytes;  /* sum of total */
   double capacity_bytes;    /* HBM of the device */
@@ -318,12 +319,15 @@ typedef enum {
   MM_STREAM_PP_SEND_BWD, /* gradients to the previous stage */
   MM_STREAM_PP_RECV_FWD,
   MM_STREAM_PP_RECV_BWD,
+  MM_STREAM_OFFLOAD_D2H, /* activation offload: copies to host memory after a layer's forward */
+  MM_STREAM_OFFLOAD_H2D, /* and back before its backward */
   MM_STREAM_COUNT
 } MmStreamId;
 extern const char *const mm_stream_names[];
 
 
-typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE } MmOpWhat;
+/* MM_OP_COPY: an activation copy between device and host memory (activation offload). */
+typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE, MM_OP_COPY } MmOpWhat;
 
 /* Why a collective exists. */
 typedef enum {

@@ -47,7 +47,10 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
     cv->pipeline.n_layers = 0;
   }
   if (pt->seq_len > 0) cv->seq_len = pt->seq_len;
-  if (pt->recompute > 0) cv->recompute = (MmRecompute)(pt->recompute - 1);
+  if (pt->recompute > 0) {
+    cv->recompute = (MmRecompute)(pt->recompute - 1);
+    if (cv->recompute != MM_RECOMPUTE_NONE) cv->offload_num_layers = 0; /* as the loader: not with recompute */
+  }
   for (int k = 0; k < MM_COLL_COUNT; k++)
     if (pt->algorithm[k] != MM_ALGO_AUTO) cv->algorithm[k] = pt->algorithm[k];
   if (pt->strategies) {

@@ -108,9 +108,22 @@ uint8_t *mm__recompute_units(const MmScenario *s, const MmGraph *g, const uint32
   if (c->recompute != MM_RECOMPUTE_FULL) return r;
   const int64_t n = c->recompute_num_layers;
   int64_t j = 0; /* layer units of the chunk so far */
+  g_autofree int64_t *on_stage = g_new0(int64_t, s->pp + 1); /* layer units of each stage so far */
   for (uint32_t u = 0; u < g->n_units; u++) {
     if (u > 0 && chunk[u] != chunk[u - 1]) j = 0;
-    if (!mm_block_is_layers(&s->model->blocks[g->units[u].block])) {
+    const gboolean layer = mm_block_is_layers(&s->model->blocks[g->units[u].block]);
+    if (c->recompute_method == MM_RECOMPUTE_EVERY) {
+      /* torchtitan (torchtitan/distributed/activation_checkpoint.py, _apply_layer_sac): a counter over
+       * the transformer blocks a process wraps, in model order across its chunks; the block whose
+       * 1-based count is a multiple of N is checkpointed whole (N = 0: every block). Only model.layers
+       * are wrapped: the embedding and the head keep their activations. */
+      if (layer) {
+        const int64_t k = ++on_stage[chunk[u] % s->pp];
+        r[u] = n == 0 || k % n == 0 ? MM__RECOMPUTE_KEEP_INPUT : MM__RECOMPUTE_NONE;
+      }
+      continue;
+    }
+    if (!layer) {
       r[u] = MM__RECOMPUTE_KEEP_INPUT;
       continue;
     }

@@ -267,6 +267,37 @@ static void record_selective(Lower *L, uint32_t u, Template *t)
   t_seg(t, &seg, un->first_layer, T_SEG);
 }
 
+/* Per-op selective recompute (torchtitan's op SAC) of unit @u before its backward: each layer's
+ * recomputed share (sac.c), with the forward collectives around it that are not in the save list
+ * (all-reduces and all-gathers run again; reduce-scatters and all-to-alls are saved). */
+static void record_op_selective(Lower *L, uint32_t u, Template *t)
+{
+  const MmUnit *un = &L->g->units[u];
+  const uint32_t f = un->first_layer;
+  Seg seg = {.what = MM_OP_COMPUTE};
+  uint32_t mms = 0;
+  for (uint32_t li = f; li < f + un->n_layers; li++) {
+    MmSacLayer sl;
+    mm__sac_layer(L->s, L->g, li, &mms, &sl);
+    if (sl.recompute_frac <= 0) continue;
+    const MmPlacement *p = mm__place(L, li);
+    for (int after = 0; after < 2; after++) {
+      if (after) mm__seg_add_frac(L, &seg, li, PART_FWD, sl.recompute_frac, sl.kernels);
+      for (int pass = 0; pass < 2; pass++) {
+        const uint8_t outer = (uint8_t)(after ? pass : 1 - pass);
+        for (uint32_t i = 0; i < p->n_colls; i++) {
+          const MmPlaceColl *c = &p->colls[i];
+          if (c->after != after || c->outer != outer || c->fwd == MM_COLL_NONE || c->fwd == MM_COLL_REDUCE_SCATTER ||
+              c->fwd == MM_COLL_ALL_TO_ALL)
+            continue;
+          t_coll(t, &seg, f, T_COLL, (MmCollKind)c->fwd, (MmReason)c->reason, c->mask, c->fwd_bytes);
+        }
+      }
+    }
+  }
+  t_seg(t, &seg, f, T_SEG);
+}
+
 /* Backward of unit @u, layers in reverse. Per layer: the gradients of its "after"
  * collectives (outermost first); the input gradient; the gradients of its "before" ones
  * (innermost first). A collective with the weight gradient beside it (a column-parallel
@@ -374,6 +405,7 @@ static const Template *template_for(Lower *L, uint32_t u, int variant)
   if (!t->built) {
     if (variant == MM__V_FWD) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
+    else if (variant == MM__V_OP_SELECTIVE) record_op_selective(L, cu, t);
     else if (variant == MM__V_WGRAD) record_wgrad(L, cu, t);
     else record_bwd(L, cu, variant == MM__V_BWD_IN || variant == MM__V_BWD_IN_B,
                     variant == MM__V_BWD_IN_B || variant == MM__V_BWD_NOIN_B, t);
@@ -500,6 +532,8 @@ static uint32_t lower_recompute(Lower *L, uint32_t u, uint32_t micro, const Deps
     mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_FWD), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
   else if (L->s->cfg->recompute == MM_RECOMPUTE_SELECTIVE)
     mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_SELECTIVE), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
+  else if (mm__sac_unit(L->s, L->g, u))
+    mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_OP_SELECTIVE), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
   return rec_last;
 }
 

@@ -409,7 +409,10 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
     mm_table_addv(mt, cells);
   }
   if (mem->transient_activations > 0) {
-    char *tr[5] = {g_strdup(s->cfg->task == MM_TASK_INFERENCE ? "working set" : "recomputed layer"),
+    const char *what = s->cfg->task == MM_TASK_INFERENCE ? "working set"
+                       : s->cfg->offload_num_layers > 0    ? "offload buffer"
+                                                           : "recomputed layer";
+    char *tr[5] = {g_strdup(what),
                    g_strdup("-"), g_strdup("-"), g_strdup("-"), mm_fmt_bytes(mem->transient_activations)};
     mm_table_addv(mt, tr);
   }

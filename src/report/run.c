@@ -137,6 +137,13 @@ static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime
   }
 }
 
+/* The offload streams appear in results and traces only where the config offloads activations
+ * (results without it keep their earlier shape). */
+static gboolean stream_unused(const MmScenario *s, int stream)
+{
+  return stream >= MM_STREAM_OFFLOAD_D2H && s->cfg->offload_num_layers <= 0;
+}
+
 void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTime *win, MmRunMetrics *r)
 {
   const MmPlanProgram *pr = mm_plan_class_program(p, c);
@@ -173,6 +180,8 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
       r->embedding_s += d;
       r->compute_by_phase_s[in->phase] += d;
       comp[nc++] = (Span){a, b};
+      break;
+    case MM_OP_COPY: /* activation offload: only its stream's busy time; a wait for it is idle */
       break;
     case MM_OP_COLLECTIVE:
       r->comm_s += d;
@@ -332,6 +341,7 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics
   }
   cJSON *sts = cJSON_AddArrayToObject(root, "streams");
   for (int k = 0; k < MM_STREAM_COUNT; k++) {
+    if (stream_unused(s, k)) continue;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", mm_stream_names[k]);
     cJSON_AddNumberToObject(o, "busy_s", r->stream_busy_s[k]);
@@ -560,6 +570,7 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
     g_string_append_printf(g, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"sort_index\":%u}}",
                            pid, pid);
     for (int st = 0; st < MM_STREAM_COUNT; st++) {
+      if (stream_unused(p->scenario, st)) continue;
       g_string_append_printf(g, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                              pid, st, mm_stream_names[st]);
       g_string_append_printf(g, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
@@ -571,7 +582,10 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
       g_string_append(g, ",\n{\"name\":");
       json_string(g, names[p->classes[c].program][i]);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], pid,
+                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll]
+                             : in->what == MM_OP_COPY   ? "offload"
+                                                        : mm_phase_names[in->phase],
+                             pid,
                              pr->ops[i].stream);
       append_us(g, t0 + a);
       g_string_append(g, ",\"dur\":");
@@ -584,6 +598,8 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
       if (in->what == MM_OP_COLLECTIVE) {
         g_string_append_printf(g, ",\"strategy\":\"%s\",\"group_size\":%u,\"bytes\":%s", mm_reason_names[in->reason],
                                pr->ops[i].degree, g_ascii_dtostr(num, sizeof num, in->bytes));
+      } else if (in->what == MM_OP_COPY) {
+        g_string_append_printf(g, ",\"bytes\":%s", g_ascii_dtostr(num, sizeof num, in->bytes));
       } else {
         g_string_append_printf(g, ",\"flops\":%s", g_ascii_dtostr(num, sizeof num, in->flops));
         g_string_append_printf(g, ",\"hbm_bytes\":%s,\"kernels\":%u", g_ascii_dtostr(num, sizeof num, in->bytes),

@@ -26,7 +26,7 @@ static const MmField space_fields[] = {
   {"micro_batches", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "samples",
    "micro-batch sizes (samples per data-parallel rank per micro-step); default: the config's"},
   {"recompute", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
-   "activation recompute policies (none, selective, full); default: the config's"},
+   "activation recompute policies (none, selective, full, op_selective); default: the config's"},
   {"zero", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "ZeRO stages (0, 1, 2) of the ddp levels; default: 0"},
   {"nodes", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "nodes",
