@@ -396,9 +396,11 @@ static gboolean check_sizes(const MmJsonCtx *ctx, const MmModel *m, GError **err
     const double p = block_params_bound(b);
     total += p;
     units += (double)b->count;
-    g_autofree char *jp = g_strdup_printf("$.blocks[%u]", i);
+    /* the MTP modules' block is not in the file: name the key that made it */
+    g_autofree char *jp = b->mtp ? g_strdup_printf("$.blocks[%u].mtp_depth", b->mtp_source)
+                                 : g_strdup_printf("$.blocks[%u]", i);
     if (units > MM_MODEL_MAX_UNITS) {
-      g_autofree char *cp = g_strdup_printf("%s.count", jp);
+      g_autofree char *cp = b->mtp ? g_strdup(jp) : g_strdup_printf("%s.count", jp);
       mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, cp,
                     "the blocks up to here repeat %.0f layers in all; a model may have at most %d", units,
                     MM_MODEL_MAX_UNITS);
