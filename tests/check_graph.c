@@ -242,6 +242,118 @@ START_TEST(test_names)
 }
 END_TEST
 
+
+/* ---- parallel attention + MLP blocks ----------------------------------------------- */
+
+/* A GPT-J-like stack (layernorm, gelu, bf16): s 2048, h 4096, 16 heads, ffn 16384, 4 layers. */
+static char *pblock_model(const char *kind)
+{
+  return g_strdup_printf("{\"name\":\"pj\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+                         "\"hidden\":4096,\"heads\":16,\"ffn\":16384,\"parallel_block\":\"%s\"}]}", kind);
+}
+
+START_TEST(test_parallel_block_graph)
+{
+  g_autofree char *ts = pblock_model("none"), *tsh = pblock_model("shared_norm"), *t2 = pblock_model("two_norms");
+  g_autoptr(MmModel) ms = parse_model(ts);
+  g_autoptr(MmModel) msh = parse_model(tsh);
+  g_autoptr(MmModel) m2 = parse_model(t2);
+  g_autoptr(MmGraph) gs = mm_graph_new(ms);
+  g_autoptr(MmGraph) gsh = mm_graph_new(msh);
+  g_autoptr(MmGraph) g2 = mm_graph_new(m2);
+  const double L = 4, s = 2048, h = 4096, e = 2;
+  /* GPT-NeoX's two norms: the same ops as the sequential block, so the same costs exactly */
+  ck_assert_uint_eq(g2->n_layers, gs->n_layers);
+  ck_assert_int_eq(g2->total_params, gs->total_params);
+  ck_assert(memcmp(&g2->total, &gs->total, sizeof(MmCost)) == 0);
+  /* one shared layernorm: per layer one norm fewer (2h params, 8 FLOPs per element forward, 16
+   * backward, 2 per element for its weight gradient), and two s x h inputs fewer kept: the
+   * second norm's and the up-projection's (it reads qkv's, kept once) */
+  ck_assert_uint_eq(gsh->n_layers, gs->n_layers - 4);
+  ck_assert_uint_eq(gsh->units[0].n_layers, 7);
+  ck_assert_int_eq(gs->total_params - gsh->total_params, (int64_t)(L * 2 * h));
+  ck_assert_double_eq_tol(gs->total.fwd_flops - gsh->total.fwd_flops, L * 8 * s * h, 1e-3);
+  ck_assert_double_eq_tol(gs->total.bwd_input_flops - gsh->total.bwd_input_flops, L * 16 * s * h, 1e-3);
+  ck_assert_double_eq_tol(gs->total.bwd_weight_flops - gsh->total.bwd_weight_flops, L * 2 * s * h, 1e-3);
+  ck_assert_double_eq_tol(gs->total.act_bytes - gsh->total.act_bytes, L * 2 * s * h * e, 1e-3);
+  /* the GEMMs are untouched */
+  const MmLayer *up = mm_test_layer(gsh, 0, MM_ROLE_FFN_UP), *up0 = mm_test_layer(gs, 0, MM_ROLE_FFN_UP);
+  ck_assert_double_eq(up->cost.fwd_flops, up0->cost.fwd_flops);
+  ck_assert_double_eq(up->cost.act_bytes, 0);
+}
+END_TEST
+
+/* ---- DeepSeek-V3 multi-token prediction ---------------------------------------------- */
+
+/* A small DeepSeek-like model: embedding, one MoE block of 2 layers, rmsnorm head. */
+static char *mtp_model(int depth, const char *head)
+{
+  return g_strdup_printf(
+    "{\"name\":\"ds\",\"seq_len\":1024,\"blocks\":[{\"kind\":\"token_embedding\",\"vocab\":32000,\"hidden\":1024},"
+    "{\"kind\":\"transformer\",\"name\":\"moe\",\"count\":2,\"hidden\":1024,\"heads\":8,\"ffn\":512,"
+    "\"ffn_kind\":\"swiglu\",\"norm\":\"rmsnorm\",\"experts\":16,\"top_k\":2,\"shared_experts\":1,\"mtp_depth\":%d}%s]}",
+    depth, head);
+}
+
+static const char *const RMS_HEAD = ",{\"kind\":\"lm_head\",\"vocab\":32000,\"hidden\":1024,\"norm\":\"rmsnorm\"}";
+
+START_TEST(test_mtp_graph)
+{
+  g_autofree char *t0 = mtp_model(0, RMS_HEAD), *t1 = mtp_model(1, RMS_HEAD), *t2 = mtp_model(2, RMS_HEAD);
+  g_autoptr(MmModel) m0 = parse_model(t0);
+  g_autoptr(MmModel) m1 = parse_model(t1);
+  g_autoptr(MmModel) m2 = parse_model(t2);
+  g_autoptr(MmGraph) g0 = mm_graph_new(m0);
+  g_autoptr(MmGraph) g1 = mm_graph_new(m1);
+  g_autoptr(MmGraph) g2 = mm_graph_new(m2);
+  /* the modules are one block appended after the head, a unit per depth, on no stage's split */
+  ck_assert_uint_eq(m1->n_blocks, m0->n_blocks + 1);
+  const MmBlock *mb = &m1->blocks[m1->n_blocks - 1];
+  ck_assert_str_eq(mb->name, "moe_mtp");
+  ck_assert(mb->mtp && mb->mtp_source == 1 && mb->count == 1 && !mm_block_is_layers(mb));
+  ck_assert_int_eq(m2->blocks[m2->n_blocks - 1].count, 2);
+  /* parameters: two RMSNorms (h each), the 2h x h projection, one layer of the MoE block, the
+   * head's own RMSNorm (h); the embedding and the output matrix are shared */
+  const double s = 1024, h = 1024, V = 32000;
+  const MmCost *moe = &g0->block_cost[1], *head = &g0->block_cost[2];
+  const double layer_params = (double)moe->params / 2;
+  const double extra = 2 * h + 2 * h * h + layer_params + h;
+  ck_assert_double_eq((double)(g1->total_params - g0->total_params), extra);
+  ck_assert_double_eq((double)(g2->total_params - g0->total_params), 2 * extra);
+  /* FLOPs per sample: one layer + the projection (2 s 2h h) + the head (norm, s x h x V logits,
+   * loss) + the two norms (5 per element of 2 s h), and the shared lookup (no forward FLOPs) */
+  const double fwd = moe->fwd_flops / 2 + 2 * s * 2 * h * h + head->fwd_flops + 5 * 2 * s * h;
+  ck_assert_double_eq_tol(g1->total.fwd_flops - g0->total.fwd_flops, fwd, 1e-9 * fwd);
+  const double bwd_in = moe->bwd_input_flops / 2 + 2 * s * 2 * h * h + head->bwd_input_flops + 10 * 2 * s * h;
+  ck_assert_double_eq_tol(g1->total.bwd_input_flops - g0->total.bwd_input_flops, bwd_in, 1e-9 * bwd_in);
+  ck_assert_double_eq_tol(head->fwd_flops, 5 * s * h + 2 * s * h * V + 5 * V * s, 1e-9 * head->fwd_flops);
+  /* the MTP head's logits read the shared matrix: no parameters, the same work */
+  const MmLayer *lg = mm_test_layer(g1, g1->n_units - 1, MM_ROLE_LOGITS);
+  ck_assert_int_eq(lg->cost.params, 0);
+  ck_assert_double_eq(lg->cost.fwd_flops, 2 * s * h * V);
+}
+END_TEST
+
+START_TEST(test_bad_blocks)
+{
+  /* mtp_depth needs the lm_head last (its output head is shared); parallel blocks are dense */
+  g_autofree char *nohead = mtp_model(1, "");
+  g_autofree char *moe_par = g_strdup("{\"name\":\"x\",\"seq_len\":8,\"blocks\":[{\"kind\":\"transformer\",\"count\":1,"
+                                      "\"hidden\":64,\"heads\":4,\"ffn\":64,\"experts\":4,\"parallel_block\":\"shared_norm\"}]}");
+  g_autofree char *bad_kind = pblock_model("yes");
+  const char *const texts[] = {nohead, moe_par, bad_kind};
+  const char *const paths[] = {"$.blocks[1].mtp_depth", "$.blocks[0].parallel_block", "$.blocks[0].parallel_block"};
+  for (guint i = 0; i < G_N_ELEMENTS(texts); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(MmModel) m = mm_model_parse("inline.json", texts[i], strlen(texts[i]), &error);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(error);
+    ck_assert_msg(strstr(error->message, paths[i]) != NULL, "%s", error->message);
+    ck_assert_ptr_nonnull(strstr(error->message, "inline.json"));
+  }
+}
+END_TEST
+
 static Suite *graph_suite(void)
 {
   Suite *s = suite_create("graph");
@@ -257,6 +369,9 @@ static Suite *graph_suite(void)
   tcase_add_test(tc, test_interaction_dot);
   tcase_add_test(tc, test_frozen_parts_are_separate);
   tcase_add_test(tc, test_names);
+  tcase_add_test(tc, test_parallel_block_graph);
+  tcase_add_test(tc, test_mtp_graph);
+  tcase_add_test(tc, test_bad_blocks);
   suite_add_tcase(s, tc);
   return s;
 }

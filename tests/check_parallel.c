@@ -790,6 +790,179 @@ START_TEST(test_folding_cli)
 }
 END_TEST
 
+
+/* ---- parallel attention + MLP blocks ------------------------------------------------- */
+
+static char *pblock_model(const char *kind)
+{
+  return g_strdup_printf("{\"name\":\"pj\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"token_embedding\",\"vocab\":50400,"
+                         "\"hidden\":4096},{\"kind\":\"transformer\",\"count\":4,\"hidden\":4096,\"heads\":16,"
+                         "\"ffn\":16384,\"parallel_block\":\"%s\"},{\"kind\":\"lm_head\",\"vocab\":50400,\"hidden\":4096}]}",
+                         kind);
+}
+
+/* The TP collectives of @kind in @phase in one program: sequential, shared-norm and two-norm blocks. */
+START_TEST(test_parallel_block_tp)
+{
+  g_autofree char *ms = pblock_model("none"), *msh = pblock_model("shared_norm"), *m2 = pblock_model("two_norms");
+  g_autofree char *tp = config("pretrain", 8, "\"micro_batch\":1,", "[{\"strategy\":\"tp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(ms, "hardware/dgx-a100-2048.json", tp, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(msh, "hardware/dgx-a100-2048.json", tp, 1);
+  g_autoptr(MmSimulation) c = mm_test_sim_ok(m2, "hardware/dgx-a100-2048.json", tp, 1);
+  const guint L = 4, micro = 8;
+  /* forward: attention's partial output joins the MLP's, one all-reduce per layer instead of two
+   * (both kinds); backward: with one shared norm qkv's and ffn_up's input gradients are summed
+   * before one all-reduce; with two norms each column-parallel input keeps its own */
+  const guint fa = count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD);
+  const guint ba = count_ops(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD);
+  ck_assert_uint_eq(fa, micro * (2 * L + 1)); /* + the vocab-parallel embedding's */
+  ck_assert_uint_eq(ba, micro * (2 * L + 1)); /* + the logits' input gradient */
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), fa - micro * L);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD), ba - micro * L);
+  ck_assert_uint_eq(count_ops(c, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), fa - micro * L);
+  ck_assert_uint_eq(count_ops(c, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_BWD), ba);
+  /* each one removed moved the layer's s x h bf16 activations of one sample */
+  const double act = 2048.0 * 4096 * 2;
+  ck_assert_double_eq_tol(coll_bytes(a, MM_COLL_ALL_REDUCE, MM_REASON_TP, -1) -
+                            coll_bytes(b, MM_COLL_ALL_REDUCE, MM_REASON_TP, -1), 2.0 * micro * L * act, 1);
+  /* the same model FLOPs as the sequential block (two norms: the same graph) */
+  ck_assert_double_eq(c->metrics.model_flops, a->metrics.model_flops);
+  /* under TP the halved collectives make it faster */
+  ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  ck_assert_double_lt(c->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  /* activations: one shared norm keeps 2 s h per layer fewer (the second norm's input and
+   * ffn_up's, which is qkv's), replicated over the TP ranks without sequence parallelism */
+  ck_assert_double_eq_tol(a->memory->total.activations - b->memory->total.activations, L * 2 * act, 1);
+  ck_assert_double_eq(c->memory->total.activations, a->memory->total.activations);
+
+  /* without TP there is no collective to save: the two-norm block is the sequential block
+   * exactly; the shared norm saves one norm's kernels per layer, a small fraction of what TP saved */
+  g_autofree char *dp = config("pretrain", 8, "\"micro_batch\":1,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) da = mm_test_sim_ok(ms, "hardware/dgx-a100-2048.json", dp, 1);
+  g_autoptr(MmSimulation) db = mm_test_sim_ok(msh, "hardware/dgx-a100-2048.json", dp, 1);
+  g_autoptr(MmSimulation) dc = mm_test_sim_ok(m2, "hardware/dgx-a100-2048.json", dp, 1);
+  ck_assert_double_eq(dc->metrics.iteration_time_s, da->metrics.iteration_time_s);
+  const double saved_dp = da->metrics.iteration_time_s - db->metrics.iteration_time_s;
+  ck_assert_double_ge(saved_dp, 0);
+  ck_assert_double_lt(saved_dp, 0.1 * (a->metrics.iteration_time_s - b->metrics.iteration_time_s));
+}
+END_TEST
+
+START_TEST(test_parallel_block_sp)
+{
+  g_autofree char *ms = pblock_model("none"), *msh = pblock_model("shared_norm"), *m2 = pblock_model("two_norms");
+  g_autofree char *sp = config("pretrain", 8, "\"micro_batch\":1,", "[{\"strategy\":\"sp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(ms, "hardware/dgx-a100-2048.json", sp, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(msh, "hardware/dgx-a100-2048.json", sp, 1);
+  g_autoptr(MmSimulation) c = mm_test_sim_ok(m2, "hardware/dgx-a100-2048.json", sp, 1);
+  const guint n = 8 * 4; /* micro-batches x layers */
+  const MmCollKind AG = MM_COLL_ALL_GATHER, RS = MM_COLL_REDUCE_SCATTER;
+  /* forward: one reduce-scatter per layer (both kinds); one all-gather of the shared norm's
+   * output, where two norms still gather each */
+  ck_assert_uint_eq(count_ops(b, RS, MM_REASON_TP, MM_PHASE_FWD), count_ops(a, RS, MM_REASON_TP, MM_PHASE_FWD) - n);
+  ck_assert_uint_eq(count_ops(c, RS, MM_REASON_TP, MM_PHASE_FWD), count_ops(a, RS, MM_REASON_TP, MM_PHASE_FWD) - n);
+  ck_assert_uint_eq(count_ops(b, AG, MM_REASON_TP, MM_PHASE_FWD), count_ops(a, AG, MM_REASON_TP, MM_PHASE_FWD) - n);
+  ck_assert_uint_eq(count_ops(c, AG, MM_REASON_TP, MM_PHASE_FWD), count_ops(a, AG, MM_REASON_TP, MM_PHASE_FWD));
+  /* backward: the output gradient gathered once for both branches; one shared input re-gathered
+   * and one reduce-scatter of the summed input gradient */
+  ck_assert_uint_eq(count_ops(b, AG, MM_REASON_TP, MM_PHASE_BWD), count_ops(a, AG, MM_REASON_TP, MM_PHASE_BWD) - 2 * n);
+  ck_assert_uint_eq(count_ops(b, RS, MM_REASON_TP, MM_PHASE_BWD), count_ops(a, RS, MM_REASON_TP, MM_PHASE_BWD) - n);
+  ck_assert_uint_eq(count_ops(c, AG, MM_REASON_TP, MM_PHASE_BWD), count_ops(a, AG, MM_REASON_TP, MM_PHASE_BWD) - n);
+  ck_assert_uint_eq(count_ops(c, RS, MM_REASON_TP, MM_PHASE_BWD), count_ops(a, RS, MM_REASON_TP, MM_PHASE_BWD));
+  ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  ck_assert_double_lt(c->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  /* ffn_up's input gradient and weight gradient are compute ops of that layer alone; the weight
+   * gradient waits for the re-gathered input, the input gradient does not */
+  const MmPlanProgram *p = mm_plan_class_program(b->plan, b->metrics.critical_class);
+  guint wgrads = 0, alone = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmOpInfo *in = &p->info[i];
+    if (in->what != MM_OP_COMPUTE || in->phase != MM_PHASE_BWD || in->first_layer != in->last_layer ||
+        b->graph->layers[in->first_layer].role != MM_ROLE_FFN_UP)
+      continue;
+    gboolean waits = FALSE;
+    for (uint32_t d = 0; d < p->ops[i].n_deps; d++) {
+      const MmOpInfo *di = &p->info[p->deps[p->ops[i].dep_first + d]];
+      waits |= di->what == MM_OP_COLLECTIVE && di->coll == AG && di->phase == MM_PHASE_BWD;
+    }
+    wgrads += waits;
+    alone++;
+  }
+  ck_assert_uint_eq(alone, 2 * n);
+  ck_assert_uint_eq(wgrads, n);
+  /* symmetric and per-device simulations agree */
+  MmSimOptions opt = {.nodes = 1, .per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) bd = mm_test_sim(msh, "hardware/dgx-a100-2048.json", sp, &opt, &error);
+  ck_assert_msg(bd != NULL, "%s", error ? error->message : "");
+  ck_assert_double_eq(bd->metrics.iteration_time_s, b->metrics.iteration_time_s);
+}
+END_TEST
+
+/* ---- multi-token prediction ----------------------------------------------------------- */
+
+static char *mtp_model(int depth)
+{
+  return g_strdup_printf(
+    "{\"name\":\"ds\",\"seq_len\":1024,\"blocks\":[{\"kind\":\"token_embedding\",\"vocab\":32000,\"hidden\":1024},"
+    "{\"kind\":\"transformer\",\"name\":\"moe\",\"count\":4,\"hidden\":1024,\"heads\":8,\"ffn\":512,"
+    "\"ffn_kind\":\"swiglu\",\"norm\":\"rmsnorm\",\"experts\":16,\"top_k\":2,\"mtp_depth\":%d},"
+    "{\"kind\":\"lm_head\",\"vocab\":32000,\"hidden\":1024,\"norm\":\"rmsnorm\"}]}", depth);
+}
+
+START_TEST(test_mtp_last_stage)
+{
+  g_autofree char *m0 = mtp_model(0), *m1 = mtp_model(1);
+  /* two stages of 4 GPUs; the MoE layers (and their MTP module, unnamed in the config) over ep 4 */
+  g_autofree char *c = g_strdup(
+    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8,\"micro_batch\":1,\"pipeline\":{\"degree\":2},"
+    "\"parallelism\":{\"moe\":[{\"strategy\":\"ep\",\"degree\":4}],\"default\":[{\"strategy\":\"ddp\",\"degree\":4}]}}");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(m0, "hardware/dgx-a100-2048.json", c, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(m1, "hardware/dgx-a100-2048.json", c, 1);
+  /* the main layers split as before; the module joins the last chunk, after the head */
+  g_autofree uint32_t *ca = mm_pipe_unit_chunks(a->scenario, a->graph);
+  g_autofree uint32_t *cb = mm_pipe_unit_chunks(b->scenario, b->graph);
+  ck_assert_uint_eq(b->graph->n_units, a->graph->n_units + 1);
+  for (guint u = 0; u < a->graph->n_units; u++) ck_assert_uint_eq(cb[u], ca[u]);
+  ck_assert_uint_eq(cb[b->graph->n_units - 1], 1);
+  /* it takes the MoE block's strategy: its experts' dispatch and combine, fwd and bwd, in each of
+   * the 8 / ep 4 = 2 micro-batches (ep ranks see different samples) */
+  const guint a2a = 4 * 2;
+  guint a2a_a = 0, a2a_b = 0, tied_b = 0, tied_a = 0;
+  for (uint32_t k = 0; k < b->plan->n_classes; k++) {
+    const MmPlanProgram *pa = mm_plan_class_program(a->plan, k), *pb = mm_plan_class_program(b->plan, k);
+    for (uint32_t i = 0; i < pa->n_ops; i++) {
+      const MmOpInfo *in = &pa->info[i];
+      a2a_a += in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_MOE;
+      tied_a += in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_ALL_REDUCE;
+    }
+    for (uint32_t i = 0; i < pb->n_ops; i++) {
+      const MmOpInfo *in = &pb->info[i];
+      a2a_b += in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_MOE;
+      tied_b += in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_ALL_REDUCE;
+    }
+  }
+  ck_assert_uint_eq(a2a_b, a2a_a + a2a);
+  /* the shared embedding's gradient is reduced between the first and the last stage */
+  ck_assert_uint_eq(tied_a, 0);
+  ck_assert_uint_eq(tied_b, 2);
+  /* one more layer and a head on the last stage: the iteration is longer, and model FLOPs grow by
+   * the module's (graph totals, global batch) */
+  ck_assert_double_gt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+  const double extra = 8 * (mm_graph_train_flops_per_sample(b->graph) - mm_graph_train_flops_per_sample(a->graph));
+  ck_assert_double_eq_tol(b->metrics.model_flops - a->metrics.model_flops, extra, 1e-9 * extra);
+
+  /* inference runs without the modules (DeepSeek-V3 discards them): the same answer */
+  static const char *const serve =
+    "{\"name\":\"s\",\"task\":\"inference\",\"global_batch\":4,\"inference\":{\"prompt_tokens\":512,"
+    "\"output_tokens\":64},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8}]}}";
+  g_autoptr(MmSimulation) sa = mm_test_sim_ok(m0, "hardware/dgx-a100-2048.json", serve, 1);
+  g_autoptr(MmSimulation) sb = mm_test_sim_ok(m1, "hardware/dgx-a100-2048.json", serve, 1);
+  ck_assert_double_eq(sb->metrics.iteration_time_s, sa->metrics.iteration_time_s);
+  ck_assert_double_eq(sb->serving.tpot_s, sa->serving.tpot_s);
+}
+END_TEST
+
 static Suite *parallel_suite(void)
 {
   Suite *s = suite_create("parallel");
@@ -814,6 +987,9 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_folding_skew_per_device_agrees);
   tcase_add_loop_test(tc, test_folding_rejects_bad_layouts, 0, G_N_ELEMENTS(bad_folding));
   tcase_add_test(tc, test_folding_cli);
+  tcase_add_test(tc, test_parallel_block_tp);
+  tcase_add_test(tc, test_parallel_block_sp);
+  tcase_add_test(tc, test_mtp_last_stage);
   suite_add_tcase(s, tc);
   return s;
 }

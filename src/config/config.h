@@ -105,6 +105,10 @@ typedef enum { MM_INTERACTION_DOT, MM_INTERACTION_CONCAT } MmInteractionOp;
 typedef enum { MM_FFN_GELU, MM_FFN_RELU, MM_FFN_SWIGLU, MM_FFN_GEGLU } MmFfnKind;
 typedef enum { MM_NORM_LAYERNORM, MM_NORM_RMSNORM } MmNormKind;
 typedef enum { MM_ATTN_FLASH, MM_ATTN_EAGER } MmAttnImpl;
+/* Sequential (x + Attn(LN x), then + MLP(LN x')) or parallel attention and MLP read by one
+ * normalized input (GPT-J, PaLM, Falcon-7B) or by two norms of the same input (GPT-NeoX's
+ * gpt_j_residual): y = x + Attn(LN1 x) + MLP(LN2 x). */
+typedef enum { MM_PARALLEL_BLOCK_NONE, MM_PARALLEL_BLOCK_SHARED_NORM, MM_PARALLEL_BLOCK_TWO_NORMS } MmParallelBlock;
 
 /* One entry of the model's "blocks" list. Fields not used by a kind are 0. */
 typedef struct {
@@ -139,6 +143,13 @@ typedef struct {
   /* sliding-window attention: layers attend to the last sliding_window tokens (0: all); with
    * global_every k, every k-th layer (k-1, 2k-1, ...) attends to all (0: none does) */
   int64_t sliding_window, global_every;
+  MmParallelBlock parallel_block; /* transformer: attention and MLP in parallel (docs/MODEL.md) */
+  /* DeepSeek-V3 multi-token prediction: a transformer block with mtp_depth > 0 makes the loader
+   * append one block of mtp_depth MTP modules after the model's last block (mtp = TRUE: the
+   * layer kind of block mtp_source, its vocab the lm_head's) */
+  int64_t mtp_depth;
+  gboolean mtp;
+  guint mtp_source;
 
   /* blocks whose outputs this block reads (indices of earlier blocks); default: the previous one */
   guint *inputs;
@@ -165,10 +176,11 @@ static inline int64_t mm_block_layer_window(const MmBlock *b, int64_t i)
   return b->sliding_window;
 }
 
-/* Blocks of repeated layers, the units pipeline stages split (transformer and mlp). */
+/* Blocks of repeated layers, the units pipeline stages split (transformer and mlp; MTP modules
+ * join the chunk of the head before them, as the last stage holds them). */
 static inline gboolean mm_block_is_layers(const MmBlock *b)
 {
-  return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_MLP;
+  return (b->kind == MM_BLOCK_TRANSFORMER && !b->mtp) || b->kind == MM_BLOCK_MLP;
 }
 
 typedef struct {

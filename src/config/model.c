@@ -12,6 +12,7 @@ static const char *const interaction_names[] = {"dot", "concat", NULL};
 static const char *const ffn_names[] = {"gelu", "relu", "swiglu", "geglu", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"flash", "eager", NULL};
+static const char *const parallel_block_names[] = {"none", "shared_norm", "two_norms", NULL};
 
 /* Top-level keys land here before moving into MmModel. */
 typedef struct {
@@ -133,6 +134,14 @@ static const MmField transformer_fields[] = {
    "MLA: decoupled RoPE key width shared by all heads (part of head_dim)"},
   {"shared_experts", MM_F_INT, FALSE, 0, 1024, 0, NULL, BLK(shared_experts), NULL,
    "MoE: experts every token goes through besides its top_k routed ones (DeepSeek)"},
+  {"parallel_block", MM_F_ENUM, FALSE, 0, 0, MM_PARALLEL_BLOCK_NONE, parallel_block_names, BLK(parallel_block), NULL,
+   "attention and MLP in parallel, y = x + Attn(LN x) + MLP(LN x): shared_norm (GPT-J, PaLM, Falcon-7B: one "
+   "norm), two_norms (GPT-NeoX gpt_j_residual: LN1 for attention, LN2 for the MLP); under TP one all-reduce "
+   "after both (none: sequential blocks; not with experts)"},
+  {"mtp_depth", MM_F_INT, FALSE, 0, 16, 0, NULL, BLK(mtp_depth), "modules",
+   "DeepSeek-V3 multi-token prediction modules (V3 trains with 1): each an embedding of the next token "
+   "(shared), two RMSNorms, a 2h x h projection, one layer of this block's kind and the shared head + "
+   "loss; appended after the model's last block (an lm_head) as block \"<name>_mtp\""},
   MOE_FIELDS,
   MM_FIELDS_END,
 };
@@ -240,6 +249,12 @@ static gboolean finish_block(const MmJsonCtx *ctx, MmModel *m, guint bi, const c
     if ((b->q_lora_rank > 0 || b->rope_head_dim > 0) && b->kv_lora_rank == 0) {
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
                     "q_lora_rank and rope_head_dim describe latent attention; give kv_lora_rank too");
+      return FALSE;
+    }
+    if (b->parallel_block != MM_PARALLEL_BLOCK_NONE && b->experts > 0) {
+      g_autofree char *pp = g_strdup_printf("%s.parallel_block", jp);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, pp,
+                    "parallel attention + MLP blocks are not modelled with experts; use \"none\" or experts 0");
       return FALSE;
     }
     if (b->shared_experts > 0 && b->experts == 0) {
@@ -377,7 +392,8 @@ static double block_params_bound(const MmBlock *b)
     if (kl > 0) qkv = h * ql + ql * a * dk + h * a * dk + h * (kl + r) + kl * a * (dk + dv);
     const double attn_out = a * dv * h + h, norms = 4.0 * h;
     const double ffn = 3.0 * (h * f + f + h) * (experts + (double)b->shared_experts) + h * (double)b->experts;
-    return count * (qkv + attn_out + norms + ffn);
+    const double mtp = b->mtp ? 2.0 * h * h + 3.0 * h : 0; /* MTP: projection and its norms */
+    return count * (qkv + attn_out + norms + ffn + mtp);
   }
   case MM_BLOCK_TOKEN_EMBEDDING:
     return ((double)b->vocab + (double)b->positions) * h;
@@ -411,9 +427,11 @@ static gboolean check_sizes(const MmJsonCtx *ctx, const MmModel *m, GError **err
     const double p = block_params_bound(b);
     total += p;
     units += (double)b->count;
-    g_autofree char *jp = g_strdup_printf("$.blocks[%u]", i);
+    /* the MTP modules' block is not in the file: name the key that made it */
+    g_autofree char *jp = b->mtp ? g_strdup_printf("$.blocks[%u].mtp_depth", b->mtp_source)
+                                 : g_strdup_printf("$.blocks[%u]", i);
     if (units > MM_MODEL_MAX_UNITS) {
-      g_autofree char *cp = g_strdup_printf("%s.count", jp);
+      g_autofree char *cp = b->mtp ? g_strdup(jp) : g_strdup_printf("%s.count", jp);
       mm_json_error(error, MM_CONFIG_ERROR_RANGE, ctx, cp,
                     "the blocks up to here repeat %.0f layers in all; a model may have at most %d", units,
                     MM_MODEL_MAX_UNITS);
@@ -487,6 +505,55 @@ static gboolean check_tied(const MmJsonCtx *ctx, const MmModel *m, GError **erro
   return TRUE;
 }
 
+/* DeepSeek-V3 multi-token prediction (arXiv:2412.19437 Sec. 2.2): the transformer block that
+ * gives mtp_depth > 0 lends its layer kind to a block of that many MTP modules, appended after
+ * the model's last block, which must be the lm_head whose output head the modules share. */
+static gboolean append_mtp(const MmJsonCtx *ctx, MmModel *m, GError **error)
+{
+  guint src = m->n_blocks;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    if (m->blocks[i].mtp_depth == 0) continue;
+    g_autofree char *jp = g_strdup_printf("$.blocks[%u].mtp_depth", i);
+    if (src < m->n_blocks) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "mtp_depth is already given on block \"%s\"; one transformer block may carry it",
+                    m->blocks[src].name);
+      return FALSE;
+    }
+    src = i;
+  }
+  if (src == m->n_blocks) return TRUE;
+  const MmBlock *last = &m->blocks[m->n_blocks - 1];
+  g_autofree char *jp = g_strdup_printf("$.blocks[%u].mtp_depth", src);
+  if (last->kind != MM_BLOCK_LM_HEAD || last->hidden != m->blocks[src].hidden) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                  "multi-token prediction shares the output head: the model's last block must be an lm_head "
+                  "of hidden %" G_GINT64_FORMAT, m->blocks[src].hidden);
+    return FALSE;
+  }
+  MmBlock b = m->blocks[src];
+  b.name = g_strdup_printf("%s_mtp", m->blocks[src].name);
+  for (guint i = 0; i < m->n_blocks; i++) {
+    if (strcmp(m->blocks[i].name, b.name) == 0) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
+                    "the MTP modules' block would be named \"%s\", which block %u already is", b.name, i);
+      g_free(b.name);
+      return FALSE;
+    }
+  }
+  b.count = b.mtp_depth;
+  b.mtp_depth = 0;
+  b.mtp = TRUE;
+  b.mtp_source = src;
+  b.vocab = last->vocab;
+  b.n_inputs = 1;
+  b.inputs = g_new0(guint, 1);
+  b.inputs[0] = m->n_blocks - 1;
+  m->blocks = g_renew(MmBlock, m->blocks, m->n_blocks + 1);
+  m->blocks[m->n_blocks++] = b;
+  return TRUE;
+}
+
 static MmModel *model_from_json(const char *path, const cJSON *root, GError **error)
 {
   MmJsonCtx ctx = {path};
@@ -531,6 +598,7 @@ static MmModel *model_from_json(const char *path, const cJSON *root, GError **er
   if (!check_model(&ctx, m, error)) return NULL;
   if (!resolve_inputs(&ctx, m, blocks, error)) return NULL;
   if (!check_tied(&ctx, m, error)) return NULL;
+  if (!append_mtp(&ctx, m, error)) return NULL;
   if (!check_sizes(&ctx, m, error)) return NULL;
   return g_steal_pointer(&m);
 }

@@ -5,7 +5,8 @@
 
 const char *const mm_role_names[] = {
   "lookup", "fc", "act", "router", "interact", "norm_attn", "qkv", "attn_core", "attn_out",
-  "norm_ffn", "ffn_up", "ffn_act", "ffn_down", "token_lookup", "norm_final", "logits", "loss", NULL,
+  "norm_ffn", "ffn_up", "ffn_act", "ffn_down", "token_lookup", "norm_final", "logits", "loss", "mtp_norm", "mtp_proj",
+  NULL,
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_role_names) == MM_ROLE_COUNT + 1);
 
@@ -270,7 +271,8 @@ static MmKernel qkv_projection(MmCost *c, const MmBlock *b, double s, double e)
 }
 
 /* The FFN of one layer: up (+ gate), activation, down over @f inner width. */
-static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, double copies, gboolean expert)
+static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, double copies, gboolean expert,
+                gboolean shared_input)
 {
   double h = (double)b->hidden, e = mm_dtype_bytes(b->dtype);
   gboolean gated = b->ffn_kind == MM_FFN_SWIGLU || b->ffn_kind == MM_FFN_GEGLU;
@@ -279,6 +281,7 @@ static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, 
   MmCost c = {0};
   gemm(&c, s, h, gated ? 2.0 * f : f, e, b->bias);
   scale_work(&c, work), scale_params(&c, copies);
+  if (shared_input) c.act_bytes = 0; /* a parallel block's one norm output, kept once by qkv */
   MmKernel k = per_expert(kgemm(b, s * work, h, gated ? 2.0 * f : f), groups);
   push(bd, MM_ROLE_FFN_UP, MM_LAYER_GEMM, MM_TP_COLUMN, &c, expert, &k);
   c = (MmCost){0};
@@ -292,6 +295,29 @@ static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, 
   if (b->dropout) residual_dropout(&c, s * h, e);
   k = per_expert(kgemm(b, s * work, f, h), groups);
   push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, expert, &k);
+}
+
+static void head_layers(Builder *bd, const MmBlock *b, double s, gboolean shared);
+static void token_lookup(Builder *bd, const MmBlock *b, double s, gboolean shared);
+
+/* The input of a DeepSeek-V3 multi-token prediction module (arXiv:2412.19437 Sec. 2.2, Eq. 21):
+ * the embedding of the token k ahead (the shared table: no parameters), RMSNorm of it and of the
+ * previous depth's hidden state (two norms of h weights), their concatenation projected by
+ * M_k (2h x h). A module sees T - k tokens; counted as the whole sequence (1/4096 more). */
+static void mtp_input(Builder *bd, const MmBlock *b, double s)
+{
+  const double h = (double)b->hidden, e = mm_dtype_bytes(b->dtype);
+  token_lookup(bd, b, s, TRUE);
+  MmCost c = {0};
+  norm(&c, b->norm, 2.0 * s, h, e);
+  c.params *= 2;
+  c.weight_bytes *= 2.0;
+  MmKernel k = kelem(b, 2.0 * s, h);
+  push(bd, MM_ROLE_MTP_NORM, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k);
+  c = (MmCost){0};
+  gemm(&c, s, 2.0 * h, h, e, FALSE);
+  k = kgemm(b, s, 2.0 * h, h);
+  push(bd, MM_ROLE_MTP_PROJ, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE, &k);
 }
 
 static void build_transformer(Builder *bd, const MmBlock *b)
@@ -324,6 +350,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
       g_array_index(bd->units, MmUnit, bd->units->len - 1).n_layers = prev.n_layers;
       continue;
     }
+    if (b->mtp) mtp_input(bd, b, s);
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
     push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
@@ -337,9 +364,13 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     gemm(&c, s, (double)b->heads * (double)b->v_head_dim, h, e, b->bias);
     if (b->dropout) residual_dropout(&c, s * h, e);
     push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE, &k_out);
-    c = (MmCost){0};
-    norm(&c, b->norm, s, h, e);
-    push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
+    /* a parallel block's MLP reads the attention's normalized input (PaLM Sec. 2, GPT-J), or
+     * its own norm of the same input (GPT-NeoX gpt_j_residual) */
+    if (b->parallel_block != MM_PARALLEL_BLOCK_SHARED_NORM) {
+      c = (MmCost){0};
+      norm(&c, b->norm, s, h, e);
+      push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
+    }
     if (moe) {
       c = (MmCost){0};
       gemm(&c, s, h, (double)b->experts, e, FALSE);
@@ -348,10 +379,11 @@ static void build_transformer(Builder *bd, const MmBlock *b)
       c.bwd_input_bytes += 2.0 * (double)b->top_k * s * h * e;
       push(bd, MM_ROLE_ROUTER, MM_LAYER_GEMM, MM_TP_REPLICATED, &c, FALSE, &k_router);
       /* shared experts: a dense FFN every token goes through */
-      if (b->shared_experts > 0) ffn(bd, b, s, f * (double)b->shared_experts, 1.0, 1.0, FALSE);
+      if (b->shared_experts > 0) ffn(bd, b, s, f * (double)b->shared_experts, 1.0, 1.0, FALSE, FALSE);
     }
     /* FFN (per expert for MoE: work x top_k x capacity, params x experts) */
-    ffn(bd, b, s, f, work, moe ? (double)b->experts : 1.0, moe);
+    ffn(bd, b, s, f, work, moe ? (double)b->experts : 1.0, moe, b->parallel_block == MM_PARALLEL_BLOCK_SHARED_NORM);
+    if (b->mtp) head_layers(bd, b, s, TRUE); /* the shared output head (its own RMSNorm) and the module's loss */
   }
 }
 
@@ -432,36 +464,42 @@ static void build_interaction(Builder *bd, const MmBlock *b)
   push(bd, MM_ROLE_INTERACT, MM_LAYER_INTERACTION, MM_TP_REPLICATED, c, FALSE, &k);
 }
 
-static void build_token_embedding(Builder *bd, const MmBlock *b)
+/* Token (and learned position) lookup of @s tokens; @shared: the table is counted elsewhere. */
+static void token_lookup(Builder *bd, const MmBlock *b, double s, gboolean shared)
 {
   double e = mm_dtype_bytes(b->dtype);
-  double s = pass_tokens(bd, b), h = (double)b->hidden;
-  begin_unit(bd, 0);
+  double h = (double)b->hidden;
   MmCost cost = {0}, *c = &cost;
   double pos = b->positions > 0 ? 1.0 : 0.0;
   c->fwd_flops = c->fwd_exec_flops = pos * s * h;
   c->fwd_bytes = (2.0 + pos) * s * h * e;
   c->bwd_weight_flops = (1.0 + pos) * s * h;
   c->bwd_weight_bytes = 2.0 * (1.0 + pos) * s * h * e;
-  c->params = (int64_t)(((double)b->vocab + (double)b->positions) * h);
+  c->params = shared ? 0 : (int64_t)(((double)b->vocab + (double)b->positions) * h);
   c->act_bytes = s * 4.0;
   c->out_bytes = s * h * e;
   MmKernel k = kernel(MM_KERNEL_LOOKUP, b, s, h, 1, 1);
   push(bd, MM_ROLE_TOKEN_LOOKUP, MM_LAYER_LOOKUP, MM_TP_ROW, c, FALSE, &k);
 }
 
-static void build_lm_head(Builder *bd, const MmBlock *b)
+static void build_token_embedding(Builder *bd, const MmBlock *b)
+{
+  begin_unit(bd, 0);
+  token_lookup(bd, b, pass_tokens(bd, b), FALSE);
+}
+
+/* Final norm, vocabulary projection (no parameters of its own when @shared) and loss over @s tokens. */
+static void head_layers(Builder *bd, const MmBlock *b, double s, gboolean shared)
 {
   double e = mm_dtype_bytes(b->dtype);
-  double s = bd->pass.last_logits ? 1.0 : pass_tokens(bd, b), h = (double)b->hidden, v = (double)b->vocab;
+  double h = (double)b->hidden, v = (double)b->vocab;
   MmCost c = {0};
-  begin_unit(bd, 0);
   norm(&c, b->norm, s, h, e);
   MmKernel k = kelem(b, s, h);
   push(bd, MM_ROLE_NORM_FINAL, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k);
   c = (MmCost){0};
   gemm(&c, s, h, v, e, FALSE);
-  if (b->tied) c.params = 0; /* counted once, in the token embedding; still read per call */
+  if (shared) c.params = 0; /* counted once, in the token embedding or the lm_head; still read per call */
   k = kgemm(b, s, h, v);
   push(bd, MM_ROLE_LOGITS, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE, &k);
   c = (MmCost){0};
@@ -469,6 +507,12 @@ static void build_lm_head(Builder *bd, const MmBlock *b)
   c.bwd_input_bytes = 2.0 * s * v * e; /* read logits, write their gradient */
   k = kelem(b, s, v);
   push(bd, MM_ROLE_LOSS, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, FALSE, &k);
+}
+
+static void build_lm_head(Builder *bd, const MmBlock *b)
+{
+  begin_unit(bd, 0);
+  head_layers(bd, b, bd->pass.last_logits ? 1.0 : pass_tokens(bd, b), b->tied);
 }
 
 void mm_graph_free(MmGraph *g)
@@ -490,10 +534,11 @@ MmGraph *mm_graph_new(const MmModel *model)
 MmGraph *mm_graph_new_pass(const MmModel *model, const MmGraphPass *pass)
 {
   g_return_val_if_fail(model != NULL, NULL);
-  /* sized once: a unit holds at most 12 layers (a MoE transformer layer with shared experts) */
+  /* sized once: a unit holds at most 12 layers (a MoE transformer layer with shared experts; an
+   * MTP module 6 more: the array grows if needed) */
   guint units = 0;
   for (guint i = 0; i < model->n_blocks; i++)
-    units += mm_block_is_layers(&model->blocks[i]) ? (guint)model->blocks[i].count : 1;
+    units += mm_block_is_layers(&model->blocks[i]) || model->blocks[i].mtp ? (guint)model->blocks[i].count : 1;
   Builder bd = {g_array_sized_new(FALSE, FALSE, sizeof(MmLayer), 12 * units),
                 g_array_sized_new(FALSE, FALSE, sizeof(MmUnit), units), 0, {0}};
   if (pass) bd.pass = *pass;

@@ -33,6 +33,8 @@ typedef enum {
   MM_ROLE_NORM_FINAL,
   MM_ROLE_LOGITS,
   MM_ROLE_LOSS,         /* softmax cross-entropy over the vocabulary */
+  MM_ROLE_MTP_NORM,     /* multi-token prediction: RMSNorms of the hidden state and the next token's embedding */
+  MM_ROLE_MTP_PROJ,     /* multi-token prediction: their concatenation projected 2h -> h */
   MM_ROLE_COUNT
 } MmLayerRole;
 

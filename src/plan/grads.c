@@ -176,14 +176,16 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
 }
 
 
-/* The tied word-embedding gradient, all-reduced between the first and the last stage. */
+/* The tied word-embedding gradient, all-reduced between the first and the last stage; also the
+ * embedding that multi-token prediction modules share on the last stage (Megatron-Core keeps a
+ * copy there and reduces its gradient with the first stage's, as for a tied head). */
 void mm__emit_tied(Lower *L)
 {
   if (L->p <= 1 || !L->training) return;
   const MmModel *m = L->m;
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlock *bk = &m->blocks[b];
-    if (bk->kind != MM_BLOCK_LM_HEAD || !bk->tied || L->s->blocks[b].frozen) continue;
+    if (!((bk->kind == MM_BLOCK_LM_HEAD && bk->tied) || bk->mtp) || L->s->blocks[b].frozen) continue;
     const uint32_t k = L->unit_chunk[L->g->block_first_unit[b]];
     if (k % L->p == 0) return; /* head and embedding share a stage */
     if (L->stage != 0 && L->stage != k % L->p) return;

@@ -60,6 +60,9 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
 
   /* a config's seq_len sets every sequence block's */
   s->model_view = *m;
+  /* multi-token prediction modules train only: inference runs the model without them (DeepSeek-V3
+   * report Sec. 2.2: "we can directly discard these MTP modules") */
+  if (cv->task == MM_TASK_INFERENCE && m->n_blocks > 1 && m->blocks[m->n_blocks - 1].mtp) s->model_view.n_blocks--;
   if (cv->seq_len > 0) {
     s->view_blocks = g_memdup2(m->blocks, sizeof(MmBlock) * m->n_blocks);
     s->model_view.blocks = s->view_blocks;
@@ -462,6 +465,8 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
     MmBlockSetup *bs = &s->blocks[i];
     for (int k = 0; k < MM_STRAT_COUNT; k++) bs->degree[k] = 1;
     bs->entry = mm_parallel_strategy_for(c, b);
+    if (b->mtp && (!bs->entry || strcmp(bs->entry->key, b->name) != 0)) /* unnamed MTP modules: as their layers' block */
+      bs->entry = mm_parallel_strategy_for(c, &m->blocks[b->mtp_source]);
     if (!bs->entry) {
       mm_json_error(error, MM_CONFIG_ERROR_MISSING_KEY, &ctx, "$.parallelism",
                     "no strategy for block \"%s\" (kind %s); add an entry keyed \"%s\", \"%s\" or \"default\"",
@@ -473,7 +478,7 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
       if (!resolve_experts(&ctx, s, b, bs, error)) return NULL;
       any_folded = TRUE;
     }
-    bs->frozen = block_frozen(c, b);
+    bs->frozen = block_frozen(c, b) || (b->mtp && block_frozen(c, &m->blocks[b->mtp_source]));
     any_trained |= !bs->frozen;
     bs->compute_dtype = c->compute_set ? c->compute_dtype : b->compute_dtype;
     bs->grad_dtype = c->grads_set ? c->grad_dtype : b->dtype;

@@ -136,12 +136,35 @@ static void place_tp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlace
   }
   if (l->expert && !(bs->experts_sharded && bs->degree[MM_STRAT_EP] <= 1)) return; /* expert-parallel experts */
   const double n = local_samples(s, bi, p);
+  /* parallel attention + MLP (PaLM Sec. 2 "Parallel Layers"): attention's row-parallel partial
+   * output is added to the MLP's before ffn_down's one all-reduce (SP: reduce-scatter), whose
+   * backward all-gather also serves attention; with one shared norm the MLP's up-projection reads
+   * qkv's gathered input and its input gradient joins qkv's in one all-reduce (SP: the shared
+   * input re-gathered once for both weight gradients, first needed by ffn_up's) */
+  const MmParallelBlock pb = b->kind == MM_BLOCK_TRANSFORMER ? b->parallel_block : MM_PARALLEL_BLOCK_NONE;
+  const gboolean shared_in = pb == MM_PARALLEL_BLOCK_SHARED_NORM;
+  if (l->tp == MM_TP_ROW && pb != MM_PARALLEL_BLOCK_NONE && l->role == MM_ROLE_ATTN_OUT) return;
+  if (l->tp == MM_TP_COLUMN && shared_in && l->role == MM_ROLE_FFN_UP) {
+    const double in = n * (l->cost.fwd_bytes - l->cost.out_bytes); /* its input, kept by qkv */
+    MmPlaceColl c = {.fwd = MM_COLL_NONE, .bwd = MM_COLL_NONE, .reason = MM_REASON_TP, .input_grad_only = 1,
+                     .wgrad_beside = 1, .mask = MASK(MM_STRAT_TP), .regather_bytes = sp && !bs->frozen ? in : 0};
+    if (c.regather_bytes > 0) add_coll(p, &c);
+    return;
+  }
   if (l->tp == MM_TP_COLUMN) {
     const double in = n * l->cost.act_bytes;
+    const gboolean regather = sp && !bs->frozen && !(shared_in && l->role == MM_ROLE_QKV);
     MmPlaceColl c = {.fwd = sp ? MM_COLL_ALL_GATHER : MM_COLL_NONE, .bwd = sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE,
                      .reason = MM_REASON_TP, .input_grad_only = 1, .wgrad_beside = 1, .mask = MASK(MM_STRAT_TP),
-                     .fwd_bytes = in, .bwd_bytes = in, .regather_bytes = sp && !bs->frozen ? in : 0};
+                     .fwd_bytes = in, .bwd_bytes = in, .regather_bytes = regather ? in : 0};
     add_coll(p, &c);
+    if (l->role == MM_ROLE_MTP_PROJ) {
+      /* Megatron-Core's MTP projection is column-parallel and gathers its output's last dimension
+       * for the transformer layer after it (multi_token_prediction.py); backward slices, no comm */
+      MmPlaceColl g2 = {.after = 1, .fwd = MM_COLL_ALL_GATHER, .bwd = MM_COLL_NONE, .reason = MM_REASON_TP,
+                        .mask = MASK(MM_STRAT_TP), .fwd_bytes = n * l->cost.out_bytes};
+      add_coll(p, &g2);
+    }
   } else if (l->tp == MM_TP_ROW) {
     const double out = n * l->cost.out_bytes;
     MmPlaceColl c = {.after = 1, .fwd = sp ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE,

@@ -27,6 +27,8 @@ typedef enum {
   T_RING, /* ring attention: the segment in `ring` pieces, K/V passed around the cp group between them */
   T_FUSED, /* a TP AllGather + GEMM or GEMM + ReduceScatter decomposed per the block's overlap (overlap.c) */
   T_EPPIPE, /* ep pipelined: dispatch All2All, the expert layers, combine All2All in chunks (seg: the experts) */
+  T_JOIN, /* compute on the chain that also waits for the last T_SIDE (a weight gradient with no collective of
+           * its own whose input was re-gathered: a parallel block's ffn_up under SP) */
 } TKind;
 
 typedef struct {
@@ -353,8 +355,16 @@ static void record_bwd(Lower *L, uint32_t u, gboolean need_input_grad, gboolean 
     } else if (input_grad) {
       t_compute(L, t, &seg, f, li, PART_BWD_IN, p);
     }
-    gboolean wgrad_done = !wgrad;
+    gboolean wgrad_done = !wgrad, regathered = FALSE;
+    for (uint32_t i = 0; i < p->n_colls; i++)
+      regathered |= !p->colls[i].after && p->colls[i].regather_bytes > 0 && p->colls[i].bwd == MM_COLL_NONE;
     for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1 && !wgrad_done && regathered && input_grad) {
+        t_seg(t, &seg, f, T_SEG);
+        mm__seg_add(L, &seg, li, PART_BWD_W);
+        t_seg(t, &seg, f, T_JOIN);
+        wgrad_done = TRUE;
+      }
       if (pass == 1 && !wgrad_done) {
         mm__seg_add(L, &seg, li, PART_BWD_W);
         wgrad_done = TRUE;
@@ -503,6 +513,10 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       continue;
     }
     MmOpInfo info = seg_info(&it->seg, un, u, micro, phase, 1.0);
+    if (it->kind == T_JOIN) {
+      mm__deps_add(L, &d, side);
+      side = NONE;
+    }
     if (it->kind == T_WSEG) {
       /* the weight gradient waits for what the all-reduce waited for, not for the all-reduce */
       Deps wd = coll_deps;
