@@ -5,7 +5,7 @@
 #include "internal.h"
 
 const char *const mm_stream_names[] = {"compute",     "comm_intra",  "comm_inter",  "pp_send_fwd",
-                                       "pp_send_bwd", "pp_recv_fwd", "pp_recv_bwd", NULL};
+                                       "pp_send_bwd", "pp_recv_fwd", "pp_recv_bwd", "host",    NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_stream_names) == MM_STREAM_COUNT + 1);
 const char *const mm_phase_names[] = {"fwd", "bwd", "recompute", "optimizer", NULL};
 const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", "pp", "cp", "zero", "ulysses", NULL};
@@ -182,6 +182,9 @@ char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op)
   g_autofree char *unit = in->unit == MM_NO_UNIT ? NULL : mm_graph_unit_name(p->graph, in->unit);
   g_autofree char *micro = p->scenario->micro_steps > 1 ? g_strdup_printf(" mb%u", in->micro) : g_strdup("");
   if (in->what == MM_OP_OPTIMIZER) return g_strdup("optimizer step");
+  if (in->what == MM_OP_HOST_STEP) return g_strdup("optimizer step (cpu)");
+  if (in->what == MM_OP_HOST_COPY && in->phase == MM_PHASE_OPTIMIZER) return g_strdup("weights to device");
+  if (in->what == MM_OP_HOST_COPY) return g_strdup_printf("gradients to host%s%s", unit ? " " : "", unit ? unit : "");
   if (in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_P2P) {
     static const char *const verbs[] = {"send", "send", "recv", "recv"};
     return g_strdup_printf("%s %s %s%s", verbs[prog->ops[op].stream - MM_STREAM_PP_SEND_FWD],
