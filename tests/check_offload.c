@@ -1,4 +1,4 @@
-/* check_offload: optimizer offload to the host (memory, copies, CPU step). */
+/* check_offload: optimizer offload to the host (memory, copies, CPU step) and HBM-size device variants. */
 #include <math.h>
 #include <string.h>
 
@@ -151,6 +151,38 @@ START_TEST(test_bad_offload_rejected)
 }
 END_TEST
 
+/* 80 bf16 layers of 8192 x 8192 on one GPU: 16 bytes per parameter (weights 2, gradients 2,
+ * Adam 12) make 16 x 80 x 2^26 = 80 GiB, plus one sample's activations (each layer keeps its
+ * 8192-wide bf16 input): over H100 SXM's 80 GiB, inside H100 NVL's 94 GB (87.5 GiB); with the
+ * optimizer offloaded it fits on 80 GiB too. */
+START_TEST(test_hbm_variant_changes_fit)
+{
+  const char *model = "{\"name\":\"big\",\"blocks\":[{\"kind\":\"mlp\",\"count\":80,\"width\":8192,\"activation\":false}]}";
+  const char *c = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1,"
+                  "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":1}]}}";
+  const char *c_off = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1,\"optimizer\":{\"kind\":\"adam\","
+                      "\"offload\":\"cpu\"},\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":1}]}}";
+  g_autofree char *sxm = one_gpu("hardware/devices/h100-sxm.json", 32, 614.4);
+  g_autofree char *nvl = one_gpu("hardware/devices/h100-nvl.json", 32, 614.4);
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(model, sxm, c, 0);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(model, nvl, c, 0);
+  g_autoptr(MmSimulation) o = mm_test_sim_ok(model, sxm, c_off, 0);
+  const double P = 80.0 * 8192 * 8192, GiB = 1024.0 * 1024 * 1024;
+  const double need = 16 * P + 1 * 80 * 8192 * 2.0;
+  ck_assert_double_eq_tol(a->memory->per_device_bytes, need, 0.5);
+  ck_assert_double_eq(b->memory->per_device_bytes, a->memory->per_device_bytes);
+  ck_assert_double_eq(a->memory->capacity_bytes, 80 * GiB);
+  ck_assert_double_eq(b->memory->capacity_bytes, 87.5 * GiB);
+  ck_assert(!a->memory->fits);
+  ck_assert(b->memory->fits);
+  ck_assert_double_eq_tol(o->memory->per_device_bytes, need - 12 * P, 0.5);
+  ck_assert(o->memory->fits);
+  /* the NVL part: its own peaks and HBM bandwidth (datasheet) */
+  ck_assert_double_eq_tol(b->scenario->hw->device.hbm_bw_Bps, 3.9e12, 1);
+  ck_assert_double_eq_tol(b->scenario->hw->device.peak_flops[MM_DTYPE_BF16], 835.5e12, 1);
+}
+END_TEST
+
 /* The offload run names the host stream and reports its copies; a run without it does not. */
 START_TEST(test_cli_reports_offload)
 {
@@ -182,6 +214,7 @@ static Suite *offload_suite(void)
   tcase_add_test(t, test_gradient_copies_overlap_backward);
   tcase_add_test(t, test_zero2_copies_the_shard);
   tcase_add_test(t, test_bad_offload_rejected);
+  tcase_add_test(t, test_hbm_variant_changes_fit);
   tcase_add_test(t, test_cli_reports_offload);
   suite_add_tcase(s, t);
   return s;
