@@ -617,7 +617,10 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
       g_string_append(g, ",\n{\"name\":");
       json_string(g, names[p->classes[c].program][i]);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll] : mm_phase_names[in->phase], pid,
+                             in->what == MM_OP_COLLECTIVE   ? mm_coll_names[in->coll]
+                             : in->what == MM_OP_HOST_COPY ? "host_copy" /* plotted as other */
+                                                           : mm_phase_names[in->phase],
+                             pid,
                              pr->ops[i].stream);
       append_us(g, t0 + a);
       g_string_append(g, ",\"dur\":");
