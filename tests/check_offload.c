@@ -128,6 +128,13 @@ START_TEST(test_zero2_copies_the_shard)
   ck_assert_double_eq_tol(b->metrics.host_copy_s, (2 * P1 * 2 / 8) / 4e9 * 2, 1e-9);
   ck_assert_double_eq_tol(b->metrics.host_step_s, (2 * P1 / 8) * 30 / (80e9 / 8), 1e-9);
   ck_assert_double_gt(b->metrics.comm_by_reason_s[MM_REASON_ZERO], 0); /* the gather after the copy back */
+  /* every device simulated gives the same answer as one per behaviour */
+  MmSimOptions pd = {.per_device = TRUE, .timeline = TRUE};
+  g_autoptr(GError) err = NULL;
+  g_autoptr(MmSimulation) c = mm_test_sim(mlp2, hw, on, &pd, &err);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_double_eq(c->metrics.iteration_time_s, b->metrics.iteration_time_s);
+  ck_assert_double_eq(c->metrics.host_exposed_s, b->metrics.host_exposed_s);
 }
 END_TEST
 
@@ -148,6 +155,17 @@ START_TEST(test_bad_offload_rejected)
   ck_assert_ptr_null(y);
   ck_assert_int_eq(err2->code, MM_CONFIG_ERROR_UNKNOWN_VALUE);
   ck_assert_ptr_nonnull(strstr(err2->message, "$.optimizer.offload"));
+  /* the host's memory bandwidth must be positive */
+  g_autofree char *dev = mm_test_src("hardware/devices/a100-80gb.json");
+  g_autofree char *bad = g_strdup_printf("{\"name\":\"one\",\"device\":\"%s\",\"gpus_per_node\":1,\"nodes\":1,"
+                                         "\"host_mem_GBps\":0}",
+                                         dev);
+  g_autofree char *ok = cfg("cpu", "[{\"strategy\":\"ddp\",\"degree\":1}]");
+  g_autoptr(GError) err3 = NULL;
+  g_autoptr(MmSimulation) z = mm_test_sim(mlp2, bad, ok, NULL, &err3);
+  ck_assert_ptr_null(z);
+  ck_assert_int_eq(err3->code, MM_CONFIG_ERROR_RANGE);
+  ck_assert_ptr_nonnull(strstr(err3->message, "$.host_mem_GBps"));
 }
 END_TEST
 
@@ -201,6 +219,10 @@ START_TEST(test_cli_reports_offload)
   ck_assert_ptr_nonnull(strstr(out_on, "\"name\":\t\"host\""));
   ck_assert_ptr_null(strstr(out_off, "\"offload\""));
   ck_assert_ptr_null(strstr(out_off, "\"host\""));
+  /* same inputs, same bytes */
+  g_autofree char *again = NULL;
+  ck_assert_int_eq(mm_test_cli(args_on, &again, NULL), 0);
+  ck_assert_str_eq(again, out_on);
 }
 END_TEST
 
