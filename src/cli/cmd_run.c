@@ -44,7 +44,7 @@ int mm_cmd_run(int argc, char **argv)
     "  madmax run -m models/llama3-70b.json -H hardware/dgx-h100-2048.json -c configs/llama3-70b-serving-tp8.json --nodes 1\n"
     "\nJSON keys: iteration_time_s, throughput.{samples_per_s,tokens_per_s}, mfu, serialized.{compute_s,\n"
     "embedding_s, comm_s, comm_by_kind}, exposed_comm_s, exposed_comm_fraction, overlap.hidden_comm_s,\n"
-    "idle_s, behaviours[] (per pipeline stage / skewed expert rank), pipeline.*, serving.*,\n"
+    "idle_s, behaviours[] (per pipeline stage / skewed expert rank), pipeline.*, serving.*, offload.*,\n"
     "memory.{per_device_bytes, capacity_bytes, fits, breakdown, per_stage} (docs/MODEL.md defines each).\n");
   gboolean parsed = mm_cli_parse(ctx, &argc, &argv);
   g_autofree char *model_path = paths.model, *hw_path = paths.hardware, *cfg_path = paths.config;

@@ -401,6 +401,8 @@ typedef struct {
   MmNetwork inter;
   double host_bw_Bps;    /* GPU <-> host link (PCIe), per direction, effective */
   MmParam host_link_efficiency;
+  double host_mem_Bps;   /* the node's CPU memory bandwidth, effective (peak x host_mem_efficiency) */
+  MmParam host_mem_efficiency;
 } MmHardware;
 
 static inline int64_t mm_hardware_devices(const MmHardware *hw) { return hw->gpus_per_node * hw->nodes; }
@@ -484,11 +486,17 @@ typedef enum {
 } MmOptimizerKind;
 extern const char *const mm_optimizer_names[];
 
+/* Where the optimizer's states and master weights live and its step runs: on the device, or in
+ * host memory with the step on the CPU (DeepSpeed ZeRO-Offload, FSDP CPUOffload). */
+typedef enum { MM_OFFLOAD_NONE, MM_OFFLOAD_CPU } MmOffload;
+extern const char *const mm_offload_names[];
+
 typedef struct {
   MmOptimizerKind kind;
   MmDtype state_dtype;
   gboolean master_weights; /* keep an fp32 copy when weights are lower precision */
   gboolean momentum;       /* sgd only */
+  MmOffload offload;       /* dense optimizer only */
 } MmOptimizer;
 
 /* op_selective: torchtitan's per-op selective activation checkpointing (activation_checkpoint.mode

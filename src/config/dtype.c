@@ -21,6 +21,7 @@ const char *const mm_task_names[] = {"pretrain", "finetune", "inference", NULL};
 const char *const mm_strategy_names[] = {"fsdp", "tp", "ddp", "mp", "pp", "sp", "ep", "cp", "ulysses", NULL};
 const char *const mm_shard_names[] = {"table", "row", "column", NULL};
 const char *const mm_optimizer_names[] = {"adam", "sgd", "adagrad", "rowwise_adagrad", "lamb", "adafactor", NULL};
+const char *const mm_offload_names[] = {"none", "cpu", NULL};
 const char *const mm_recompute_names[] = {"none", "full", "selective", "op_selective", NULL};
 const char *const mm_recompute_method_names[] = {"uniform", "block", "every", NULL};
 const char *const mm_fp8_recipe_names[] = {"delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "all", NULL};

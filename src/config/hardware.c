@@ -18,6 +18,8 @@ typedef struct {
   int64_t gpus_per_node, nodes;
   double host_link_GBps;
   MmParam host_link_efficiency;
+  double host_mem_GBps;
+  MmParam host_mem_efficiency;
 } SystemRaw;
 #define SYS(f) ((gssize)offsetof(SystemRaw, f))
 
@@ -34,7 +36,14 @@ static const MmField system_fields[] = {
   {"host_link_GBps", MM_F_NUM, FALSE, 1e-3, 1e6, 32, NULL, SYS(host_link_GBps), "GB/s",
    "GPU to host link (PCIe), per direction: host-staged collectives (Gloo, P2P disabled); default PCIe 4.0 x16"},
   {"host_link_efficiency", MM_F_PARAM, FALSE, 1e-3, 1, 0.8, NULL, SYS(host_link_efficiency), "fraction",
-   "achievable fraction of the host link for staged collectives (default 0.8: an estimate)"},
+   "achievable fraction of the host link for staged collectives and offload copies (default 0.8: an estimate)"},
+  {"host_mem_GBps", MM_F_NUM, FALSE, 1e-3, 1e6, 614.4, NULL, SYS(host_mem_GBps), "GB/s",
+   "the node's CPU memory bandwidth, shared by its GPUs' CPU optimizer steps (optimizer.offload: cpu); default "
+   "614.4: DGX H100's two Xeon Platinum 8480C (NVIDIA DGX H100 User Guide) with 8 DDR5-4800 channels each "
+   "(Intel ARK), 2 x 8 x 38.4 GB/s"},
+  {"host_mem_efficiency", MM_F_PARAM, FALSE, 1e-3, 1, 0.8, NULL, SYS(host_mem_efficiency), "fraction",
+   "achievable fraction of host_mem_GBps for the CPU optimizer step (default 0.8: an estimate; replace with a "
+   "STREAM triad measurement of the host)"},
   {"inter_node", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "scale-out network between nodes (required when nodes > 1)"},
   MM_FIELDS_END,
@@ -48,6 +57,7 @@ void mm_hardware_free(MmHardware *h)
   mm__network_clear(&h->intra);
   mm__network_clear(&h->inter);
   mm__param_clear(&h->host_link_efficiency);
+  mm__param_clear(&h->host_mem_efficiency);
   g_free(h->path);
   g_free(h->name);
   g_free(h->source);
@@ -67,10 +77,12 @@ static MmHardware *hardware_from_json(const char *path, const cJSON *root, GErro
   h->source = raw.source;
   g_autofree char *device = raw.device;
   mm__param_take(&h->host_link_efficiency, &raw.host_link_efficiency, NULL);
+  mm__param_take(&h->host_mem_efficiency, &raw.host_mem_efficiency, NULL);
   if (!ok) return NULL;
   h->gpus_per_node = raw.gpus_per_node;
   h->nodes = raw.nodes;
   h->host_bw_Bps = raw.host_link_GBps * 1e9 * h->host_link_efficiency.value;
+  h->host_mem_Bps = raw.host_mem_GBps * 1e9 * h->host_mem_efficiency.value;
   if (h->gpus_per_node * h->nodes > (1 << 24)) {
     mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, "$.nodes",
                   "%" G_GINT64_FORMAT " GPUs in all is more than madmax supports (16M)",

@@ -189,6 +189,12 @@ static const MmField optimizer_fields[] = {
    "keep an fp32 copy of weights stored in a narrower dtype"},
   {"momentum", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(MmOptimizer, momentum), NULL,
    "sgd and adafactor: one momentum state per parameter"},
+  {"offload", MM_F_ENUM, FALSE, 0, 0, MM_OFFLOAD_NONE, mm_offload_names, (gssize)offsetof(MmOptimizer, offload), NULL,
+   "`optimizer` only: none (states, master weights and the step on the device) or cpu (DeepSpeed ZeRO-Offload, "
+   "Ren et al. 2021; FSDP CPUOffload): states and master weights in host memory, each rank's gradient shard "
+   "copied to the host over the host link as its synchronization ends, the step on the CPU at the node's "
+   "host memory bandwidth (`host_mem_GBps`), the updated weights copied back (docs/MODEL.md, \"Optimizer "
+   "offload\")"},
   MM_FIELDS_END,
 };
 
@@ -557,6 +563,13 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   o = cJSON_GetObjectItemCaseSensitive(root, "sparse_optimizer");
   if (o && !mm_json_apply(&ctx, o, "$.sparse_optimizer", optimizer_fields, &c->sparse_optimizer, NULL, error))
     return NULL;
+  if (c->sparse_optimizer.offload != MM_OFFLOAD_NONE) {
+    /* embedding tables update in place inside their fused backward (FBGEMM TBE) */
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.sparse_optimizer.offload",
+                  "expected \"none\": embedding tables update in place in their fused backward; offload applies "
+                  "to \"optimizer\" (dense parameters)");
+    return NULL;
+  }
   if (c->optimizer.momentum && c->optimizer.kind != MM_OPT_SGD && c->optimizer.kind != MM_OPT_ADAFACTOR) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.optimizer.momentum",
                   "momentum applies to sgd and adafactor only");

@@ -26,6 +26,39 @@ uint32_t mm__block_last_unit(const Lower *L, guint b)
 
 
 
+/* ---- optimizer offload ------------------------------------------------- */
+
+/* The part of @dense and @expert (non-expert and expert parameters of block @b on this device,
+ * before FSDP) whose update this rank owns: its ZeRO shard of its FSDP shard. */
+static double owned_params(const Lower *L, guint b, double dense, double expert)
+{
+  return (dense / mm_plan_zero_shards(L->s, b, FALSE) + expert / mm_plan_zero_shards(L->s, b, TRUE)) /
+         (double)L->s->blocks[b].degree[MM_STRAT_FSDP];
+}
+
+/* A copy of @bytes between the device and host memory on the host stream: a flow over the host
+ * link (its effective bandwidth, shared with host-staged exchanges). Gradients go to the host in
+ * backward (@phase bwd), updated weights come back after the CPU step (optimizer). */
+static uint32_t emit_host_copy(Lower *L, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  if (bytes <= 0) return NONE;
+  MmCommCost c = {.n_use = 1, .time_s = bytes / L->links->bw_Bps[L->links->host]};
+  c.link[0] = L->links->host;
+  c.bytes[0] = bytes;
+  MmOpInfo info = {.what = MM_OP_HOST_COPY, .phase = (uint8_t)phase, .unit = unit, .micro = micro,
+                   .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = c.time_s, .fixed_s = 0};
+  return mm__emit(L, MM_STREAM_HOST, d, &info, &c, MM_NO_COLL, 0, 0, 0);
+}
+
+/* Offload: this rank's shard of gradients (@dense, @expert: block @b's gradient bytes on this
+ * device before FSDP) goes to the host once its synchronization (@d) is done, as ZeRO-Offload
+ * overlaps the copies with the rest of the backward. */
+static void offload_grads(Lower *L, guint b, double dense, double expert, const Deps *d, uint32_t unit, uint32_t micro)
+{
+  if (!mm_plan_offloaded(L->s, b)) return;
+  emit_host_copy(L, owned_params(L, b, dense, expert), d, unit, micro, MM_PHASE_BWD);
+}
+
 /* Emits the backward exchange of MP tables once every trained consumer has its input gradient. */
 void mm__hoist_mp_backward(Lower *L, IterState *st, uint32_t micro)
 {
@@ -55,8 +88,10 @@ void mm__flush_bucket(Lower *L, IterState *st, guint b, int slot, uint32_t micro
   if (st->bucket_bytes[i] <= 0) return;
   Deps d = mm__deps_one(st->bucket_dep[i]);
   MmCollKind kind = L->s->blocks[b].zero >= 2 ? MM_COLL_REDUCE_SCATTER : MM_COLL_ALL_REDUCE;
-  mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, slot == 1), kind, MM_REASON_DDP, st->bucket_bytes[i], &d, NONE,
-                micro, MM_PHASE_BWD);
+  uint32_t op = mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, slot == 1), kind, MM_REASON_DDP,
+                              st->bucket_bytes[i], &d, NONE, micro, MM_PHASE_BWD);
+  Deps od = mm__deps_one(op == NONE ? st->bucket_dep[i] : op);
+  offload_grads(L, b, slot == 0 ? st->bucket_bytes[i] : 0, slot == 1 ? st->bucket_bytes[i] : 0, &od, MM_NO_UNIT, micro);
   st->bucket_bytes[i] = 0;
 }
 
@@ -101,7 +136,7 @@ static MmSparseGrad sparse_grad(const Lower *L, guint b, int level)
 /* Sparse synchronization of an embedding gradient: all-gather of the (padded) local row
  * indices, de-duplication on the GPU, AllReduce of the union's rows; host staging folds
  * the CPU de-duplication into the exchange. */
-static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t micro, uint32_t weights_done)
+static uint32_t emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t micro, uint32_t weights_done)
 {
   const MmBlockSetup *bs = &L->s->blocks[b];
   MmSparseGrad g = sparse_grad(L, b, level);
@@ -110,10 +145,9 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
   if (want == MM_GRAD_SYNC_AUTO) mm_comm_sparse_best(L->hw, L->links, &g, &sc);
   else mm_comm_sparse_cost(L->hw, L->links, &g, want == MM_GRAD_SYNC_HOST ? MM_SYNC_HOST : MM_SYNC_SPARSE, &sc);
   Deps d = mm__deps_one(weights_done);
-  if (sc.method == MM_SYNC_DENSE) {
-    mm__emit_coll(L, b, MASK(MM_STRAT_DDP), MM_COLL_ALL_REDUCE, MM_REASON_DDP, sc.value_bytes, &d, u, micro, MM_PHASE_BWD);
-    return;
-  }
+  if (sc.method == MM_SYNC_DENSE)
+    return mm__emit_coll(L, b, MASK(MM_STRAT_DDP), MM_COLL_ALL_REDUCE, MM_REASON_DDP, sc.value_bytes, &d, u, micro,
+                         MM_PHASE_BWD);
   const MmCommCost *cag = &sc.gather, *car = &sc.reduce;
   const double dedup = sc.dedup_s;
   MmStreamId st = cag->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
@@ -134,7 +168,7 @@ static void emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint32_t 
   info.time_s = car->time_s + (sc.method == MM_SYNC_HOST ? dedup : 0);
   info.fixed_s = car->latency_s + (sc.method == MM_SYNC_HOST ? dedup : 0); /* CPU de-duplication, on the host path */
   info.algorithm = (uint8_t)car->algorithm;
-  mm__emit(L, st, &d, &info, car, COLL_SELF, g.degree, g.stride, 0);
+  return mm__emit(L, st, &d, &info, car, COLL_SELF, g.degree, g.stride, 0);
 }
 
 
@@ -156,17 +190,26 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
     uint32_t rs = mm__emit_coll(L, b, MASK(MM_STRAT_FSDP), MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
                             u, micro, MM_PHASE_BWD);
     if (!last_micro) return;
+    Deps done = mm__deps_one(rs == NONE ? weights_done : rs);
     for (int x = 0; x < 2; x++) {
       Deps r = mm__deps_one(rs);
-      mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_REDUCE, MM_REASON_DDP,
-                grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro, MM_PHASE_BWD);
+      mm__deps_add(L, &done, mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_REDUCE,
+                                           MM_REASON_DDP, grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro,
+                                           MM_PHASE_BWD));
     }
+    offload_grads(L, b, grads[0], grads[1], &done, u, micro);
   } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {
-    emit_sparse_sync(L, b, sparse_level(L, b), u, micro, weights_done);
+    uint32_t op = emit_sparse_sync(L, b, sparse_level(L, b), u, micro, weights_done);
+    Deps done = mm__deps_one(op == NONE ? weights_done : op);
+    offload_grads(L, b, grads[0], grads[1], &done, u, micro);
   } else if (last_micro) {
     /* DDP accumulates locally (no_sync) and all-reduces buckets during the last backward */
     for (int x = 0; x < 2; x++) {
-      if (grads[x] <= 0 || mm_plan_mask_degree(bs, mm_plan_grad_replicas(L->s, b, x == 1)) <= 1) continue;
+      if (grads[x] > 0 && mm_plan_mask_degree(bs, mm_plan_grad_replicas(L->s, b, x == 1)) <= 1) {
+        offload_grads(L, b, x == 0 ? grads[x] : 0, x == 1 ? grads[x] : 0, &d, u, micro); /* nothing to reduce */
+        continue;
+      }
+      if (grads[x] <= 0) continue;
       st->bucket_bytes[2 * b + (guint)x] += grads[x];
       st->bucket_dep[2 * b + (guint)x] = weights_done;
       if (L->s->cfg->ddp_overlap && st->bucket_bytes[2 * b + (guint)x] >= L->s->cfg->ddp_bucket_bytes)
@@ -245,45 +288,66 @@ void mm__param_gather_deps(Lower *L, uint32_t u, uint32_t end, Deps *d)
 }
 
 /* One optimizer step after every gradient has arrived; ZeRO-1/2 then all-gather the
- * updated weights (with overlap_param_gather: in the next iteration's forward instead). */
+ * updated weights (with overlap_param_gather: in the next iteration's forward instead).
+ * Offloaded blocks (optimizer.offload: cpu) step on the CPU once every gradient copy has
+ * reached the host, and their updated weights are copied back before being gathered. */
 void mm__emit_optimizer(Lower *L)
 {
   const MmModel *m = L->m;
-  double bytes = 0, dense, expert;
-  uint32_t kernels = 0;
+  double bytes = 0, host_bytes = 0, host_weights = 0, dense, expert;
+  uint32_t kernels = 0, host_kernels = 0;
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlock *bk = &m->blocks[b];
     const MmBlockSetup *bs = &L->s->blocks[b];
     if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG || !stage_block_params(L, b, &dense, &expert)) continue;
     /* ZeRO shards the update over the replicas */
-    double params = (dense / mm_plan_zero_shards(L->s, b, FALSE) + expert / mm_plan_zero_shards(L->s, b, TRUE)) /
-                    (double)bs->degree[MM_STRAT_FSDP];
+    double params = owned_params(L, b, dense, expert);
     double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
-    bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(bs->optimizer, bk));
-    /* LAMB reads the weights and the fp32 update again for their norms; Adafactor the gradient for its
-     * row and column means */
-    if (bs->optimizer->kind == MM_OPT_LAMB) bytes += params * (e + 4.0);
-    if (bs->optimizer->kind == MM_OPT_ADAFACTOR) bytes += params * ge;
-    kernels++;
+    if (mm_plan_offloaded(L->s, b)) {
+      mm_plan_optimizer_step_add(&host_bytes, bs->optimizer, bk, params, e, ge);
+      host_weights += params * e;
+      host_kernels++;
+    } else {
+      mm_plan_optimizer_step_add(&bytes, bs->optimizer, bk, params, e, ge);
+      kernels++;
+    }
   }
-  if (kernels == 0) return;
-  Deps d = mm__deps_all_streams(L);
-  const MmKernel upd = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_FP32, .m = 1,
-                        .n = 1, .k = 1, .batch = 1}; /* the fused update: memory bound */
-  MmOpInfo info = {
-    .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
-    .last_layer = NONE, .kernels = kernels, .bytes = bytes,
-    .time_s = mm_cost_kernel_s(&L->hw->device, &upd, 0, bytes, NULL) + kernels * L->launch_s,
-  };
-  info.fixed_s = info.time_s;
-  uint32_t opt = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+  uint32_t opt = NONE, to_device = NONE;
+  if (kernels > 0) {
+    Deps d = mm__deps_all_streams(L);
+    const MmKernel upd = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_FP32, .m = 1,
+                          .n = 1, .k = 1, .batch = 1}; /* the fused update: memory bound */
+    MmOpInfo info = {
+      .what = MM_OP_OPTIMIZER, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
+      .last_layer = NONE, .kernels = kernels, .bytes = bytes,
+      .time_s = mm_cost_kernel_s(&L->hw->device, &upd, 0, bytes, NULL) + kernels * L->launch_s,
+    };
+    info.fixed_s = info.time_s;
+    opt = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+  }
+  if (host_kernels > 0) {
+    /* the CPU step is memory-bound (ZeRO-Offload's vectorized CPU-Adam, Ren et al., USENIX ATC 2021): its bytes at
+     * this GPU's share of the node's host memory bandwidth; it waits for the last gradient copy */
+    Deps d = mm__deps_all_streams(L);
+    const double host_Bps = L->hw->host_mem_Bps / (double)L->hw->gpus_per_node;
+    MmOpInfo info = {
+      .what = MM_OP_HOST_STEP, .phase = MM_PHASE_OPTIMIZER, .unit = MM_NO_UNIT, .micro = 0, .first_layer = NONE,
+      .last_layer = NONE, .kernels = host_kernels, .bytes = host_bytes, .time_s = host_bytes / host_Bps,
+    };
+    info.fixed_s = info.time_s;
+    uint32_t step = mm__emit(L, MM_STREAM_HOST, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+    Deps sd = mm__deps_one(step);
+    to_device = emit_host_copy(L, host_weights, &sd, MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);
+    if (to_device == NONE) to_device = step;
+  }
+  if (opt == NONE && to_device == NONE) return;
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlockSetup *bs = &L->s->blocks[b];
     if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG || gathered_in_forward(L, b) ||
         !stage_block_params(L, b, &dense, &expert))
       continue;
     const double e = mm_dtype_bytes(m->blocks[b].dtype);
-    Deps od = mm__deps_one(opt);
+    Deps od = mm__deps_one(mm_plan_offloaded(L->s, b) ? to_device : opt);
     mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od,
                   MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);
     mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, TRUE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, expert * e, &od,

@@ -6,7 +6,7 @@
 
 const char *const mm_stream_names[] = {"compute",     "comm_intra",  "comm_inter",  "pp_send_fwd",
                                        "pp_send_bwd", "pp_recv_fwd", "pp_recv_bwd", "offload_d2h",
-                                       "offload_h2d", NULL};
+                                       "offload_h2d", "host", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_stream_names) == MM_STREAM_COUNT + 1);
 const char *const mm_phase_names[] = {"fwd", "bwd", "recompute", "optimizer", NULL};
 const char *const mm_reason_names[] = {"fsdp", "tp", "ddp", "mp", "moe", "pp", "cp", "zero", "ulysses", NULL};
@@ -192,6 +192,9 @@ char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op)
   if (in->what == MM_OP_OPTIMIZER) return g_strdup("optimizer step");
   if (in->what == MM_OP_COPY)
     return g_strdup_printf("%s activations %s%s", in->phase == MM_PHASE_FWD ? "offload" : "reload", unit, micro);
+  if (in->what == MM_OP_HOST_STEP) return g_strdup("optimizer step (cpu)");
+  if (in->what == MM_OP_HOST_COPY && in->phase == MM_PHASE_OPTIMIZER) return g_strdup("weights to device");
+  if (in->what == MM_OP_HOST_COPY) return g_strdup_printf("gradients to host%s%s", unit ? " " : "", unit ? unit : "");
   if (in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_P2P) {
     static const char *const verbs[] = {"send", "send", "recv", "recv"};
     return g_strdup_printf("%s %s %s%s", verbs[prog->ops[op].stream - MM_STREAM_PP_SEND_FWD],

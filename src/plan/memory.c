@@ -34,6 +34,16 @@ double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b)
   return bytes;
 }
 
+void mm_plan_optimizer_step_add(double *bytes, const MmOptimizer *o, const MmBlock *b, double params, double e,
+                                double ge)
+{
+  *bytes += params * (2.0 * e + ge + 2.0 * mm_plan_optimizer_bytes(o, b));
+  /* LAMB reads the weights and the fp32 update again for their norms; Adafactor the gradient for its
+   * row and column means */
+  if (o->kind == MM_OPT_LAMB) *bytes += params * (e + 4.0);
+  if (o->kind == MM_OPT_ADAFACTOR) *bytes += params * ge;
+}
+
 
 /* What one unit needs on one device (micro-batch quantities for one micro-batch). */
 typedef struct {
@@ -42,6 +52,7 @@ typedef struct {
   double params_local;  /* parameters after TP/MP/EP, before FSDP */
   double coll_buf;      /* largest buffer of a collective at a layer boundary (TP, SP, MoE, CP, Ulysses) */
   double a2a;           /* MP exchange buffers */
+  double host;          /* optimizer offload: states and master weights in host memory */
 } UnitMem;
 
 static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft, uint8_t recompute, UnitMem *um)
@@ -80,7 +91,10 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
         grads = MIN(grads, pooled);
       }
       um->parts.gradients += grads;
-      um->parts.optimizer += params * mm_plan_optimizer_bytes(bs->optimizer, b) / z;
+      const double opt = params * mm_plan_optimizer_bytes(bs->optimizer, b) / z;
+      /* offload: the states and master weights live in host memory (ZeRO-Offload, FSDP CPUOffload) */
+      if (mm_plan_offloaded(s, bi)) um->host += opt;
+      else um->parts.optimizer += opt;
     }
     act += samples * l->cost.act_bytes * af;
     dropped += samples * l->cost.recompute_bytes * af;
@@ -205,7 +219,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
     memset(blocks, 0, sizeof(MmMemoryParts) * m->n_blocks);
     MmMemoryParts tot = {0};
     double transient = 0, fsdp_gather = 0, fsdp_held = 0, fsdp_grad = 0, coll_buf = 0, a2a_buf = 0, ddp_bucket = 0,
-           kept = 0, offload_layer = 0;
+           kept = 0, offload_layer = 0, host = 0;
     int64_t offloaded = 0;
     for (guint u = 0; u < g->n_units; u++) {
       if (chunk[u] % p != st) continue;
@@ -215,6 +229,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       bp->weights += um[u].parts.weights;
       bp->gradients += um[u].parts.gradients;
       bp->optimizer += um[u].parts.optimizer;
+      host += um[u].host;
       if (off[u]) {
         offloaded++;
         offload_layer = MAX(offload_layer, um[u].parts.activations);
@@ -255,6 +270,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
     const double bytes = mm_memory_parts_sum(&tot);
     mem->stage_bytes[st] = bytes;
     mem->stage_inflight[st] = inflight0;
+    mem->host_bytes = MAX(mem->host_bytes, host);
     if (st == 0 || bytes > mem->per_device_bytes) {
       mem->stage = st;
       mem->total = tot;

@@ -148,6 +148,8 @@ typedef struct {
   double *stage_bytes;      /* per stage: per-device bytes */
   double *stage_inflight;   /* per stage: micro-batches whose activations its first chunk holds at the peak */
   double kv_tokens;         /* serving: tokens of context one sequence caches */
+  double host_bytes;        /* optimizer offload: states and master weights one device keeps in host
+                             * memory (the fullest stage's); 0 without offload */
 } MmMemory;
 
 /* Computes per-device memory of @s (training: weights, gradients, optimizer
@@ -159,6 +161,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmMemory, mm_memory_free)
 
 /* Optimizer bytes per trained parameter of block @b: states, plus an fp32 master copy. */
 double mm_plan_optimizer_bytes(const MmOptimizer *o, const MmBlock *b);
+/* Adds to @bytes what the optimizer step of block @b moves to update @params parameters: the
+ * weights read and written (@e bytes each), the gradient read (@ge), states and master weights
+ * read and written; LAMB reads the weights and the fp32 update again, Adafactor the gradient. */
+void mm_plan_optimizer_step_add(double *bytes, const MmOptimizer *o, const MmBlock *b, double params, double e,
+                                double ge);
 
 /* Megatron sequence parallelism applies to the sequence blocks of a tp group. */
 static inline gboolean mm_plan_seq_parallel(const MmScenario *s, guint block)
@@ -296,6 +303,15 @@ static inline guint mm_plan_mask_levels(const MmBlockSetup *bs, uint32_t mask, c
   return ex ? bs->n_expert_levels : bs->n_levels;
 }
 
+/* Whether block @b's optimizer runs on the host (optimizer.offload: cpu): a trained block of a
+ * training task; embedding tables keep their fused in-place update. */
+static inline gboolean mm_plan_offloaded(const MmScenario *s, guint b)
+{
+  const MmBlockSetup *bs = &s->blocks[b];
+  return s->cfg->task != MM_TASK_INFERENCE && !bs->frozen && bs->optimizer->offload == MM_OFFLOAD_CPU &&
+         s->model->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG;
+}
+
 /* ZeRO-1/2: the ranks block @b's optimizer states (and stage-2 gradients) are sharded over,
  * its gradient replicas (mm_plan_grad_replicas); 1 without ZeRO. */
 static inline double mm_plan_zero_shards(const MmScenario *s, guint b, gboolean expert)
@@ -321,13 +337,17 @@ typedef enum {
   MM_STREAM_PP_RECV_BWD,
   MM_STREAM_OFFLOAD_D2H, /* activation offload: copies to host memory after a layer's forward */
   MM_STREAM_OFFLOAD_H2D, /* and back before its backward */
+  MM_STREAM_HOST, /* optimizer offload: gradient and weight copies over the host link, the CPU step */
   MM_STREAM_COUNT
 } MmStreamId;
 extern const char *const mm_stream_names[];
 
 
-/* MM_OP_COPY: an activation copy between device and host memory (activation offload). */
-typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE, MM_OP_COPY } MmOpWhat;
+/* MM_OP_COPY: an activation copy between device and host memory (activation offload);
+ * HOST_COPY: a copy between the device and host memory over the host link (optimizer offload);
+ * HOST_STEP: the optimizer step on the CPU. None is device compute or a collective. */
+typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE, MM_OP_COPY, MM_OP_HOST_COPY,
+               MM_OP_HOST_STEP } MmOpWhat;
 
 /* Why a collective exists. */
 typedef enum {

@@ -36,6 +36,7 @@ cJSON *mm_report_memory_json(const MmMemory *mem, const MmModel *m)
   cJSON_AddItemToObject(mo, "breakdown", parts_json(&mem->total));
   cJSON_AddNumberToObject(mo, "transient_activation_bytes", mem->transient_activations);
   if (mem->kv_tokens > 0) cJSON_AddNumberToObject(mo, "kv_cache_tokens_per_sequence", mem->kv_tokens);
+  if (mem->host_bytes > 0) cJSON_AddNumberToObject(mo, "host_optimizer_bytes_per_device", mem->host_bytes);
   if (mem->n_stages > 1) {
     cJSON_AddNumberToObject(mo, "stage", mem->stage);
     cJSON *st = cJSON_AddArrayToObject(mo, "per_stage");

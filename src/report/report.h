@@ -86,6 +86,10 @@ typedef struct {
    * overlapping their compute counts as hidden above */
   uint32_t fused_groups, fused_ops;
   double fused_compute_s, fused_comm_s, fused_both_s, fused_stalled_s, fused_span_s;
+  /* optimizer offload (docs/MODEL.md, "Optimizer offload"): serialized copies over the host link,
+   * the CPU step, and the wall time host work ran while neither compute nor a collective did (in
+   * idle_s) */
+  double host_copy_s, host_step_s, host_exposed_s;
   double stream_busy_s[MM_STREAM_COUNT];
   uint32_t stream_ops[MM_STREAM_COUNT];
   uint32_t critical_class;

@@ -141,7 +141,7 @@ static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime
  * (results without it keep their earlier shape). */
 static gboolean stream_unused(const MmScenario *s, int stream)
 {
-  return stream >= MM_STREAM_OFFLOAD_D2H && s->cfg->offload_num_layers <= 0;
+  return (stream == MM_STREAM_OFFLOAD_D2H || stream == MM_STREAM_OFFLOAD_H2D) && s->cfg->offload_num_layers <= 0;
 }
 
 void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTime *win, MmRunMetrics *r)
@@ -151,9 +151,9 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)n + 1);
   MmTime *t1 = t0 + n;
   mm_engine_class_times(e, c, t0, t1);
-  g_autofree Span *comp = g_new(Span, 2 * (gsize)n + 1);
-  Span *comm = comp + n;
-  guint nc = 0, nm = 0;
+  g_autofree Span *comp = g_new(Span, 3 * (gsize)n + 1);
+  Span *comm = comp + n, *host = comp + 2 * (gsize)n;
+  guint nc = 0, nm = 0, nh = 0;
   gboolean sorted = TRUE;
   for (uint32_t i = 0; i < n; i++) {
     const MmOpInfo *in = &pr->info[i];
@@ -190,6 +190,11 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
       if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){a, b}) > 0) sorted = FALSE;
       comm[nm++] = (Span){a, b};
       break;
+    case MM_OP_HOST_COPY:
+    case MM_OP_HOST_STEP:
+      *(in->what == MM_OP_HOST_COPY ? &r->host_copy_s : &r->host_step_s) += d;
+      host[nh++] = (Span){a, b}; /* one stream: in order */
+      break;
     }
   }
   if (!win) fused_groups(pr, t0, t1, comp, nc, r);
@@ -203,6 +208,19 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   r->exposed_comm_s = MAX(0.0, active - overlap);
   r->hidden_comm_s = active - r->exposed_comm_s;
   r->exposed_comm_fraction = active > 0 ? r->exposed_comm_s / active : 0;
+  if (nh > 0) {
+    /* host work with the device neither computing nor communicating */
+    Span *busy = g_new(Span, (gsize)nc + nm + 1);
+    memcpy(busy, comp, sizeof(Span) * nc);
+    memcpy(busy + nc, comm, sizeof(Span) * nm);
+    qsort(busy, nc + nm, sizeof(Span), span_cmp);
+    const guint nb = union_spans(busy, nc + nm, busy);
+    nh = union_spans(host, nh, host);
+    double host_active, busy_s, both;
+    span_totals(host, nh, busy, nb, &host_active, &busy_s, &both);
+    r->host_exposed_s = MAX(0.0, host_active - both);
+    g_free(busy);
+  }
 }
 
 void mm__run_derived(const MmPlan *p, MmRunMetrics *r)
@@ -342,6 +360,7 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics
   cJSON *sts = cJSON_AddArrayToObject(root, "streams");
   for (int k = 0; k < MM_STREAM_COUNT; k++) {
     if (stream_unused(s, k)) continue;
+    if (k == MM_STREAM_HOST && r->stream_ops[k] == 0) continue; /* listed where the optimizer is offloaded */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", mm_stream_names[k]);
     cJSON_AddNumberToObject(o, "busy_s", r->stream_busy_s[k]);
@@ -350,6 +369,19 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics
   }
   cJSON_AddNumberToObject(root, "idle_s", r->idle_s);
   cJSON_AddNumberToObject(root, "compute_idle_fraction", r->bubble_fraction);
+  if (s->cfg->optimizer.offload != MM_OFFLOAD_NONE && s->cfg->task != MM_TASK_INFERENCE) {
+    cJSON *of = cJSON_AddObjectToObject(root, "offload");
+    cJSON_AddStringToObject(of, "optimizer", mm_offload_names[s->cfg->optimizer.offload]);
+    cJSON_AddNumberToObject(of, "host_copy_s", r->host_copy_s);
+    cJSON_AddNumberToObject(of, "cpu_step_s", r->host_step_s);
+    cJSON_AddNumberToObject(of, "exposed_s", r->host_exposed_s);
+    cJSON_AddNumberToObject(of, "host_link_Bps", s->hw->host_bw_Bps);
+    cJSON_AddNumberToObject(of, "host_mem_Bps_per_device", s->hw->host_mem_Bps / (double)s->hw->gpus_per_node);
+    if (mem) {
+      cJSON_AddNumberToObject(of, "host_bytes_per_device", mem->host_bytes);
+      cJSON_AddNumberToObject(of, "host_bytes_per_node", mem->host_bytes * (double)s->hw->gpus_per_node);
+    }
+  }
   if (s->pp > 1) {
     cJSON *pp = cJSON_AddObjectToObject(root, "pipeline");
     cJSON_AddNumberToObject(pp, "stages", (double)s->pp);
@@ -417,12 +449,23 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
     fprintf(out, "  idle               %s (%.1f%% of the iteration: pipeline bubble, waiting for peers)\n", id,
             100.0 * r->idle_s / r->iteration_time_s);
   }
+  if (r->host_copy_s > 0 || r->host_step_s > 0) {
+    g_autofree char *hc = mm_fmt_seconds(r->host_copy_s);
+    g_autofree char *hs = mm_fmt_seconds(r->host_step_s);
+    g_autofree char *hx = mm_fmt_seconds(r->host_exposed_s);
+    fprintf(out, "  optimizer offload  copies %s + CPU step %s; %s with the device otherwise idle\n", hc, hs, hx);
+  }
   if (mem) {
     g_autofree char *tot = mm_fmt_bytes(mem->per_device_bytes);
     g_autofree char *cap = mm_fmt_bytes(mem->capacity_bytes);
     fprintf(out, "  memory per device  %s of %s: %s\n", tot, cap,
             mem->fits ? "fits" : "DOES NOT FIT - OUT OF MEMORY (time reported as if it fit)");
     if (mem->n_stages > 1) fprintf(out, "                     (stage %u, the fullest of %u)\n", mem->stage, mem->n_stages);
+    if (mem->host_bytes > 0) {
+      g_autofree char *hb = mm_fmt_bytes(mem->host_bytes);
+      g_autofree char *hn = mm_fmt_bytes(mem->host_bytes * (double)s->hw->gpus_per_node);
+      fprintf(out, "  host memory        %s per device (optimizer states, master weights), %s per node\n", hb, hn);
+    }
   }
 }
 
@@ -569,8 +612,11 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
     g_string_append(g, "}}");
     g_string_append_printf(g, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"sort_index\":%u}}",
                            pid, pid);
+    gboolean host_ops = FALSE;
+    for (uint32_t i = 0; i < pr->n_ops && !host_ops; i++) host_ops = pr->ops[i].stream == MM_STREAM_HOST;
     for (int st = 0; st < MM_STREAM_COUNT; st++) {
       if (stream_unused(p->scenario, st)) continue;
+      if (st == MM_STREAM_HOST && !host_ops) continue; /* named where the optimizer is offloaded */
       g_string_append_printf(g, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                              pid, st, mm_stream_names[st]);
       g_string_append_printf(g, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
@@ -582,9 +628,10 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
       g_string_append(g, ",\n{\"name\":");
       json_string(g, names[p->classes[c].program][i]);
       g_string_append_printf(g, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                             in->what == MM_OP_COLLECTIVE ? mm_coll_names[in->coll]
-                             : in->what == MM_OP_COPY   ? "offload"
-                                                        : mm_phase_names[in->phase],
+                             in->what == MM_OP_COLLECTIVE   ? mm_coll_names[in->coll]
+                             : in->what == MM_OP_COPY      ? "offload"
+                             : in->what == MM_OP_HOST_COPY ? "host_copy" /* plotted as other */
+                                                           : mm_phase_names[in->phase],
                              pid,
                              pr->ops[i].stream);
       append_us(g, t0 + a);
@@ -598,7 +645,7 @@ static void trace_run(GString *g, gboolean *first, const MmPlan *p, const MmEngi
       if (in->what == MM_OP_COLLECTIVE) {
         g_string_append_printf(g, ",\"strategy\":\"%s\",\"group_size\":%u,\"bytes\":%s", mm_reason_names[in->reason],
                                pr->ops[i].degree, g_ascii_dtostr(num, sizeof num, in->bytes));
-      } else if (in->what == MM_OP_COPY) {
+      } else if (in->what == MM_OP_COPY || in->what == MM_OP_HOST_COPY) {
         g_string_append_printf(g, ",\"bytes\":%s", g_ascii_dtostr(num, sizeof num, in->bytes));
       } else {
         g_string_append_printf(g, ",\"flops\":%s", g_ascii_dtostr(num, sizeof num, in->flops));

@@ -134,6 +134,9 @@ static void add_scaled(MmRunMetrics *r, const MmRunMetrics *w, double k)
   r->compute_active_s += k * w->compute_active_s;
   r->exposed_comm_s += k * w->exposed_comm_s;
   r->hidden_comm_s += k * w->hidden_comm_s;
+  r->host_copy_s += k * w->host_copy_s;
+  r->host_step_s += k * w->host_step_s;
+  r->host_exposed_s += k * w->host_exposed_s;
   for (int i = 0; i < MM_STREAM_COUNT; i++) {
     r->stream_busy_s[i] += k * w->stream_busy_s[i];
     r->stream_ops[i] += (uint32_t)k * w->stream_ops[i];
