@@ -213,6 +213,26 @@ START_TEST(test_expert_parallel_all_to_all)
 }
 END_TEST
 
+START_TEST(test_fp8_dispatch)
+{
+  /* DeepSeek-V3's FP8 dispatch: the tokens going to the experts and the gradients going back to
+   * them move 1 + 4/128 bytes per element instead of bf16's 2; the combine and the dispatch's
+   * gradient stay bf16. Per phase the All2All bytes become (1 + 1.03125 / 2) / 2 of bf16's */
+  g_autofree char *plain = ep_config(0);
+  g_autofree char *fp8 = g_strdup_printf("{\"moe_dispatch_fp8\":true,%s", plain + 1);
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", plain, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", fp8, 2);
+  const double ratio = (1.0 + 1.03125 / 2.0) / 2.0;
+  for (int ph = MM_PHASE_FWD; ph <= MM_PHASE_BWD; ph++) {
+    ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, ph),
+                      count_ops(a, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, ph));
+    ck_assert_double_eq_tol(coll_bytes(b, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, ph),
+                            ratio * coll_bytes(a, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, ph), 1);
+  }
+  ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+}
+END_TEST
+
 START_TEST(test_expert_skew_slowest_sets_pace)
 {
   g_autofree char *even = ep_config(0);
@@ -569,7 +589,7 @@ START_TEST(test_folding_deepseek_v3_literal)
    * configs/deepseek-v3-pretrain.json, which lays the same groups out */
   static const char *const literal =
     "{\"name\":\"ds\",\"task\":\"pretrain\",\"global_batch\":15360,\"micro_batch\":1,\"recompute\":\"full\","
-    "\"moe_dispatch\":\"per_node\","
+    "\"moe_dispatch\":\"per_node\",\"moe_dispatch_fp8\":true,"
     "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"blockwise\",\"grads\":\"fp32\"},"
     "\"pipeline\":{\"degree\":16,\"schedule\":\"1f1b\",\"overlap_p2p\":true},\"experts\":{\"ep\":64},"
     "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]}}";
@@ -588,10 +608,11 @@ START_TEST(test_folding_deepseek_v3_literal)
   ck_assert_uint_gt(n, 0);
   group_bytes(f, MM_COLL_ALL_REDUCE, MM_REASON_DDP, MM_PHASE_BWD, 128, 1, &n);
   ck_assert_uint_gt(n, 0);
-  /* a dispatch sends each of the 4096 tokens of a sample to 8 experts: 4096 x 7168 x 2 B x 8 */
+  /* a dispatch sends each of the 4096 tokens of a sample to 8 experts in FP8, 4096 x 7168 x (1 + 4/128) B
+   * x 8, the combine brings them back in bf16 (2 B): forward All2Alls average the two */
   group_bytes(f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD, 64, 1, &n);
   ck_assert_double_eq_tol(group_bytes(f, MM_COLL_ALL_TO_ALL, MM_REASON_MOE, MM_PHASE_FWD, 64, 1, &n) / n,
-                          4096.0 * 7168 * 2 * 8, 1);
+                          4096.0 * 7168 * 8 * (2 + 1.03125) / 2, 1);
 }
 END_TEST
 
@@ -975,6 +996,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_expert_parallel_all_to_all);
   tcase_add_test(tc, test_expert_skew_slowest_sets_pace);
   tcase_add_test(tc, test_per_node_dispatch_in_a_run);
+  tcase_add_test(tc, test_fp8_dispatch);
   tcase_add_test(tc, test_sequence_parallel);
   tcase_add_test(tc, test_context_parallel);
   tcase_add_test(tc, test_ulysses_sequence_parallel);

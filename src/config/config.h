@@ -581,6 +581,7 @@ typedef struct {
   MmPipeline pipeline;
   double expert_skew;        /* EP: the busiest rank's routed tokens / the mean, minus 1 */
   MmMoeDispatch moe_dispatch; /* EP All2All: a copy per expert, or per destination node */
+  gboolean moe_dispatch_fp8; /* EP All2All: tokens to the experts (and gradients back to them) in FP8 */
   /* parallel folding ("experts"): the expert layers' own layout, independent of the attention's
    * levels (Megatron-Core expert_model_parallel_size / expert_tensor_parallel_size); ep 0: none */
   int64_t experts_ep, experts_etp; /* etp 0: the block's tp degree (Megatron-Core's default) */

@@ -85,6 +85,10 @@ static const MmField config_fields[] = {
    "the network, then on to the experts' GPUs over the node's links, and the reverse for the combine (DeepSeek-V3 "
    "Sec. 3.2.2, DeepEP; Megatron-Core's flex dispatcher). With the model's router_groups the nodes a token reaches "
    "are limited (node-limited routing; docs/MODEL.md, \"Expert dispatch\")"},
+  {"moe_dispatch_fp8", MM_F_BOOL, FALSE, 0, 0, 0, NULL, CFG(moe_dispatch_fp8), NULL,
+   "expert parallelism: the dispatch All2All moves tokens in FP8 (1 x 128 tiles with an fp32 scale: 1 + 4/128 bytes "
+   "per element), and so does the gradient sent back to the experts in the backward; the combine and the "
+   "dispatch's backward stay in the block's dtype (DeepSeek-V3 Sec. 3.3.4, DeepEP)"},
   {"experts", MM_F_OBJECT, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "parallel folding (Megatron-Core): {\"ep\", \"etp\"}, the expert layers' own layout over one pipeline stage, "
    "independent of the levels of their block (which then place attention and the dense layers only); the "

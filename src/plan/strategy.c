@@ -52,12 +52,19 @@ static void moe_colls(const MmScenario *s, const MmGraph *g, uint32_t li, uint32
                            (b->kind == MM_BLOCK_MLP && un->index == b->count - 1 &&
                             li == un->first_layer + un->n_layers - 1);
   const double bytes = moe_bytes(s, g, l, p);
+  /* FP8 dispatch (DeepSeek-V3 Sec. 3.3.4, DeepEP): the tokens going to the experts move as FP8 in
+   * 1 x 128 tiles with an fp32 scale each, 1 + 4/128 bytes per element; so do the output
+   * gradients going back to them (the combine's backward); the combine and the dispatch's
+   * backward stay in the block's dtype */
+  const double fp8 = s->cfg->moe_dispatch_fp8 ? MIN(1.0, (1.0 + 4.0 / 128.0) / mm_dtype_bytes(b->dtype)) : 1.0;
   const MmPlaceColl a2a = {.outer = 1, .fwd = MM_COLL_ALL_TO_ALL, .bwd = MM_COLL_ALL_TO_ALL, .reason = MM_REASON_MOE,
-                           .mask = mask, .fwd_bytes = bytes, .bwd_bytes = bytes};
+                           .mask = mask, .fwd_bytes = bytes * fp8, .bwd_bytes = bytes};
   if (dispatch) add_coll(p, &a2a);
   if (combine) {
     MmPlaceColl c = a2a;
     c.after = 1;
+    c.fwd_bytes = bytes;
+    c.bwd_bytes = bytes * fp8;
     add_coll(p, &c);
   }
 }
