@@ -224,6 +224,8 @@ static const BadCase bad_cases[] = {
   {"top_k beyond the chosen groups", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"experts\":8,\"top_k\":3,\"router_groups\":4,\"router_group_topk\":1}]}", MM_CONFIG_ERROR_INCONSISTENT, "top_k 3 exceeds the 2 experts", NULL},
   {"router groups on a dense block", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"router_groups\":4,\"router_group_topk\":1}]}", MM_CONFIG_ERROR_INCONSISTENT, "router_groups need \"experts\"", NULL},
   {"negative router groups", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"experts\":8,\"router_groups\":-1}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0].router_groups", NULL},
+  {"zb_h1 with recompute", K_SCENARIO, CFG_HEAD "\"recompute\":\"full\",\"pipeline\":{\"degree\":4,\"schedule\":\"zb_h1\"}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.pipeline.schedule: zb_h1 needs \"recompute\": \"none\"", NULL},
+  {"zb_h1 with activation offload", K_SCENARIO, CFG_HEAD "\"offload_num_layers\":2,\"pipeline\":{\"degree\":4,\"schedule\":\"zb_h1\"}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "offload_num_layers 2", NULL},
   {"unknown dispatch", K_CONFIG, CFG_HEAD "\"moe_dispatch\":\"per_rank\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.moe_dispatch", NULL},
   {"one expert", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"experts\":1}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0]", NULL},
   {"duplicate block names", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4},{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[1].name", NULL},

@@ -195,7 +195,7 @@ static const MmField optimizer_fields[] = {
    "sgd and adafactor: one momentum state per parameter"},
   {"offload", MM_F_ENUM, FALSE, 0, 0, MM_OFFLOAD_NONE, mm_offload_names, (gssize)offsetof(MmOptimizer, offload), NULL,
    "`optimizer` only: none (states, master weights and the step on the device) or cpu (DeepSpeed ZeRO-Offload, "
-   "Ren et al. 2021; FSDP CPUOffload): states and master weights in host memory, each rank's gradient shard "
+   "Ren et al. 2021): states and master weights in host memory, each rank's gradient shard "
    "copied to the host over the host link as its synchronization ends, the step on the CPU at the node's "
    "host memory bandwidth (`host_mem_GBps`), the updated weights copied back (docs/MODEL.md, \"Optimizer "
    "offload\")"},

@@ -261,9 +261,12 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       tot.activations += blocks[bi].activations;
       tot.kv_cache += blocks[bi].kv_cache;
     }
-    /* offload keeps two offloaded layers' activations on the device: one being copied while the next
-     * is computed (Transformer Engine's double-buffered handler) */
-    transient += (double)MIN(offloaded, (int64_t)2) * offload_layer;
+    /* offload keeps two offloaded layers' activations on the device, one being copied while the next
+     * is computed (Transformer Engine's double-buffered handler), but only while the first layers of
+     * a chunk run: their forward comes before, their backward after, the layers the micro-batch keeps
+     * on the device. The running micro-batch holds the larger of the two: the peak is the kept
+     * activations plus what the buffer holds beyond one micro-batch's kept layers */
+    transient += MAX(0.0, (double)MIN(offloaded, (int64_t)2) * offload_layer - kept);
     tot.activations += transient;
     if (!c->fsdp_reshard) fsdp_gather = MAX(fsdp_gather, fsdp_held);
     tot.comm_buffers = fsdp_gather + fsdp_grad + ddp_bucket + coll_buf + a2a_buf;

@@ -57,11 +57,19 @@ void mm__sac_layer(const MmScenario *s, const MmGraph *g, uint32_t li, uint32_t 
   const MmBlock *b = &s->model->blocks[l->block];
   const MmBlockSetup *bs = &s->blocks[l->block];
   *out = (MmSacLayer){0};
+  MmPlacement p;
+  mm_plan_place(s, g, li, &p);
+  /* reduce-scatters and all-to-alls are in the save list, and the recompute does not run them
+   * again: a reduce-scatter's output (the rank's 1 / degree of its input) and what an all-to-all
+   * delivers (as much as the rank sends) stay on the device */
+  for (uint32_t i = 0; i < p.n_colls; i++) {
+    const MmPlaceColl *c = &p.colls[i];
+    if (c->fwd == MM_COLL_REDUCE_SCATTER) out->saved_bytes += c->fwd_bytes / (double)mm_plan_mask_degree(bs, c->mask);
+    if (c->fwd == MM_COLL_ALL_TO_ALL) out->saved_bytes += c->fwd_bytes;
+  }
   if (l->role == MM_ROLE_ATTN_CORE) {
     /* SDPA / flash attention is in the save list: its output and fp32 log-sum-exp are kept */
-    MmPlacement p;
-    mm_plan_place(s, g, li, &p);
-    out->saved_bytes = bs->samples_per_micro * (l->cost.out_bytes + l->kernel.m * l->kernel.batch * 4.0) * p.act_frac;
+    out->saved_bytes += bs->samples_per_micro * (l->cost.out_bytes + l->kernel.m * l->kernel.batch * 4.0) * p.act_frac;
     return;
   }
   double flops[4], outs[4];
@@ -75,8 +83,6 @@ void mm__sac_layer(const MmScenario *s, const MmGraph *g, uint32_t li, uint32_t 
     out->kernels = 1;
     return;
   }
-  MmPlacement p;
-  mm_plan_place(s, g, li, &p);
   /* a row-parallel matmul's output is the whole partial sum on every TP rank (saved before its
    * reduction); a column-parallel one's is the rank's slice, as its work */
   const int64_t *deg = bs->degree;

@@ -581,6 +581,18 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
                     c->expert_skew, s->ep_degree - 1, s->ep_degree - 1);
     return NULL;
   }
+  if (c->pipeline.schedule == MM_PIPE_ZB_H1 && c->task != MM_TASK_INFERENCE &&
+      (c->recompute != MM_RECOMPUTE_NONE || c->offload_num_layers > 0)) {
+    /* a deferred weight gradient keeps its GEMMs' inputs and output gradients until it runs;
+     * recomputed or reloaded activations would stay on the device that long, which the memory
+     * model does not count */
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.pipeline.schedule",
+                  "zb_h1 needs \"recompute\": \"none\" and no offload_num_layers (recompute is \"%s\", "
+                  "offload_num_layers %" G_GINT64_FORMAT "): the memory its deferred weight gradients hold "
+                  "then is not modelled",
+                  mm_recompute_names[c->recompute], c->offload_num_layers);
+    return NULL;
+  }
   if (!mm__scenario_check_limits(s, error)) return NULL;
   return g_steal_pointer(&s);
 }
