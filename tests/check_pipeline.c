@@ -194,21 +194,26 @@ START_TEST(test_zb_h1_order)
       g_string_append_printf(got, "%s%c%u", i ? " " : "", "FBW"[steps[i].bwd], steps[i].micro);
     ck_assert_str_eq(got->str, want[s]);
   }
-  /* fewer micro-batches than stages: every pass once, W after its B, in B's order */
-  for (guint m = 1; m <= 5; m++)
-    for (guint s = 0; s < 6; s++) {
-      MmPipeStep steps[3 * 5];
-      guint n = mm_pipe_schedule(MM_PIPE_ZB_H1, 6, 1, m, s, TRUE, steps);
-      ck_assert_uint_eq(n, 3 * m);
-      guint f = 0, b = 0, w = 0;
-      for (guint i = 0; i < n; i++) {
-        if (steps[i].bwd == 0) ck_assert_uint_eq(steps[i].micro, f++);
-        if (steps[i].bwd == 1) ck_assert_uint_eq(steps[i].micro, b++);
-        if (steps[i].bwd == MM_PIPE_W) ck_assert_uint_eq(steps[i].micro, w++);
-        ck_assert_uint_le(b, f);
-        ck_assert_uint_le(w, b);
+  /* any stage count and micro-batch count, fewer than the stages too: every pass once, W after its B
+   * and in B's order; 1F1B's in-flight bound p - s (forwards whose B has not run) and at most s + 1
+   * weight gradients pending (the lowering's ring holds p + 1) */
+  for (guint p = 1; p <= 8; p++)
+    for (guint m = 1; m <= 3 * p; m++)
+      for (guint s = 0; s < p; s++) {
+        MmPipeStep steps[3 * 24];
+        guint n = mm_pipe_schedule(MM_PIPE_ZB_H1, p, 1, m, s, TRUE, steps);
+        ck_assert_uint_eq(n, 3 * m);
+        guint f = 0, b = 0, w = 0;
+        for (guint i = 0; i < n; i++) {
+          if (steps[i].bwd == 0) ck_assert_uint_eq(steps[i].micro, f++);
+          if (steps[i].bwd == 1) ck_assert_uint_eq(steps[i].micro, b++);
+          if (steps[i].bwd == MM_PIPE_W) ck_assert_uint_eq(steps[i].micro, w++);
+          ck_assert_uint_le(b, f);
+          ck_assert_uint_le(w, b);
+          ck_assert_uint_le(f - b, p - s);
+          ck_assert_uint_le(b - w, s + 1);
+        }
       }
-    }
 }
 END_TEST
 

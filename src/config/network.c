@@ -461,6 +461,7 @@ GPtrArray *mm_hardware_params(const MmHardware *h)
     if (i == 0) add_param(a, "$.intra_node.one_shot_latency_us", &n->one_shot_latency_s, 1e6, "us");
   }
   add_param(a, "$.host_link_efficiency", &h->host_link_efficiency, 1, "fraction");
+  add_param(a, "$.host_mem_efficiency", &h->host_mem_efficiency, 1, "fraction");
   return a;
 }
 
