@@ -36,7 +36,7 @@ void mm__queue_free(MmEngine *e)
 
 void mm__queue_reset(MmEngine *e)
 {
-  e->queued = e->n_bk = e->eheap_len = 0;
+  e->n_bk = e->eheap_len = 0;
   e->popped = (Event){0, MM__NO_EVENT};
   if (!e->bucketed) return; /* the buckets' free lists and slots: only where they are used */
   for (uint32_t i = 0; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
@@ -46,12 +46,7 @@ void mm__queue_reset(MmEngine *e)
   memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
 }
 
-static inline uint32_t time_slot(const MmEngine *e, MmTime t)
-{
-  return (uint32_t)((t * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & e->hmask;
-}
-
-/* Buckets pop in (t, ord) order; ord tells apart the buckets of one time (see mm__queue_push). */
+/* Buckets pop in (t, ord) order; ord tells apart the buckets of one time (see mm__queue_push, internal.h). */
 static inline gboolean bucket_before(const MmEngine *e, uint32_t a, uint32_t b)
 {
   return e->bk[a].t < e->bk[b].t || (e->bk[a].t == e->bk[b].t && e->bk[a].ord < e->bk[b].ord);
@@ -99,7 +94,7 @@ static uint32_t bucket_new(MmEngine *e, MmTime t, uint64_t key)
   const uint32_t b = e->bk_free;
   e->bk_free = e->bk[b].head;
   e->bk[b] = (Bucket){t, key, NONE, NONE};
-  e->hslot[time_slot(e, t)] = b;
+  e->hslot[mm__time_slot(e, t)] = b;
   theap_push(e, b);
   return b;
 }
@@ -138,72 +133,58 @@ static Event eheap_pop(MmEngine *e)
   return top;
 }
 
-/* An event joins the bucket its time's slot names when that bucket is for its time; else it
- * opens a new one. A slot names the newest bucket of its time (or another time's, or none), so
- * an event only ever joins the newest bucket of its time: every event of an older bucket of the
- * same time was pushed before it, and older buckets pop first (their ord, their first key, is
- * smaller). Buckets of one time thus pop their events in key order; a time has more than one
- * bucket only where two pending times shared a slot. */
-void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
+/* The out-of-line parts of mm__queue_push (internal.h) and queue_pop: the heap of events, a
+ * full event pool, a new bucket, a bucket that is over. */
+void mm__queue_heap_push(MmEngine *e, MmTime t, uint64_t key) { eheap_push(e, (Event){t, key}); }
+
+uint32_t mm__queue_grow(MmEngine *e)
 {
-  g_assert(t >= e->now); /* time never goes backwards */
-  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ - 1)) e->overflow = TRUE; /* 2^40 events (not reached in practice); the
-                                                                     * last seq could make a key equal MM__NO_EVENT */
-  if (!e->bucketed) {
-    const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
-    e->streams[si].live = key;
-    eheap_push(e, (Event){t, key});
-    e->queued++;
-    return;
-  }
-  if (e->qev_free == NONE) {
-    const uint32_t old = e->qev_cap;
-    e->qev_cap *= 2;
-    e->qev = g_renew(QueuedEvent, e->qev, e->qev_cap);
-    for (uint32_t i = old; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
-    e->qev_free = old;
-  }
-  const uint32_t id = e->qev_free;
-  e->qev_free = e->qev[id].next;
-  const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
-  e->qev[id] = (QueuedEvent){key, NONE};
-  e->streams[si].live = key;
-  uint32_t b = e->hslot[time_slot(e, t)];
-  if (b == NONE || e->bk[b].t != t) {
-    b = bucket_new(e, t, key);
-    e->bk[b].head = id;
-  } else {
-    e->qev[e->bk[b].tail].next = id;
-  }
-  e->bk[b].tail = id;
-  e->queued++;
+  const uint32_t old = e->qev_cap;
+  e->qev_cap *= 2;
+  e->qev = g_renew(QueuedEvent, e->qev, e->qev_cap);
+  for (uint32_t i = old; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
+  e->qev_free = old;
+  return old;
 }
 
-Event mm__queue_pop(MmEngine *e)
+void mm__queue_open(MmEngine *e, MmTime t, uint64_t key, uint32_t id)
 {
+  const uint32_t b = bucket_new(e, t, key);
+  e->bk[b].head = e->bk[b].tail = id;
+}
+
+/* Bucket @b (time @t) popped its last event: it leaves the heap and its slot. */
+static void bucket_close(MmEngine *e, uint32_t b, MmTime t)
+{
+  uint32_t *slot = &e->hslot[mm__time_slot(e, t)];
+  if (*slot == b) *slot = NONE;
+  theap_pop(e);
+  e->bk[b].head = e->bk_free;
+  e->bk_free = b;
+}
+
+/* The first event in (t, seq) order; the queue must not be empty. Inline: it runs once per
+ * event, and taking the head of the first bucket is a few loads. */
+static inline Event queue_pop(MmEngine *e)
+{
+  Event ev;
   if (!e->bucketed) {
-    const Event ev = eheap_pop(e);
-    g_assert(ev_less(&e->popped, &ev) || e->popped.key == MM__NO_EVENT);
-    e->popped = ev;
-    e->queued--;
-    return ev;
+    ev = eheap_pop(e);
+  } else {
+    const uint32_t b = e->theap[0];
+    Bucket *bk = &e->bk[b];
+    const uint32_t id = bk->head;
+    QueuedEvent *q = &e->qev[id];
+    ev = (Event){bk->t, q->key};
+    bk->head = q->next;
+    q->next = e->qev_free;
+    e->qev_free = id;
+    if (G_UNLIKELY(bk->head == NONE)) bucket_close(e, b, ev.t); /* the bucket is over */
   }
-  const uint32_t b = e->theap[0];
-  const uint32_t id = e->bk[b].head;
-  const Event ev = {e->bk[b].t, e->qev[id].key};
-  g_assert(ev.t > e->popped.t || (ev.t == e->popped.t && ev.key > e->popped.key) || e->popped.key == MM__NO_EVENT);
-  e->popped = ev; /* the order is total: (t, seq) strictly increases */
-  e->bk[b].head = e->qev[id].next;
-  e->qev[id].next = e->qev_free;
-  e->qev_free = id;
-  e->queued--;
-  if (e->bk[b].head == NONE) { /* the bucket is over */
-    uint32_t *slot = &e->hslot[time_slot(e, ev.t)];
-    if (*slot == b) *slot = NONE;
-    theap_pop(e);
-    e->bk[b].head = e->bk_free;
-    e->bk_free = b;
-  }
+#ifndef NDEBUG /* the order is total: (t, seq) strictly increases (checked in debug builds: it is per event) */
+  g_assert(ev_less(&e->popped, &ev) || e->popped.key == MM__NO_EVENT);
+  e->popped = ev;
+#endif
   return ev;
 }
 
@@ -338,8 +319,8 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   e->overflow = FALSE;
   for (uint32_t c = 0; c < e->n_classes; c++)
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++) try_start(e, c, s);
-  while (e->queued > 0) {
-    const Event ev = mm__queue_pop(e);
+  while (e->bucketed ? e->n_bk > 0 : e->eheap_len > 0) {
+    const Event ev = queue_pop(e);
     const uint32_t si = (uint32_t)(ev.key & (MM__MAX_STREAMS - 1));
     Stream *sp = &e->streams[si];
     if (ev.key != sp->live) continue; /* a flow re-planned since */

@@ -140,13 +140,13 @@ struct MmEngine {
   Event *eheap;
   uint32_t eheap_len, eheap_cap;
   QueuedEvent *qev;
-  uint32_t qev_cap, qev_free, queued;
+  uint32_t qev_cap, qev_free;
   Bucket *bk;
   uint32_t bk_cap, bk_free, n_bk;
   uint32_t *theap;  /* bucket ids, a binary heap on their times (distinct) */
   uint32_t *hslot;  /* per slot (a hash of the time): the newest bucket of a time hashed there, or UINT32_MAX */
   uint32_t hmask;
-  Event popped;     /* the last event popped (MM__NO_EVENT key: none yet) */
+  Event popped;     /* the last event popped (MM__NO_EVENT key: none yet); kept without NDEBUG */
   uint64_t seq, done;
   MmTime now;
   gboolean overflow; /* a time past MM_TIME_MAX was asked for: the run fails */
@@ -191,12 +191,51 @@ static inline uint32_t mm__stream_of(const MmEngine *e, uint32_t c, uint32_t op)
 
 static inline double resource_cap(const MmEngineClass *cl, uint32_t r) { return cl->link_bw ? cl->link_bw[r] : 0; }
 
-/* engine.c: an event at @t for global stream @si, which becomes the stream's live one. */
-void mm__queue_push(MmEngine *e, MmTime t, uint32_t si);
+/* engine.c: the queue */
 void mm__queue_init(MmEngine *e, uint32_t events);
 void mm__queue_reset(MmEngine *e); /* empty (a new run) */
-Event mm__queue_pop(MmEngine *e);  /* the first event in (t, seq) order; the queue must not be empty */
 void mm__queue_free(MmEngine *e);
+void mm__queue_heap_push(MmEngine *e, MmTime t, uint64_t key);        /* few classes: the heap of events */
+uint32_t mm__queue_grow(MmEngine *e);                                 /* the event pool is full: a free entry */
+void mm__queue_open(MmEngine *e, MmTime t, uint64_t key, uint32_t id); /* event @id opens a bucket for @t */
+
+static inline uint32_t mm__time_slot(const MmEngine *e, MmTime t)
+{
+  return (uint32_t)((t * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & e->hmask;
+}
+
+/* An event at @t for global stream @si, which becomes the stream's live one. It joins the
+ * bucket its time's slot names when that bucket is for its time; else it opens a new one. A
+ * slot names the newest bucket of its time (or another time's, or none), so an event only ever
+ * joins the newest bucket of its time: every event of an older bucket of the same time was
+ * pushed before it, and older buckets pop first (their ord, their first key, is smaller).
+ * Buckets of one time thus pop their events in key order; a time has more than one bucket only
+ * where two pending times shared a slot. Inline with the slow paths out of line: it runs once
+ * or twice per event, and joining a bucket is a handful of loads and stores. */
+static inline void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
+{
+  g_assert(t >= e->now); /* time never goes backwards */
+  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ - 1)) e->overflow = TRUE; /* 2^40 events (not reached in practice); the
+                                                                     * last seq could make a key equal MM__NO_EVENT */
+  const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
+  e->streams[si].live = key;
+  if (!e->bucketed) {
+    mm__queue_heap_push(e, t, key);
+    return;
+  }
+  uint32_t id = e->qev_free;
+  if (G_UNLIKELY(id == UINT32_MAX)) id = mm__queue_grow(e);
+  QueuedEvent *q = &e->qev[id];
+  e->qev_free = q->next;
+  *q = (QueuedEvent){key, UINT32_MAX};
+  const uint32_t b = e->hslot[mm__time_slot(e, t)];
+  if (G_LIKELY(b != UINT32_MAX && e->bk[b].t == t)) {
+    e->qev[e->bk[b].tail].next = id;
+    e->bk[b].tail = id;
+  } else {
+    mm__queue_open(e, t, key, id);
+  }
+}
 
 /* build.c: the op of class @m's program with collective id @coll (UINT32_MAX: none) */
 uint32_t mm__coll_op(const MmEngine *e, uint32_t m, uint32_t coll);
