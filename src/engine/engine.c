@@ -194,15 +194,13 @@ static inline Event queue_pop(MmEngine *e)
  * their work at their shares of the device's resources, then their tail. */
 static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
 {
-  const ProgIndex *ix = &e->index[e->classes[c].program];
-  const uint32_t g = mm__op_index(e, c, op);
-  e->st[g].start = e->now;
-  e->st[g].end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
-  if (ix->work_first[op + 1] > ix->work_first[op]) {
-    mm__flow_begin(e, c, op);
-    return;
-  }
-  mm__queue_push(e, e->st[g].end, mm__stream_of(e, c, op));
+  const ClassRt *k = &e->crt[c];
+  OpState *st = &e->st[k->op_base + op * k->op_stride];
+  st->start = e->now;
+  st->end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
+  const uint32_t si = k->sbase + k->ops[op].stream * k->op_stride;
+  if (k->ix->work_first[op + 1] > k->ix->work_first[op]) mm__flow_begin(e, c, op, si);
+  else mm__queue_push(e, st->end, si);
 }
 
 /* ---- collective groups --------------------------------------------------- */
@@ -217,7 +215,7 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
     if (++*count < g.n) return;
     *count = 0;
     MmTime dur = 0;
-    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->classes[m].dur[mm__member_op(e, m, c, op, o->coll)]);
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->crt[m].dur[mm__member_op(e, m, c, op, o->coll)]);
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) launch(e, m, mm__member_op(e, m, c, op, o->coll), dur);
     return;
   }
@@ -228,51 +226,50 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
     launch(e, e->member_cls[m], e->member_op[m], e->slot_dur[slot]);
 }
 
-/* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
-static inline void try_start(MmEngine *e, uint32_t c, uint32_t s)
+/* Starts the head op of stream @sp (of class @c, record @k) if the stream is idle and the op ready. */
+static inline void try_start(MmEngine *e, uint32_t c, const ClassRt *k, Stream *sp)
 {
-  Stream *sp = &e->streams[mm__stream_index(e, c, s)];
-  if (sp->busy) return;
-  const MmEngineClass *cl = &e->classes[c];
-  const ProgIndex *ix = &e->index[cl->program];
-  const uint32_t pos = ix->stream_first[s] + sp->cursor;
-  if (pos >= ix->stream_first[s + 1]) return;
-  const uint32_t op = ix->stream_ops[pos];
-  const uint32_t g = mm__op_index(e, c, op);
-  if (e->st[g].pending) return;
+  if (sp->busy || sp->next >= sp->last) return;
+  const uint32_t op = k->ix->stream_ops[sp->next];
+  const OpState *st = &e->st[k->op_base + op * k->op_stride];
+  if (st->pending) return;
   sp->busy = 1;
-  sp->cursor++;
+  sp->next++;
   sp->op = op;
-  if (e->st[g].aux == MM__NOT_COLL) launch(e, c, op, cl->dur[op]);
-  else arrive(e, c, op, &e->programs[cl->program].ops[op]); /* a collective: the stream is held from the moment this member posts it */
+  if (st->aux == MM__NOT_COLL) launch(e, c, op, k->dur[op]);
+  else arrive(e, c, op, &k->ops[op]); /* a collective: the stream is held from the moment this member posts it */
 }
 
 static void complete(MmEngine *e, uint32_t c, uint32_t op)
 {
-  const MmEngineClass *cl = &e->classes[c];
-  const MmEngineProgram *p = &e->programs[cl->program];
-  const ProgIndex *ix = &e->index[cl->program];
-  const uint32_t s = p->ops[op].stream;
-  e->st[mm__op_index(e, c, op)].end = e->now;
+  const ClassRt *k = &e->crt[c];
+  const ProgIndex *ix = k->ix;
+  OpState *st = &e->st[k->op_base]; /* op i's state: st[i x stride] */
+  Stream *streams = &e->streams[k->sbase];   /* stream s: streams[s x stride] */
+  const uint32_t stride = k->op_stride;
+  const uint32_t s = k->ops[op].stream;
+  st[op * stride].end = e->now;
   e->class_end[c] = e->now; /* completions come in time order */
   e->done++;
-  e->streams[mm__stream_index(e, c, s)].busy = 0;
-  for (uint32_t k = ix->succ_first[op]; k < ix->succ_first[op + 1]; k++) {
-    uint32_t succ = ix->succ[k];
-    if (--e->st[mm__op_index(e, c, succ)].pending == 0 && p->ops[succ].stream != s) try_start(e, c, p->ops[succ].stream);
+  streams[s * stride].busy = 0;
+  for (uint32_t i = ix->succ_first[op]; i < ix->succ_first[op + 1]; i++) {
+    const uint32_t succ = ix->succ[i], ss = k->ops[succ].stream;
+    if (--st[succ * stride].pending == 0 && ss != s) try_start(e, c, k, &streams[ss * stride]);
   }
-  try_start(e, c, s);
+  try_start(e, c, k, &streams[s * stride]);
 }
 
 /* An op's own part is over: a collective member waits until every member's part is,
  * then all complete together (the slowest member sets the end). */
 static void finish(MmEngine *e, uint32_t c, uint32_t op)
 {
-  if (e->st[mm__op_index(e, c, op)].aux == MM__NOT_COLL) {
+  const ClassRt *k = &e->crt[c];
+  const uint32_t aux = e->st[k->op_base + op * k->op_stride].aux;
+  if (aux == MM__NOT_COLL) {
     complete(e, c, op);
     return;
   }
-  const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
+  const MmEngineOp *o = &k->ops[op];
   if (e->arith) {
     const Group g = mm__arith_group(c, o);
     if (g.n == 1) {
@@ -283,7 +280,7 @@ static void finish(MmEngine *e, uint32_t c, uint32_t op)
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, mm__member_op(e, m, c, op, o->coll));
     return;
   }
-  const uint32_t slot = e->st[mm__op_index(e, c, op)].aux;
+  const uint32_t slot = aux;
   const uint32_t n = e->slot_first[slot + 1] - e->slot_first[slot];
   if (n == 1) {
     complete(e, c, op);
@@ -305,9 +302,12 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
         else if (e->arith) st->aux = 0; /* else its slot, from the build */
       }
   }
-  for (uint32_t c = 0; c < e->n_classes; c++)
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    const ProgIndex *ix = e->crt[c].ix;
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
-      e->streams[mm__stream_index(e, c, s)] = (Stream){.live = MM__NO_EVENT, .cls = c};
+      e->streams[mm__stream_index(e, c, s)] =
+          (Stream){.live = MM__NO_EVENT, .cls = c, .next = ix->stream_first[s], .last = ix->stream_first[s + 1]};
+  }
   if (e->n_slots) memset(e->slot_count, 0, sizeof(uint32_t) * e->n_slots);
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->res_users, 0, sizeof(uint32_t) * e->total_res);
@@ -318,7 +318,8 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   e->now = 0;
   e->overflow = FALSE;
   for (uint32_t c = 0; c < e->n_classes; c++)
-    for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++) try_start(e, c, s);
+    for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
+      try_start(e, c, &e->crt[c], &e->streams[mm__stream_index(e, c, s)]);
   while (e->bucketed ? e->n_bk > 0 : e->eheap_len > 0) {
     const Event ev = queue_pop(e);
     const uint32_t si = (uint32_t)(ev.key & (MM__MAX_STREAMS - 1));
@@ -331,7 +332,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     const uint32_t op = sp->op;
     if (sp->work) { /* a flow's work is done: its tail follows */
       mm__flow_end(e, c, op);
-      const MmTime tail = e->classes[c].dur[op];
+      const MmTime tail = e->crt[c].dur[op];
       if (tail == 0) finish(e, c, op);
       else mm__queue_push(e, mm__after(e, tail), si);
     } else {
@@ -359,9 +360,8 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
       for (uint32_t s = 0; s < p->n_streams; s++) {
         const ProgIndex *ix = &e->index[e->classes[c].program];
         const Stream *sp = &e->streams[mm__stream_index(e, c, s)];
-        uint32_t pos = ix->stream_first[s] + sp->cursor;
-        if (pos < ix->stream_first[s + 1] || sp->busy) {
-          uint32_t op = ix->stream_ops[pos < ix->stream_first[s + 1] ? pos : pos - 1];
+        if (sp->next < sp->last || sp->busy) {
+          uint32_t op = ix->stream_ops[sp->next < sp->last ? sp->next : sp->next - 1];
           g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_DEADLOCK,
                       "deadlock: %" G_GUINT64_FORMAT " of %u ops finished; class %u stream %u waits at op %u",
                       e->done, e->total_ops, c, s, op);

@@ -74,12 +74,26 @@ typedef struct {
   uint64_t live;    /* the key of its live event; MM__NO_EVENT: none */
   MmTime upd;       /* flows: when rem was last brought up to date */
   double rem, rate; /* flows: work left (fraction) and pace (fraction per ps; 0: not planned yet) */
-  uint32_t cursor;  /* next op in its list (the running op is the one before) */
+  uint32_t next, last; /* its next op's position in its program's stream_ops (the running op is the one
+                        * before), and the end of its list there */
   uint32_t cls;     /* its class */
   uint32_t op;      /* the op it runs (or ran last) */
   uint8_t busy;     /* an op is running */
   uint8_t work;     /* that op is a flow doing its work: its live event ends the work, not the op */
 } Stream;
+
+/* Per class, what the per-event paths look up: one record instead of a chain through
+ * classes[c] -> programs[] / index[] and several per-class arrays. */
+typedef struct {
+  const MmEngineOp *ops; /* its program's ops */
+  const ProgIndex *ix;   /* its program's index */
+  const MmTime *dur;     /* classes[c].dur */
+  uint32_t program;
+  uint32_t op_base;   /* where its op 0 is in the flat per-op arrays (mm__op_index) */
+  uint32_t op_stride; /* the distance between its consecutive ops there, and between its
+                       * consecutive streams in streams[] (the classes running its program) */
+  uint32_t sbase;     /* where its stream 0 is in streams[] (mm__stream_index) */
+} ClassRt;
 
 struct MmEngine {
   const MmEngineProgram *programs;
@@ -88,10 +102,7 @@ struct MmEngine {
   uint32_t n_classes;
   ProgIndex *index;
 
-  uint32_t *op_base;     /* per class: where its op 0 is in the flat per-op arrays (mm__op_index) */
-  uint32_t *op_stride;   /* per class: the distance between its consecutive ops there, and between its
-                          * consecutive streams in streams[] (the classes running its program) */
-  uint32_t *sbase;       /* per class: where its stream 0 is in streams[] (mm__stream_index) */
+  ClassRt *crt;          /* per class: its program's tables and where its state lives */
   uint32_t *prog_base;   /* per program: where its classes' op states start */
   uint32_t *prog_users;  /* per program: the classes running it */
   uint32_t *stream_base; /* per class: offset of its active-flow list (one entry per stream) */
@@ -174,19 +185,19 @@ static inline MmTime mm__after_ps(MmEngine *e, double ps)
 /* Where op @op of class @c is in the flat per-op arrays. */
 static inline uint32_t mm__op_index(const MmEngine *e, uint32_t c, uint32_t op)
 {
-  return e->op_base[c] + op * e->op_stride[c];
+  return e->crt[c].op_base + op * e->crt[c].op_stride;
 }
 
 /* The global index of stream @s of class @c. */
 static inline uint32_t mm__stream_index(const MmEngine *e, uint32_t c, uint32_t s)
 {
-  return e->sbase[c] + s * e->op_stride[c];
+  return e->crt[c].sbase + s * e->crt[c].op_stride;
 }
 
 /* The global index of the stream op @op of class @c runs on. */
 static inline uint32_t mm__stream_of(const MmEngine *e, uint32_t c, uint32_t op)
 {
-  return mm__stream_index(e, c, e->programs[e->classes[c].program].ops[op].stream);
+  return mm__stream_index(e, c, e->crt[c].ops[op].stream);
 }
 
 static inline double resource_cap(const MmEngineClass *cl, uint32_t r) { return cl->link_bw ? cl->link_bw[r] : 0; }
@@ -259,9 +270,9 @@ static inline Group mm__arith_group(uint32_t c, const MmEngineOp *o)
 /* The op of member class @m matching op @op (collective @coll) of class @c. */
 static inline uint32_t mm__member_op(const MmEngine *e, uint32_t m, uint32_t c, uint32_t op, uint32_t coll)
 {
-  return e->classes[m].program == e->classes[c].program ? op : mm__coll_op(e, m, coll);
+  return e->crt[m].program == e->crt[c].program ? op : mm__coll_op(e, m, coll);
 }
 
 /* flows.c: ops with work on the device's resources, shared max-min fairly */
-void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op);
+void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op, uint32_t si); /* si: its global stream */
 void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op);
