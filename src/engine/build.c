@@ -160,7 +160,11 @@ static gboolean arith_groups(const MmEngine *e)
       if (g.first != c) continue; /* checked with its group's first member */
       for (uint32_t j = 0; j < g.n; j++) {
         const uint32_t m = g.first + j * g.step;
-        const uint32_t mop = mm__member_op(e, m, c, i, o->coll);
+        if (e->crt[m].program == e->crt[c].program) { /* its op is o itself: only a peer pair's other end differs */
+          if (j > 0 && o->peer != 0) return FALSE;
+          continue;
+        }
+        const uint32_t mop = mm__coll_op(e, m, o->coll);
         if (mop == UINT32_MAX) return FALSE;
         const MmEngineOp *mo = &e->programs[e->classes[m].program].ops[mop];
         if (mo->degree != o->degree || mo->stride != o->stride || mo->peer != (j == 0 ? o->peer : -o->peer)) return FALSE;

@@ -331,7 +331,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     const uint32_t c = sp->cls;
     const uint32_t op = sp->op;
     if (sp->work) { /* a flow's work is done: its tail follows */
-      mm__flow_end(e, c, op);
+      mm__flow_end(e, c, op, si);
       const MmTime tail = e->crt[c].dur[op];
       if (tail == 0) finish(e, c, op);
       else mm__queue_push(e, mm__after(e, tail), si);

@@ -185,9 +185,9 @@ void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op, uint32_t si)
   else replan_flow(e, c, op, 1.0 / t_ps);
 }
 
-/* The flow's work is done: it leaves the sharing (its tail holds nothing); the flows
+/* The flow's work (on global stream @si) is done: it leaves the sharing (its tail holds nothing); the flows
  * it shared a resource with are re-planned. */
-void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op)
+void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op, uint32_t si)
 {
   const ProgIndex *ix = e->crt[c].ix;
   uint32_t *users = &e->res_users[e->res_base[c]];
@@ -198,7 +198,7 @@ void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op)
       break;
     }
   }
-  Stream *st = &e->streams[mm__stream_of(e, c, op)];
+  Stream *st = &e->streams[si];
   st->rem = 0;
   st->work = 0;
   st->live = MM__NO_EVENT;

@@ -275,4 +275,4 @@ static inline uint32_t mm__member_op(const MmEngine *e, uint32_t m, uint32_t c, 
 
 /* flows.c: ops with work on the device's resources, shared max-min fairly */
 void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op, uint32_t si); /* si: its global stream */
-void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op);
+void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op, uint32_t si);
