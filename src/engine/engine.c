@@ -36,7 +36,7 @@ void mm__queue_free(MmEngine *e)
 
 void mm__queue_reset(MmEngine *e)
 {
-  e->n_bk = e->eheap_len = 0;
+  e->queued = e->n_bk = e->eheap_len = 0;
   e->popped = (Event){0, MM__NO_EVENT};
   if (!e->bucketed) return; /* the buckets' free lists and slots: only where they are used */
   for (uint32_t i = 0; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
@@ -116,7 +116,7 @@ static void eheap_push(MmEngine *e, Event ev)
   e->eheap[i] = ev;
 }
 
-static Event eheap_pop(MmEngine *e)
+G_ALWAYS_INLINE static inline Event eheap_pop(MmEngine *e)
 {
   const Event top = e->eheap[0], last = e->eheap[--e->eheap_len];
   const uint32_t n = e->eheap_len;
@@ -163,11 +163,12 @@ static void bucket_close(MmEngine *e, uint32_t b, MmTime t)
   e->bk_free = b;
 }
 
-/* The first event in (t, seq) order; the queue must not be empty. Inline: it runs once per
- * event, and taking the head of the first bucket is a few loads. */
-static inline Event queue_pop(MmEngine *e)
+/* The first event in (t, seq) order; the queue must not be empty. Inline, with the heap's pop:
+ * the run loop pops every event, and taking the head of the first bucket is a few loads. */
+G_ALWAYS_INLINE static inline Event queue_pop(MmEngine *e)
 {
   Event ev;
+  e->queued--;
   if (!e->bucketed) {
     ev = eheap_pop(e);
   } else {
@@ -187,6 +188,8 @@ static inline Event queue_pop(MmEngine *e)
 #endif
   return ev;
 }
+
+Event mm__queue_pop(MmEngine *e) { return queue_pop(e); }
 
 /* ---- simulation -------------------------------------------------------- */
 
@@ -320,7 +323,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   for (uint32_t c = 0; c < e->n_classes; c++)
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
       try_start(e, c, &e->crt[c], &e->streams[mm__stream_index(e, c, s)]);
-  while (e->bucketed ? e->n_bk > 0 : e->eheap_len > 0) {
+  while (e->queued > 0) {
     const Event ev = queue_pop(e);
     const uint32_t si = (uint32_t)(ev.key & (MM__MAX_STREAMS - 1));
     Stream *sp = &e->streams[si];

@@ -151,7 +151,7 @@ struct MmEngine {
   Event *eheap;
   uint32_t eheap_len, eheap_cap;
   QueuedEvent *qev;
-  uint32_t qev_cap, qev_free;
+  uint32_t qev_cap, qev_free, queued; /* queued: events pending (live or stale) */
   Bucket *bk;
   uint32_t bk_cap, bk_free, n_bk;
   uint32_t *theap;  /* bucket ids, a binary heap on their times (distinct) */
@@ -174,11 +174,22 @@ static inline MmTime mm__after(MmEngine *e, MmTime dt)
   return e->now + dt;
 }
 
-/* The same for a span in (fractional, rounded up) picoseconds. */
+/* The same for a span in (fractional, rounded up) picoseconds: NaN and negatives are 0, past
+ * 2^64 saturates. Below 2^63 ceil is a truncating conversion and one step up where it cut a
+ * fraction (exact: a double that large is an integer), a third of what ceil() and an unsigned
+ * conversion cost without SSE4.1; from 2^63 on the double is an integer already. */
 static inline MmTime mm__after_ps(MmEngine *e, double ps)
 {
-  const double up = ceil(ps);
-  return mm__after(e, !(up >= 0) ? 0 : up >= 18446744073709551616.0 ? MM_TIME_MAX : (MmTime)up);
+  MmTime up;
+  if (!(ps > 0)) {
+    up = 0;
+  } else if (ps < 9223372036854775808.0) { /* 2^63 */
+    const int64_t whole = (int64_t)ps;
+    up = (MmTime)whole + ((double)whole < ps);
+  } else {
+    up = ps >= 18446744073709551616.0 ? MM_TIME_MAX : (MmTime)ps;
+  }
+  return mm__after(e, up);
 }
 
 
@@ -209,6 +220,7 @@ void mm__queue_free(MmEngine *e);
 void mm__queue_heap_push(MmEngine *e, MmTime t, uint64_t key);        /* few classes: the heap of events */
 uint32_t mm__queue_grow(MmEngine *e);                                 /* the event pool is full: a free entry */
 void mm__queue_open(MmEngine *e, MmTime t, uint64_t key, uint32_t id); /* event @id opens a bucket for @t */
+Event mm__queue_pop(MmEngine *e); /* the first event in (t, seq) order; not empty (the run loop inlines it) */
 
 static inline uint32_t mm__time_slot(const MmEngine *e, MmTime t)
 {
@@ -230,6 +242,7 @@ static inline void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
                                                                      * last seq could make a key equal MM__NO_EVENT */
   const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
   e->streams[si].live = key;
+  e->queued++;
   if (!e->bucketed) {
     mm__queue_heap_push(e, t, key);
     return;
