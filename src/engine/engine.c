@@ -208,13 +208,14 @@ static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
 
 /* ---- collective groups --------------------------------------------------- */
 
-/* Member @c's collective op @op has been posted: when it is the last, all members
- * start together, each for the longest member's fixed time. */
-static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
+/* Member @c's collective op @op (on stream @sp) has been posted: when it is the last, all
+ * members start together, each for the longest member's fixed time. */
+static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o, Stream *sp)
 {
   if (e->arith) {
     const Group g = mm__arith_group(c, o);
-    uint32_t *count = &e->st[mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll))].aux;
+    sp->lead = mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll)); /* for finish */
+    uint32_t *count = &e->st[sp->lead].aux;
     if (++*count < g.n) return;
     *count = 0;
     MmTime dur = 0;
@@ -240,7 +241,7 @@ static inline void try_start(MmEngine *e, uint32_t c, const ClassRt *k, Stream *
   sp->next++;
   sp->op = op;
   if (st->aux == MM__NOT_COLL) launch(e, c, op, k->dur[op]);
-  else arrive(e, c, op, &k->ops[op]); /* a collective: the stream is held from the moment this member posts it */
+  else arrive(e, c, op, &k->ops[op], sp); /* a collective: the stream is held from the moment this member posts it */
 }
 
 static void complete(MmEngine *e, uint32_t c, uint32_t op)
@@ -262,9 +263,9 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
   try_start(e, c, k, &streams[s * stride]);
 }
 
-/* An op's own part is over: a collective member waits until every member's part is,
- * then all complete together (the slowest member sets the end). */
-static void finish(MmEngine *e, uint32_t c, uint32_t op)
+/* An op's own part is over (on stream @sp): a collective member waits until every member's
+ * part is, then all complete together (the slowest member sets the end). */
+static void finish(MmEngine *e, uint32_t c, uint32_t op, const Stream *sp)
 {
   const ClassRt *k = &e->crt[c];
   const uint32_t aux = e->st[k->op_base + op * k->op_stride].aux;
@@ -274,12 +275,13 @@ static void finish(MmEngine *e, uint32_t c, uint32_t op)
   }
   const MmEngineOp *o = &k->ops[op];
   if (e->arith) {
-    const Group g = mm__arith_group(c, o);
-    if (g.n == 1) {
+    const uint32_t n = o->peer != 0 ? 2 : o->degree; /* mm__arith_group's n */
+    if (n == 1) {
       complete(e, c, op);
       return;
     }
-    if (++e->st[mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll))].aux < g.n) return;
+    if (++e->st[sp->lead].aux < n) return; /* the leader's counter, found when this member arrived */
+    const Group g = mm__arith_group(c, o);
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, mm__member_op(e, m, c, op, o->coll));
     return;
   }
@@ -336,10 +338,10 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     if (sp->work) { /* a flow's work is done: its tail follows */
       mm__flow_end(e, c, op, si);
       const MmTime tail = e->crt[c].dur[op];
-      if (tail == 0) finish(e, c, op);
+      if (tail == 0) finish(e, c, op, sp);
       else mm__queue_push(e, mm__after(e, tail), si);
     } else {
-      finish(e, c, op);
+      finish(e, c, op, sp);
     }
     if (G_UNLIKELY(e->overflow)) break;
   }

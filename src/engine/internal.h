@@ -78,6 +78,7 @@ typedef struct {
                         * before), and the end of its list there */
   uint32_t cls;     /* its class */
   uint32_t op;      /* the op it runs (or ran last) */
+  uint32_t lead;    /* arithmetic groups: where the running collective's leader's state (its counter) is */
   uint8_t busy;     /* an op is running */
   uint8_t work;     /* that op is a flow doing its work: its live event ends the work, not the op */
 } Stream;
