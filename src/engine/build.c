@@ -160,7 +160,11 @@ static gboolean arith_groups(const MmEngine *e)
       if (g.first != c) continue; /* checked with its group's first member */
       for (uint32_t j = 0; j < g.n; j++) {
         const uint32_t m = g.first + j * g.step;
-        const uint32_t mop = mm__member_op(e, m, c, i, o->coll);
+        if (e->crt[m].program == e->crt[c].program) { /* its op is o itself: only a peer pair's other end differs */
+          if (j > 0 && o->peer != 0) return FALSE;
+          continue;
+        }
+        const uint32_t mop = mm__coll_op(e, m, o->coll);
         if (mop == UINT32_MAX) return FALSE;
         const MmEngineOp *mo = &e->programs[e->classes[m].program].ops[mop];
         if (mo->degree != o->degree || mo->stride != o->stride || mo->peer != (j == 0 ? o->peer : -o->peer)) return FALSE;
@@ -231,7 +235,7 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   e->index = g_new0(ProgIndex, n_programs);
   for (uint32_t p = 0; p < n_programs; p++)
     if (!index_program(&programs[p], &e->index[p], error)) return NULL;
-  e->op_base = g_new(uint32_t, n_classes + 1);
+  e->crt = g_new0(ClassRt, n_classes + 1);
   e->stream_base = g_new(uint32_t, n_classes + 1);
   uint64_t ops = 0, streams = 0;
   for (uint32_t c = 0; c < n_classes; c++) {
@@ -255,12 +259,10 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   /* op states interleaved by program: op i of the k-th class running program p at
    * prog_base[p] + i x (classes running p) + k, so that devices running the same op at
    * the same time touch neighbouring states */
-  e->op_stride = g_new(uint32_t, n_classes + 1);
-  e->sbase = g_new(uint32_t, n_classes + 1);
   e->prog_users = g_new0(uint32_t, n_programs + 1);
   e->prog_base = g_new0(uint32_t, n_programs + 1);
   g_autofree uint32_t *prog_sbase = g_new0(uint32_t, n_programs + 1);
-  for (uint32_t c = 0; c < n_classes; c++) e->op_base[c] = e->prog_users[classes[c].program]++;
+  for (uint32_t c = 0; c < n_classes; c++) e->crt[c].op_base = e->prog_users[classes[c].program]++;
   for (uint32_t p = 0, base = 0, sb = 0; p < n_programs; p++) {
     e->prog_base[p] = base;
     prog_sbase[p] = sb;
@@ -268,10 +270,16 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
     sb += e->prog_users[p] * programs[p].n_streams;
   }
   for (uint32_t c = 0; c < n_classes; c++) {
-    const uint32_t p = classes[c].program, rank = e->op_base[c];
-    e->op_base[c] = e->prog_base[p] + rank;
-    e->sbase[c] = prog_sbase[p] + rank;
-    e->op_stride[c] = e->prog_users[p];
+    const uint32_t p = classes[c].program, rank = e->crt[c].op_base;
+    e->crt[c] = (ClassRt){
+        .ops = programs[p].ops,
+        .ix = &e->index[p],
+        .dur = classes[c].dur,
+        .program = p,
+        .op_base = e->prog_base[p] + rank,
+        .op_stride = e->prog_users[p],
+        .sbase = prog_sbase[p] + rank,
+    };
   }
   e->total_streams = (uint32_t)streams;
   e->st = g_new0(OpState, e->total_ops + 1);
@@ -339,9 +347,7 @@ void mm_engine_free(MmEngine *e)
     g_free(e->index[p].colls);
   }
   g_free(e->index);
-  g_free(e->op_base);
-  g_free(e->op_stride);
-  g_free(e->sbase);
+  g_free(e->crt);
   g_free(e->prog_base);
   g_free(e->prog_users);
   g_free(e->stream_base);

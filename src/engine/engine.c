@@ -46,12 +46,7 @@ void mm__queue_reset(MmEngine *e)
   memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
 }
 
-static inline uint32_t time_slot(const MmEngine *e, MmTime t)
-{
-  return (uint32_t)((t * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & e->hmask;
-}
-
-/* Buckets pop in (t, ord) order; ord tells apart the buckets of one time (see mm__queue_push). */
+/* Buckets pop in (t, ord) order; ord tells apart the buckets of one time (see mm__queue_push, internal.h). */
 static inline gboolean bucket_before(const MmEngine *e, uint32_t a, uint32_t b)
 {
   return e->bk[a].t < e->bk[b].t || (e->bk[a].t == e->bk[b].t && e->bk[a].ord < e->bk[b].ord);
@@ -99,7 +94,7 @@ static uint32_t bucket_new(MmEngine *e, MmTime t, uint64_t key)
   const uint32_t b = e->bk_free;
   e->bk_free = e->bk[b].head;
   e->bk[b] = (Bucket){t, key, NONE, NONE};
-  e->hslot[time_slot(e, t)] = b;
+  e->hslot[mm__time_slot(e, t)] = b;
   theap_push(e, b);
   return b;
 }
@@ -121,7 +116,7 @@ static void eheap_push(MmEngine *e, Event ev)
   e->eheap[i] = ev;
 }
 
-static Event eheap_pop(MmEngine *e)
+G_ALWAYS_INLINE static inline Event eheap_pop(MmEngine *e)
 {
   const Event top = e->eheap[0], last = e->eheap[--e->eheap_len];
   const uint32_t n = e->eheap_len;
@@ -138,74 +133,63 @@ static Event eheap_pop(MmEngine *e)
   return top;
 }
 
-/* An event joins the bucket its time's slot names when that bucket is for its time; else it
- * opens a new one. A slot names the newest bucket of its time (or another time's, or none), so
- * an event only ever joins the newest bucket of its time: every event of an older bucket of the
- * same time was pushed before it, and older buckets pop first (their ord, their first key, is
- * smaller). Buckets of one time thus pop their events in key order; a time has more than one
- * bucket only where two pending times shared a slot. */
-void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
+/* The out-of-line parts of mm__queue_push (internal.h) and queue_pop: the heap of events, a
+ * full event pool, a new bucket, a bucket that is over. */
+void mm__queue_heap_push(MmEngine *e, MmTime t, uint64_t key) { eheap_push(e, (Event){t, key}); }
+
+uint32_t mm__queue_grow(MmEngine *e)
 {
-  g_assert(t >= e->now); /* time never goes backwards */
-  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ - 1)) e->overflow = TRUE; /* 2^40 events (not reached in practice); the
-                                                                     * last seq could make a key equal MM__NO_EVENT */
-  if (!e->bucketed) {
-    const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
-    e->streams[si].live = key;
-    eheap_push(e, (Event){t, key});
-    e->queued++;
-    return;
-  }
-  if (e->qev_free == NONE) {
-    const uint32_t old = e->qev_cap;
-    e->qev_cap *= 2;
-    e->qev = g_renew(QueuedEvent, e->qev, e->qev_cap);
-    for (uint32_t i = old; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
-    e->qev_free = old;
-  }
-  const uint32_t id = e->qev_free;
-  e->qev_free = e->qev[id].next;
-  const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
-  e->qev[id] = (QueuedEvent){key, NONE};
-  e->streams[si].live = key;
-  uint32_t b = e->hslot[time_slot(e, t)];
-  if (b == NONE || e->bk[b].t != t) {
-    b = bucket_new(e, t, key);
-    e->bk[b].head = id;
-  } else {
-    e->qev[e->bk[b].tail].next = id;
-  }
-  e->bk[b].tail = id;
-  e->queued++;
+  const uint32_t old = e->qev_cap;
+  e->qev_cap *= 2;
+  e->qev = g_renew(QueuedEvent, e->qev, e->qev_cap);
+  for (uint32_t i = old; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
+  e->qev_free = old;
+  return old;
 }
 
-Event mm__queue_pop(MmEngine *e)
+void mm__queue_open(MmEngine *e, MmTime t, uint64_t key, uint32_t id)
 {
-  if (!e->bucketed) {
-    const Event ev = eheap_pop(e);
-    g_assert(ev_less(&e->popped, &ev) || e->popped.key == MM__NO_EVENT);
-    e->popped = ev;
-    e->queued--;
-    return ev;
-  }
-  const uint32_t b = e->theap[0];
-  const uint32_t id = e->bk[b].head;
-  const Event ev = {e->bk[b].t, e->qev[id].key};
-  g_assert(ev.t > e->popped.t || (ev.t == e->popped.t && ev.key > e->popped.key) || e->popped.key == MM__NO_EVENT);
-  e->popped = ev; /* the order is total: (t, seq) strictly increases */
-  e->bk[b].head = e->qev[id].next;
-  e->qev[id].next = e->qev_free;
-  e->qev_free = id;
+  const uint32_t b = bucket_new(e, t, key);
+  e->bk[b].head = e->bk[b].tail = id;
+}
+
+/* Bucket @b (time @t) popped its last event: it leaves the heap and its slot. */
+static void bucket_close(MmEngine *e, uint32_t b, MmTime t)
+{
+  uint32_t *slot = &e->hslot[mm__time_slot(e, t)];
+  if (*slot == b) *slot = NONE;
+  theap_pop(e);
+  e->bk[b].head = e->bk_free;
+  e->bk_free = b;
+}
+
+/* The first event in (t, seq) order; the queue must not be empty. Inline, with the heap's pop:
+ * the run loop pops every event, and taking the head of the first bucket is a few loads. */
+G_ALWAYS_INLINE static inline Event queue_pop(MmEngine *e)
+{
+  Event ev;
   e->queued--;
-  if (e->bk[b].head == NONE) { /* the bucket is over */
-    uint32_t *slot = &e->hslot[time_slot(e, ev.t)];
-    if (*slot == b) *slot = NONE;
-    theap_pop(e);
-    e->bk[b].head = e->bk_free;
-    e->bk_free = b;
+  if (!e->bucketed) {
+    ev = eheap_pop(e);
+  } else {
+    const uint32_t b = e->theap[0];
+    Bucket *bk = &e->bk[b];
+    const uint32_t id = bk->head;
+    QueuedEvent *q = &e->qev[id];
+    ev = (Event){bk->t, q->key};
+    bk->head = q->next;
+    q->next = e->qev_free;
+    e->qev_free = id;
+    if (G_UNLIKELY(bk->head == NONE)) bucket_close(e, b, ev.t); /* the bucket is over */
   }
+#ifndef NDEBUG /* the order is total: (t, seq) strictly increases (checked in debug builds: it is per event) */
+  g_assert(ev_less(&e->popped, &ev) || e->popped.key == MM__NO_EVENT);
+  e->popped = ev;
+#endif
   return ev;
 }
+
+Event mm__queue_pop(MmEngine *e) { return queue_pop(e); }
 
 /* ---- simulation -------------------------------------------------------- */
 
@@ -213,30 +197,29 @@ Event mm__queue_pop(MmEngine *e)
  * their work at their shares of the device's resources, then their tail. */
 static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
 {
-  const ProgIndex *ix = &e->index[e->classes[c].program];
-  const uint32_t g = mm__op_index(e, c, op);
-  e->st[g].start = e->now;
-  e->st[g].end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
-  if (ix->work_first[op + 1] > ix->work_first[op]) {
-    mm__flow_begin(e, c, op);
-    return;
-  }
-  mm__queue_push(e, e->st[g].end, mm__stream_of(e, c, op));
+  const ClassRt *k = &e->crt[c];
+  OpState *st = &e->st[k->op_base + op * k->op_stride];
+  st->start = e->now;
+  st->end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
+  const uint32_t si = k->sbase + k->ops[op].stream * k->op_stride;
+  if (k->ix->work_first[op + 1] > k->ix->work_first[op]) mm__flow_begin(e, c, op, si);
+  else mm__queue_push(e, st->end, si);
 }
 
 /* ---- collective groups --------------------------------------------------- */
 
-/* Member @c's collective op @op has been posted: when it is the last, all members
- * start together, each for the longest member's fixed time. */
-static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
+/* Member @c's collective op @op (on stream @sp) has been posted: when it is the last, all
+ * members start together, each for the longest member's fixed time. */
+static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o, Stream *sp)
 {
   if (e->arith) {
     const Group g = mm__arith_group(c, o);
-    uint32_t *count = &e->st[mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll))].aux;
+    sp->lead = mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll)); /* for finish */
+    uint32_t *count = &e->st[sp->lead].aux;
     if (++*count < g.n) return;
     *count = 0;
     MmTime dur = 0;
-    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->classes[m].dur[mm__member_op(e, m, c, op, o->coll)]);
+    for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) dur = MAX(dur, e->crt[m].dur[mm__member_op(e, m, c, op, o->coll)]);
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) launch(e, m, mm__member_op(e, m, c, op, o->coll), dur);
     return;
   }
@@ -247,62 +230,62 @@ static void arrive(MmEngine *e, uint32_t c, uint32_t op, const MmEngineOp *o)
     launch(e, e->member_cls[m], e->member_op[m], e->slot_dur[slot]);
 }
 
-/* Starts the head op of stream @s of class @c if the stream is idle and the op ready. */
-static inline void try_start(MmEngine *e, uint32_t c, uint32_t s)
+/* Starts the head op of stream @sp (of class @c, record @k) if the stream is idle and the op ready. */
+static inline void try_start(MmEngine *e, uint32_t c, const ClassRt *k, Stream *sp)
 {
-  Stream *sp = &e->streams[mm__stream_index(e, c, s)];
-  if (sp->busy) return;
-  const MmEngineClass *cl = &e->classes[c];
-  const ProgIndex *ix = &e->index[cl->program];
-  const uint32_t pos = ix->stream_first[s] + sp->cursor;
-  if (pos >= ix->stream_first[s + 1]) return;
-  const uint32_t op = ix->stream_ops[pos];
-  const uint32_t g = mm__op_index(e, c, op);
-  if (e->st[g].pending) return;
+  if (sp->busy || sp->next >= sp->last) return;
+  const uint32_t op = k->ix->stream_ops[sp->next];
+  const OpState *st = &e->st[k->op_base + op * k->op_stride];
+  if (st->pending) return;
   sp->busy = 1;
-  sp->cursor++;
+  sp->next++;
   sp->op = op;
-  if (e->st[g].aux == MM__NOT_COLL) launch(e, c, op, cl->dur[op]);
-  else arrive(e, c, op, &e->programs[cl->program].ops[op]); /* a collective: the stream is held from the moment this member posts it */
+  if (st->aux == MM__NOT_COLL) launch(e, c, op, k->dur[op]);
+  else arrive(e, c, op, &k->ops[op], sp); /* a collective: the stream is held from the moment this member posts it */
 }
 
 static void complete(MmEngine *e, uint32_t c, uint32_t op)
 {
-  const MmEngineClass *cl = &e->classes[c];
-  const MmEngineProgram *p = &e->programs[cl->program];
-  const ProgIndex *ix = &e->index[cl->program];
-  const uint32_t s = p->ops[op].stream;
-  e->st[mm__op_index(e, c, op)].end = e->now;
+  const ClassRt *k = &e->crt[c];
+  const ProgIndex *ix = k->ix;
+  OpState *st = &e->st[k->op_base]; /* op i's state: st[i x stride] */
+  Stream *streams = &e->streams[k->sbase];   /* stream s: streams[s x stride] */
+  const uint32_t stride = k->op_stride;
+  const uint32_t s = k->ops[op].stream;
+  st[op * stride].end = e->now;
   e->class_end[c] = e->now; /* completions come in time order */
   e->done++;
-  e->streams[mm__stream_index(e, c, s)].busy = 0;
-  for (uint32_t k = ix->succ_first[op]; k < ix->succ_first[op + 1]; k++) {
-    uint32_t succ = ix->succ[k];
-    if (--e->st[mm__op_index(e, c, succ)].pending == 0 && p->ops[succ].stream != s) try_start(e, c, p->ops[succ].stream);
+  streams[s * stride].busy = 0;
+  for (uint32_t i = ix->succ_first[op]; i < ix->succ_first[op + 1]; i++) {
+    const uint32_t succ = ix->succ[i], ss = k->ops[succ].stream;
+    if (--st[succ * stride].pending == 0 && ss != s) try_start(e, c, k, &streams[ss * stride]);
   }
-  try_start(e, c, s);
+  try_start(e, c, k, &streams[s * stride]);
 }
 
-/* An op's own part is over: a collective member waits until every member's part is,
- * then all complete together (the slowest member sets the end). */
-static void finish(MmEngine *e, uint32_t c, uint32_t op)
+/* An op's own part is over (on stream @sp): a collective member waits until every member's
+ * part is, then all complete together (the slowest member sets the end). */
+static void finish(MmEngine *e, uint32_t c, uint32_t op, const Stream *sp)
 {
-  if (e->st[mm__op_index(e, c, op)].aux == MM__NOT_COLL) {
+  const ClassRt *k = &e->crt[c];
+  const uint32_t aux = e->st[k->op_base + op * k->op_stride].aux;
+  if (aux == MM__NOT_COLL) {
     complete(e, c, op);
     return;
   }
-  const MmEngineOp *o = &e->programs[e->classes[c].program].ops[op];
+  const MmEngineOp *o = &k->ops[op];
   if (e->arith) {
-    const Group g = mm__arith_group(c, o);
-    if (g.n == 1) {
+    const uint32_t n = o->peer != 0 ? 2 : o->degree; /* mm__arith_group's n */
+    if (n == 1) {
       complete(e, c, op);
       return;
     }
-    if (++e->st[mm__op_index(e, g.first, mm__member_op(e, g.first, c, op, o->coll))].aux < g.n) return;
+    if (++e->st[sp->lead].aux < n) return; /* the leader's counter, found when this member arrived */
+    const Group g = mm__arith_group(c, o);
     for (uint32_t j = 0, m = g.first; j < g.n; j++, m += g.step) complete(e, m, mm__member_op(e, m, c, op, o->coll));
     return;
   }
-  const uint32_t slot = e->st[mm__op_index(e, c, op)].aux;
+  const uint32_t slot = aux;
   const uint32_t n = e->slot_first[slot + 1] - e->slot_first[slot];
   if (n == 1) {
     complete(e, c, op);
@@ -324,9 +307,12 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
         else if (e->arith) st->aux = 0; /* else its slot, from the build */
       }
   }
-  for (uint32_t c = 0; c < e->n_classes; c++)
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    const ProgIndex *ix = e->crt[c].ix;
     for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
-      e->streams[mm__stream_index(e, c, s)] = (Stream){.live = MM__NO_EVENT, .cls = c};
+      e->streams[mm__stream_index(e, c, s)] =
+          (Stream){.live = MM__NO_EVENT, .cls = c, .next = ix->stream_first[s], .last = ix->stream_first[s + 1]};
+  }
   if (e->n_slots) memset(e->slot_count, 0, sizeof(uint32_t) * e->n_slots);
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->res_users, 0, sizeof(uint32_t) * e->total_res);
@@ -337,9 +323,10 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   e->now = 0;
   e->overflow = FALSE;
   for (uint32_t c = 0; c < e->n_classes; c++)
-    for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++) try_start(e, c, s);
+    for (uint32_t s = 0; s < e->programs[e->classes[c].program].n_streams; s++)
+      try_start(e, c, &e->crt[c], &e->streams[mm__stream_index(e, c, s)]);
   while (e->queued > 0) {
-    const Event ev = mm__queue_pop(e);
+    const Event ev = queue_pop(e);
     const uint32_t si = (uint32_t)(ev.key & (MM__MAX_STREAMS - 1));
     Stream *sp = &e->streams[si];
     if (ev.key != sp->live) continue; /* a flow re-planned since */
@@ -349,12 +336,12 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
     const uint32_t c = sp->cls;
     const uint32_t op = sp->op;
     if (sp->work) { /* a flow's work is done: its tail follows */
-      mm__flow_end(e, c, op);
-      const MmTime tail = e->classes[c].dur[op];
-      if (tail == 0) finish(e, c, op);
+      mm__flow_end(e, c, op, si);
+      const MmTime tail = e->crt[c].dur[op];
+      if (tail == 0) finish(e, c, op, sp);
       else mm__queue_push(e, mm__after(e, tail), si);
     } else {
-      finish(e, c, op);
+      finish(e, c, op, sp);
     }
     if (G_UNLIKELY(e->overflow)) break;
   }
@@ -378,9 +365,8 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
       for (uint32_t s = 0; s < p->n_streams; s++) {
         const ProgIndex *ix = &e->index[e->classes[c].program];
         const Stream *sp = &e->streams[mm__stream_index(e, c, s)];
-        uint32_t pos = ix->stream_first[s] + sp->cursor;
-        if (pos < ix->stream_first[s + 1] || sp->busy) {
-          uint32_t op = ix->stream_ops[pos < ix->stream_first[s + 1] ? pos : pos - 1];
+        if (sp->next < sp->last || sp->busy) {
+          uint32_t op = ix->stream_ops[sp->next < sp->last ? sp->next : sp->next - 1];
           g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_DEADLOCK,
                       "deadlock: %" G_GUINT64_FORMAT " of %u ops finished; class %u stream %u waits at op %u",
                       e->done, e->total_ops, c, s, op);

@@ -161,13 +161,13 @@ static void replan_flows(MmEngine *e, uint32_t c)
 
 /* A flow starts its work. Alone on its resources it takes them whole (the sharing
  * would give the same) and no other flow's pace changes; otherwise all are re-shared. */
-void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op)
+void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op, uint32_t si)
 {
   const MmEngineClass *cl = &e->classes[c];
-  const ProgIndex *ix = &e->index[cl->program];
-  const gboolean seq = e->programs[cl->program].ops[op].sequential;
+  const ProgIndex *ix = e->crt[c].ix;
+  const gboolean seq = e->crt[c].ops[op].sequential;
   uint32_t *users = &e->res_users[e->res_base[c]];
-  Stream *st = &e->streams[mm__stream_of(e, c, op)];
+  Stream *st = &e->streams[si];
   st->work = 1;
   st->rem = 1.0;
   st->upd = e->now;
@@ -185,11 +185,11 @@ void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op)
   else replan_flow(e, c, op, 1.0 / t_ps);
 }
 
-/* The flow's work is done: it leaves the sharing (its tail holds nothing); the flows
+/* The flow's work (on global stream @si) is done: it leaves the sharing (its tail holds nothing); the flows
  * it shared a resource with are re-planned. */
-void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op)
+void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op, uint32_t si)
 {
-  const ProgIndex *ix = &e->index[e->classes[c].program];
+  const ProgIndex *ix = e->crt[c].ix;
   uint32_t *users = &e->res_users[e->res_base[c]];
   uint32_t *act = &e->active[e->stream_base[c]];
   for (uint32_t i = 0; i < e->n_active[c]; i++) {
@@ -198,7 +198,7 @@ void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op)
       break;
     }
   }
-  Stream *st = &e->streams[mm__stream_of(e, c, op)];
+  Stream *st = &e->streams[si];
   st->rem = 0;
   st->work = 0;
   st->live = MM__NO_EVENT;

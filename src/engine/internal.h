@@ -74,12 +74,27 @@ typedef struct {
   uint64_t live;    /* the key of its live event; MM__NO_EVENT: none */
   MmTime upd;       /* flows: when rem was last brought up to date */
   double rem, rate; /* flows: work left (fraction) and pace (fraction per ps; 0: not planned yet) */
-  uint32_t cursor;  /* next op in its list (the running op is the one before) */
+  uint32_t next, last; /* its next op's position in its program's stream_ops (the running op is the one
+                        * before), and the end of its list there */
   uint32_t cls;     /* its class */
   uint32_t op;      /* the op it runs (or ran last) */
+  uint32_t lead;    /* arithmetic groups: where the running collective's leader's state (its counter) is */
   uint8_t busy;     /* an op is running */
   uint8_t work;     /* that op is a flow doing its work: its live event ends the work, not the op */
 } Stream;
+
+/* Per class, what the per-event paths look up: one record instead of a chain through
+ * classes[c] -> programs[] / index[] and several per-class arrays. */
+typedef struct {
+  const MmEngineOp *ops; /* its program's ops */
+  const ProgIndex *ix;   /* its program's index */
+  const MmTime *dur;     /* classes[c].dur */
+  uint32_t program;
+  uint32_t op_base;   /* where its op 0 is in the flat per-op arrays (mm__op_index) */
+  uint32_t op_stride; /* the distance between its consecutive ops there, and between its
+                       * consecutive streams in streams[] (the classes running its program) */
+  uint32_t sbase;     /* where its stream 0 is in streams[] (mm__stream_index) */
+} ClassRt;
 
 struct MmEngine {
   const MmEngineProgram *programs;
@@ -88,10 +103,7 @@ struct MmEngine {
   uint32_t n_classes;
   ProgIndex *index;
 
-  uint32_t *op_base;     /* per class: where its op 0 is in the flat per-op arrays (mm__op_index) */
-  uint32_t *op_stride;   /* per class: the distance between its consecutive ops there, and between its
-                          * consecutive streams in streams[] (the classes running its program) */
-  uint32_t *sbase;       /* per class: where its stream 0 is in streams[] (mm__stream_index) */
+  ClassRt *crt;          /* per class: its program's tables and where its state lives */
   uint32_t *prog_base;   /* per program: where its classes' op states start */
   uint32_t *prog_users;  /* per program: the classes running it */
   uint32_t *stream_base; /* per class: offset of its active-flow list (one entry per stream) */
@@ -140,13 +152,13 @@ struct MmEngine {
   Event *eheap;
   uint32_t eheap_len, eheap_cap;
   QueuedEvent *qev;
-  uint32_t qev_cap, qev_free, queued;
+  uint32_t qev_cap, qev_free, queued; /* queued: events pending (live or stale) */
   Bucket *bk;
   uint32_t bk_cap, bk_free, n_bk;
   uint32_t *theap;  /* bucket ids, a binary heap on their times (distinct) */
   uint32_t *hslot;  /* per slot (a hash of the time): the newest bucket of a time hashed there, or UINT32_MAX */
   uint32_t hmask;
-  Event popped;     /* the last event popped (MM__NO_EVENT key: none yet) */
+  Event popped;     /* the last event popped (MM__NO_EVENT key: none yet); kept without NDEBUG */
   uint64_t seq, done;
   MmTime now;
   gboolean overflow; /* a time past MM_TIME_MAX was asked for: the run fails */
@@ -163,40 +175,92 @@ static inline MmTime mm__after(MmEngine *e, MmTime dt)
   return e->now + dt;
 }
 
-/* The same for a span in (fractional, rounded up) picoseconds. */
+/* The same for a span in (fractional, rounded up) picoseconds: NaN and negatives are 0, past
+ * 2^64 saturates. Below 2^63 ceil is a truncating conversion and one step up where it cut a
+ * fraction (exact: a double that large is an integer), a third of what ceil() and an unsigned
+ * conversion cost without SSE4.1; from 2^63 on the double is an integer already. */
 static inline MmTime mm__after_ps(MmEngine *e, double ps)
 {
-  const double up = ceil(ps);
-  return mm__after(e, !(up >= 0) ? 0 : up >= 18446744073709551616.0 ? MM_TIME_MAX : (MmTime)up);
+  MmTime up;
+  if (!(ps > 0)) {
+    up = 0;
+  } else if (ps < 9223372036854775808.0) { /* 2^63 */
+    const int64_t whole = (int64_t)ps;
+    up = (MmTime)whole + ((double)whole < ps);
+  } else {
+    up = ps >= 18446744073709551616.0 ? MM_TIME_MAX : (MmTime)ps;
+  }
+  return mm__after(e, up);
 }
 
 
 /* Where op @op of class @c is in the flat per-op arrays. */
 static inline uint32_t mm__op_index(const MmEngine *e, uint32_t c, uint32_t op)
 {
-  return e->op_base[c] + op * e->op_stride[c];
+  return e->crt[c].op_base + op * e->crt[c].op_stride;
 }
 
 /* The global index of stream @s of class @c. */
 static inline uint32_t mm__stream_index(const MmEngine *e, uint32_t c, uint32_t s)
 {
-  return e->sbase[c] + s * e->op_stride[c];
+  return e->crt[c].sbase + s * e->crt[c].op_stride;
 }
 
 /* The global index of the stream op @op of class @c runs on. */
 static inline uint32_t mm__stream_of(const MmEngine *e, uint32_t c, uint32_t op)
 {
-  return mm__stream_index(e, c, e->programs[e->classes[c].program].ops[op].stream);
+  return mm__stream_index(e, c, e->crt[c].ops[op].stream);
 }
 
 static inline double resource_cap(const MmEngineClass *cl, uint32_t r) { return cl->link_bw ? cl->link_bw[r] : 0; }
 
-/* engine.c: an event at @t for global stream @si, which becomes the stream's live one. */
-void mm__queue_push(MmEngine *e, MmTime t, uint32_t si);
+/* engine.c: the queue */
 void mm__queue_init(MmEngine *e, uint32_t events);
 void mm__queue_reset(MmEngine *e); /* empty (a new run) */
-Event mm__queue_pop(MmEngine *e);  /* the first event in (t, seq) order; the queue must not be empty */
 void mm__queue_free(MmEngine *e);
+void mm__queue_heap_push(MmEngine *e, MmTime t, uint64_t key);        /* few classes: the heap of events */
+uint32_t mm__queue_grow(MmEngine *e);                                 /* the event pool is full: a free entry */
+void mm__queue_open(MmEngine *e, MmTime t, uint64_t key, uint32_t id); /* event @id opens a bucket for @t */
+Event mm__queue_pop(MmEngine *e); /* the first event in (t, seq) order; not empty (the run loop inlines it) */
+
+static inline uint32_t mm__time_slot(const MmEngine *e, MmTime t)
+{
+  return (uint32_t)((t * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & e->hmask;
+}
+
+/* An event at @t for global stream @si, which becomes the stream's live one. It joins the
+ * bucket its time's slot names when that bucket is for its time; else it opens a new one. A
+ * slot names the newest bucket of its time (or another time's, or none), so an event only ever
+ * joins the newest bucket of its time: every event of an older bucket of the same time was
+ * pushed before it, and older buckets pop first (their ord, their first key, is smaller).
+ * Buckets of one time thus pop their events in key order; a time has more than one bucket only
+ * where two pending times shared a slot. Inline with the slow paths out of line: it runs once
+ * or twice per event, and joining a bucket is a handful of loads and stores. */
+static inline void mm__queue_push(MmEngine *e, MmTime t, uint32_t si)
+{
+  g_assert(t >= e->now); /* time never goes backwards */
+  if (G_UNLIKELY(e->seq >= MM__MAX_SEQ - 1)) e->overflow = TRUE; /* 2^40 events (not reached in practice); the
+                                                                     * last seq could make a key equal MM__NO_EVENT */
+  const uint64_t key = e->seq++ << MM__STREAM_BITS | si;
+  e->streams[si].live = key;
+  e->queued++;
+  if (!e->bucketed) {
+    mm__queue_heap_push(e, t, key);
+    return;
+  }
+  uint32_t id = e->qev_free;
+  if (G_UNLIKELY(id == UINT32_MAX)) id = mm__queue_grow(e);
+  QueuedEvent *q = &e->qev[id];
+  e->qev_free = q->next;
+  *q = (QueuedEvent){key, UINT32_MAX};
+  const uint32_t b = e->hslot[mm__time_slot(e, t)];
+  if (G_LIKELY(b != UINT32_MAX && e->bk[b].t == t)) {
+    e->qev[e->bk[b].tail].next = id;
+    e->bk[b].tail = id;
+  } else {
+    mm__queue_open(e, t, key, id);
+  }
+}
 
 /* build.c: the op of class @m's program with collective id @coll (UINT32_MAX: none) */
 uint32_t mm__coll_op(const MmEngine *e, uint32_t m, uint32_t coll);
@@ -220,9 +284,9 @@ static inline Group mm__arith_group(uint32_t c, const MmEngineOp *o)
 /* The op of member class @m matching op @op (collective @coll) of class @c. */
 static inline uint32_t mm__member_op(const MmEngine *e, uint32_t m, uint32_t c, uint32_t op, uint32_t coll)
 {
-  return e->classes[m].program == e->classes[c].program ? op : mm__coll_op(e, m, coll);
+  return e->crt[m].program == e->crt[c].program ? op : mm__coll_op(e, m, coll);
 }
 
 /* flows.c: ops with work on the device's resources, shared max-min fairly */
-void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op);
-void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op);
+void mm__flow_begin(MmEngine *e, uint32_t c, uint32_t op, uint32_t si); /* si: its global stream */
+void mm__flow_end(MmEngine *e, uint32_t c, uint32_t op, uint32_t si);
