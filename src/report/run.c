@@ -446,8 +446,9 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
   }
   if (r->idle_s > 1e-3 * r->iteration_time_s) {
     g_autofree char *id = mm_fmt_seconds(r->idle_s);
-    fprintf(out, "  idle               %s (%.1f%% of the iteration: pipeline bubble, waiting for peers)\n", id,
-            100.0 * r->idle_s / r->iteration_time_s);
+    const gboolean host = s->cfg->offload_num_layers > 0 || r->host_copy_s > 0 || r->host_step_s > 0;
+    fprintf(out, "  idle               %s (%.1f%% of the iteration: pipeline bubble, waiting for peers%s)\n", id,
+            100.0 * r->idle_s / r->iteration_time_s, host ? " or for host copies and the CPU" : "");
   }
   if (r->host_copy_s > 0 || r->host_step_s > 0) {
     g_autofree char *hc = mm_fmt_seconds(r->host_copy_s);
