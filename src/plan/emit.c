@@ -104,6 +104,19 @@ static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
 }
 
 
+/* A copy of @bytes between device and host memory on @stream: one flow over the host link (its
+ * effective bandwidth, shared with host-staged exchanges and the other copies). */
+uint32_t mm__emit_host_copy(Lower *L, MmStreamId stream, MmOpWhat what, MmPhase phase, uint32_t unit, uint32_t micro,
+                            double bytes, const Deps *d)
+{
+  const MmCommCost cost = {.n_use = 1, .link = {L->links->host}, .bytes = {bytes}};
+  const MmOpInfo info = {
+    .what = (uint8_t)what, .phase = (uint8_t)phase, .unit = unit, .micro = micro, .first_layer = NONE,
+    .last_layer = NONE, .bytes = bytes, .time_s = bytes / L->links->bw_Bps[L->links->host],
+  };
+  return mm__emit(L, stream, d, &info, &cost, MM_NO_COLL, 0, 0, 0);
+}
+
 /* The cost of @c; repeats of the last collective of its kind (identical layers, the same
  * pipeline transfer every micro-batch) reuse it. */
 const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c)

@@ -36,18 +36,12 @@ static double owned_params(const Lower *L, guint b, double dense, double expert)
          (double)L->s->blocks[b].degree[MM_STRAT_FSDP];
 }
 
-/* A copy of @bytes between the device and host memory on the host stream: a flow over the host
- * link (its effective bandwidth, shared with host-staged exchanges). Gradients go to the host in
- * backward (@phase bwd), updated weights come back after the CPU step (optimizer). */
+/* Gradients go to the host in backward (@phase bwd), updated weights come back after the CPU step
+ * (optimizer), on the host stream. */
 static uint32_t emit_host_copy(Lower *L, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
   if (bytes <= 0) return NONE;
-  MmCommCost c = {.n_use = 1, .time_s = bytes / L->links->bw_Bps[L->links->host]};
-  c.link[0] = L->links->host;
-  c.bytes[0] = bytes;
-  MmOpInfo info = {.what = MM_OP_HOST_COPY, .phase = (uint8_t)phase, .unit = unit, .micro = micro,
-                   .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = c.time_s, .fixed_s = 0};
-  return mm__emit(L, MM_STREAM_HOST, d, &info, &c, MM_NO_COLL, 0, 0, 0);
+  return mm__emit_host_copy(L, MM_STREAM_HOST, MM_OP_HOST_COPY, phase, unit, micro, bytes, d);
 }
 
 /* Offload: this rank's shard of gradients (@dense, @expert: block @b's gradient bytes on this

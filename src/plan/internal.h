@@ -166,6 +166,9 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
                        const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);
 uint32_t mm__emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean moves_data, uint32_t coll,
                        int64_t delta, double bytes, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase);
+/* A copy between device and host memory over the host link (activation and optimizer offload). */
+uint32_t mm__emit_host_copy(Lower *L, MmStreamId stream, MmOpWhat what, MmPhase phase, uint32_t unit, uint32_t micro,
+                            double bytes, const Deps *d);
 uint32_t mm__emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundary, uint32_t micro, int64_t delta,
                       double bytes, const Deps *d, uint32_t unit);
 

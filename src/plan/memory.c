@@ -92,7 +92,7 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       }
       um->parts.gradients += grads;
       const double opt = params * mm_plan_optimizer_bytes(bs->optimizer, b) / z;
-      /* offload: the states and master weights live in host memory (ZeRO-Offload, FSDP CPUOffload) */
+      /* offload: the states and master weights live in host memory (ZeRO-Offload) */
       if (mm_plan_offloaded(s, bi)) um->host += opt;
       else um->parts.optimizer += opt;
     }

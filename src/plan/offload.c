@@ -35,11 +35,6 @@ double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u)
 
 uint32_t mm__emit_offload_copy(Lower *L, uint32_t u, uint32_t micro, gboolean reload, const Deps *d)
 {
-  const double bytes = mm__unit_act_bytes(L->s, L->g, u);
-  MmCommCost cost = {.n_use = 1, .link = {L->links->host}, .bytes = {bytes}};
-  const MmOpInfo info = {
-    .what = MM_OP_COPY, .phase = (uint8_t)(reload ? MM_PHASE_BWD : MM_PHASE_FWD), .unit = u, .micro = micro,
-    .first_layer = NONE, .last_layer = NONE, .bytes = bytes, .time_s = bytes / L->links->bw_Bps[L->links->host],
-  };
-  return mm__emit(L, reload ? MM_STREAM_OFFLOAD_H2D : MM_STREAM_OFFLOAD_D2H, d, &info, &cost, MM_NO_COLL, 0, 0, 0);
+  return mm__emit_host_copy(L, reload ? MM_STREAM_OFFLOAD_H2D : MM_STREAM_OFFLOAD_D2H, MM_OP_COPY,
+                            reload ? MM_PHASE_BWD : MM_PHASE_FWD, u, micro, mm__unit_act_bytes(L->s, L->g, u), d);
 }
