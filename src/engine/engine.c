@@ -178,6 +178,15 @@ G_ALWAYS_INLINE static inline Event queue_pop(MmEngine *e)
     QueuedEvent *q = &e->qev[id];
     ev = (Event){bk->t, q->key};
     bk->head = q->next;
+    if (G_LIKELY(bk->head != NONE)) {
+      /* Two pops ahead: the next event's entry was fetched by the pop before this one; fetch
+       * its stream and the entry after it now. A bucket's list runs through the pool in no
+       * address order, and in a 65,536-GPU per-device run this pop's load of q->key was 18%
+       * of the wall time, the stream's 2% (perf). */
+      const QueuedEvent *q1 = &e->qev[bk->head];
+      __builtin_prefetch(&e->streams[q1->key & (MM__MAX_STREAMS - 1)]);
+      if (q1->next != NONE) __builtin_prefetch(&e->qev[q1->next]);
+    }
     q->next = e->qev_free;
     e->qev_free = id;
     if (G_UNLIKELY(bk->head == NONE)) bucket_close(e, b, ev.t); /* the bucket is over */
