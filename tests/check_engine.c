@@ -577,10 +577,14 @@ END_TEST
 /* The event queue against a reference: 10,000 pushes of times drawn from a small range (many
  * equal) interleaved with pops; it must pop in (t, seq) order. Pending times share the queue's
  * slots, so a time sometimes gets a second bucket: that happens here (checked, so the path is
- * tested), and there are never fewer buckets than pending times nor more than pending events. */
+ * tested), and there are never fewer buckets than pending times nor more than pending events.
+ * With times from a range of 4 (_i >= 2) a bucket holds more events than one chunk, and pops
+ * and pushes meet inside its chunks (checked). */
 START_TEST(test_queue_order_and_buckets)
 {
-  const gboolean bucketed = _i; /* both kinds of queue */
+  const gboolean bucketed = _i & 1; /* both kinds of queue */
+  const int32_t range = _i >= 2 ? 4 : 2000;
+  uint32_t most = 0; /* the most pending events of one time */
   enum { STREAMS = 64, PUSHES = 10000 };
   g_autofree MmEngineOp *ops = g_new0(MmEngineOp, STREAMS);
   g_autofree MmTime *dur = g_new0(MmTime, STREAMS);
@@ -599,7 +603,7 @@ START_TEST(test_queue_order_and_buckets)
   gboolean shared = FALSE;
   for (uint32_t i = 0; i < PUSHES || ref->len > 0;) {
     if (i < PUSHES && (ref->len == 0 || g_rand_int_range(rng, 0, 2) > 0)) {
-      const MmTime t = e->now + (MmTime)g_rand_int_range(rng, 0, 2000);
+      const MmTime t = e->now + (MmTime)g_rand_int_range(rng, 0, range);
       const uint32_t si = g_rand_int_range(rng, 0, STREAMS);
       mm__queue_push(e, t, si);
       const Event want = {t, e->streams[si].live};
@@ -619,6 +623,10 @@ START_TEST(test_queue_order_and_buckets)
     }
     g_hash_table_remove_all(times);
     for (guint k = 0; k < ref->len; k++) g_hash_table_add(times, &g_array_index(ref, Event, k).t);
+    for (guint k = 0, n = 0; range == 4 && k < ref->len; k++, most = MAX(most, n)) {
+      n = 0;
+      for (guint j = 0; j < ref->len; j++) n += g_array_index(ref, Event, j).t == g_array_index(ref, Event, k).t;
+    }
     if (bucketed) {
       ck_assert_uint_ge(e->n_bk, g_hash_table_size(times));
       ck_assert_uint_le(e->n_bk, ref->len);
@@ -626,7 +634,8 @@ START_TEST(test_queue_order_and_buckets)
     }
     ck_assert_uint_eq(e->queued, ref->len);
   }
-  ck_assert_msg(shared || !bucketed, "no time ever had two buckets: the shared-slot path went untested");
+  ck_assert_msg(shared || !bucketed || range == 4, "no time ever had two buckets: the shared-slot path went untested");
+  ck_assert_msg(range != 4 || most > 2 * MM__CHUNK_KEYS, "no time held more than two chunks of events (%u)", most);
 }
 END_TEST
 
@@ -669,7 +678,7 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_arithmetic_groups_equal_listed);
   tcase_add_test(tc, test_inconsistent_groups_are_listed);
   tcase_add_loop_test(tc, test_queue_many_pending_times, 0, 2);
-  tcase_add_loop_test(tc, test_queue_order_and_buckets, 0, 2);
+  tcase_add_loop_test(tc, test_queue_order_and_buckets, 0, 4);
   tcase_add_test(tc, test_entity_bound_does_not_wrap);
   tcase_add_test(tc, test_deadlock_is_reported);
   tcase_add_test(tc, test_invalid_program);

@@ -16,8 +16,8 @@ void mm__queue_init(MmEngine *e, uint32_t events)
 {
   e->eheap_cap = 64;
   e->eheap = g_new(Event, e->eheap_cap);
-  e->qev_cap = MAX(64u, events);
-  e->qev = g_new(QueuedEvent, e->qev_cap);
+  e->chunk_cap = MAX(64u, events / MM__CHUNK_KEYS + 64u);
+  e->chunk = g_new(QueueChunk, e->chunk_cap);
   e->bk_cap = 64;
   e->bk = g_new(Bucket, e->bk_cap);
   e->theap = g_new(uint32_t, e->bk_cap);
@@ -28,7 +28,7 @@ void mm__queue_init(MmEngine *e, uint32_t events)
 void mm__queue_free(MmEngine *e)
 {
   g_free(e->eheap);
-  g_free(e->qev);
+  g_free(e->chunk);
   g_free(e->bk);
   g_free(e->theap);
   g_free(e->hslot);
@@ -39,8 +39,8 @@ void mm__queue_reset(MmEngine *e)
   e->queued = e->n_bk = e->eheap_len = 0;
   e->popped = (Event){0, MM__NO_EVENT};
   if (!e->bucketed) return; /* the buckets' free lists and slots: only where they are used */
-  for (uint32_t i = 0; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
-  e->qev_free = 0;
+  for (uint32_t i = 0; i < e->chunk_cap; i++) e->chunk[i].next = i + 1 < e->chunk_cap ? i + 1 : NONE;
+  e->chunk_free = 0;
   for (uint32_t b = 0; b < e->bk_cap; b++) e->bk[b].head = b + 1 < e->bk_cap ? b + 1 : NONE;
   e->bk_free = 0;
   memset(e->hslot, 0xff, sizeof(uint32_t) * (e->hmask + 1));
@@ -93,7 +93,7 @@ static uint32_t bucket_new(MmEngine *e, MmTime t, uint64_t key)
   }
   const uint32_t b = e->bk_free;
   e->bk_free = e->bk[b].head;
-  e->bk[b] = (Bucket){t, key, NONE, NONE};
+  e->bk[b] = (Bucket){t, key, NONE, NONE, 0};
   e->hslot[mm__time_slot(e, t)] = b;
   theap_push(e, b);
   return b;
@@ -134,22 +134,40 @@ G_ALWAYS_INLINE static inline Event eheap_pop(MmEngine *e)
 }
 
 /* The out-of-line parts of mm__queue_push (internal.h) and queue_pop: the heap of events, a
- * full event pool, a new bucket, a bucket that is over. */
+ * full chunk, a new bucket, a bucket that is over. */
 void mm__queue_heap_push(MmEngine *e, MmTime t, uint64_t key) { eheap_push(e, (Event){t, key}); }
 
-uint32_t mm__queue_grow(MmEngine *e)
+/* A free chunk, empty, the last of its bucket; the pool doubles when none is free (the
+ * chunks move: callers take pointers after this). */
+static uint32_t chunk_take(MmEngine *e)
 {
-  const uint32_t old = e->qev_cap;
-  e->qev_cap *= 2;
-  e->qev = g_renew(QueuedEvent, e->qev, e->qev_cap);
-  for (uint32_t i = old; i < e->qev_cap; i++) e->qev[i].next = i + 1 < e->qev_cap ? i + 1 : NONE;
-  e->qev_free = old;
-  return old;
+  if (G_UNLIKELY(e->chunk_free == NONE)) {
+    const uint32_t old = e->chunk_cap;
+    e->chunk_cap *= 2;
+    e->chunk = g_renew(QueueChunk, e->chunk, e->chunk_cap);
+    for (uint32_t i = old; i < e->chunk_cap; i++) e->chunk[i].next = i + 1 < e->chunk_cap ? i + 1 : NONE;
+    e->chunk_free = old;
+  }
+  const uint32_t id = e->chunk_free;
+  e->chunk_free = e->chunk[id].next;
+  e->chunk[id].next = NONE;
+  e->chunk[id].n = 0;
+  return id;
 }
 
-void mm__queue_open(MmEngine *e, MmTime t, uint64_t key, uint32_t id)
+QueueChunk *mm__queue_append(MmEngine *e, uint32_t b)
 {
-  const uint32_t b = bucket_new(e, t, key);
+  const uint32_t id = chunk_take(e);
+  e->chunk[e->bk[b].tail].next = id;
+  e->bk[b].tail = id;
+  return &e->chunk[id];
+}
+
+void mm__queue_open(MmEngine *e, MmTime t, uint64_t key)
+{
+  const uint32_t b = bucket_new(e, t, key), id = chunk_take(e);
+  e->chunk[id].key[0] = key;
+  e->chunk[id].n = 1;
   e->bk[b].head = e->bk[b].tail = id;
 }
 
@@ -174,22 +192,23 @@ G_ALWAYS_INLINE static inline Event queue_pop(MmEngine *e)
   } else {
     const uint32_t b = e->theap[0];
     Bucket *bk = &e->bk[b];
-    const uint32_t id = bk->head;
-    QueuedEvent *q = &e->qev[id];
-    ev = (Event){bk->t, q->key};
-    bk->head = q->next;
-    if (G_LIKELY(bk->head != NONE)) {
-      /* Two pops ahead: the next event's entry was fetched by the pop before this one; fetch
-       * its stream and the entry after it now. A bucket's list runs through the pool in no
-       * address order, and in a 65,536-GPU per-device run this pop's load of q->key was 18%
-       * of the wall time, the stream's 2% (perf). */
-      const QueuedEvent *q1 = &e->qev[bk->head];
-      __builtin_prefetch(&e->streams[q1->key & (MM__MAX_STREAMS - 1)]);
-      if (q1->next != NONE) __builtin_prefetch(&e->qev[q1->next]);
+    QueueChunk *ch = &e->chunk[bk->head];
+    const uint32_t p = bk->pos++;
+    ev = (Event){bk->t, ch->key[p]};
+    /* the stream of the event three pops on (this pop's costs 8% of a 65,536-GPU run where it
+     * is not fetched early), and the bucket's next chunk from half-way through this one */
+    if (p + 3 < ch->n) __builtin_prefetch(&e->streams[ch->key[p + 3] & (MM__MAX_STREAMS - 1)]);
+    if (p == MM__CHUNK_KEYS / 2 && ch->next != NONE) {
+      __builtin_prefetch(&e->chunk[ch->next]);
+      __builtin_prefetch((const char *)&e->chunk[ch->next] + 64);
     }
-    q->next = e->qev_free;
-    e->qev_free = id;
-    if (G_UNLIKELY(bk->head == NONE)) bucket_close(e, b, ev.t); /* the bucket is over */
+    if (bk->pos == ch->n) { /* the chunk is read: the bucket's last (over), or a full one before others */
+      const uint32_t id = bk->head;
+      if (ch->next == NONE) bucket_close(e, b, ev.t);
+      else bk->head = ch->next, bk->pos = 0;
+      ch->next = e->chunk_free;
+      e->chunk_free = id;
+    }
   }
 #ifndef NDEBUG /* the order is total: (t, seq) strictly increases (checked in debug builds: it is per event) */
   g_assert(ev_less(&e->popped, &ev) || e->popped.key == MM__NO_EVENT);
