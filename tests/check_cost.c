@@ -364,6 +364,67 @@ START_TEST(test_eager_attention_serial)
 }
 END_TEST
 
+/* The shipped A100 (hardware/devices/a100-80gb.json, torch.bmm measurements of Anthony et al.
+ * 2024): a Megatron-LM-like eager kernel, 2048 tokens, head width 128, 192 heads x sequences, fp16,
+ * is timed by the eager points of its pass, below the GEMM scalar, and takes longer than the one
+ * roofline kernel madmax priced it as before. */
+START_TEST(test_a100_eager_attention)
+{
+  g_autofree char *p = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
+  ck_assert_msg(hw != NULL, "%s", error ? error->message : "");
+  const MmDevice *dev = &hw->device;
+  const double s = 2048, d = 128, b = 192, e = 2, scores = b * s * s * e, qkvo = 4 * s * b * d * e;
+  for (int dt = 0; dt < 2; dt++)
+    for (int bwd = 0; bwd < 2; bwd++) {
+      MmKernel k = kern(MM_KERNEL_ATTENTION, dt ? MM_DTYPE_BF16 : MM_DTYPE_FP16, s, s, d, b);
+      k.bwd = bwd;
+      const double mm = 4 * s * s * d * b, sm = 5 * s * s * b;
+      const double flops = bwd ? 2 * mm + 2 * sm : mm + sm;
+      const double bytes = (bwd ? 2 * qkvo + 8 * scores : qkvo + 6 * scores) + b * s * s;
+      MmCostWhy why;
+      const double t = mm_cost_kernel_s(dev, &k, flops, bytes, &why);
+      ck_assert_msg(why.compute.curve != NULL, "%s %s: not covered", mm_dtype_names[k.dtype], bwd ? "bwd" : "fwd");
+      const MmEffPoint *pt = &why.compute.curve->points[why.compute.point];
+      ck_assert(pt->eager && pt->bwd == k.bwd && pt->k == d && pt->m == s);
+      ck_assert(why.compute.util < dev->util_gemm.value);
+      ck_assert(why.serial);
+      const double before = old_roofline(hw, k.dtype, flops, bytes);
+      ck_assert_msg(t > before, "%.6g s, before %.6g s", t, before);
+    }
+  /* describe: Megatron-LM 7.5B at TP 4 on 16 nodes (8 heads x 16 sequences per call) names the eager
+   * point and a serial bound, forward and backward */
+  g_autofree char *mp = mm_test_src("models/megatron-gpt-7.5b.json");
+  g_autofree char *cp = mm_test_src("configs/validation/megatron-tp4.json");
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  ck_assert(m && c && mm_hardware_set_nodes(hw, 16, &error));
+  g_autoptr(MmScenario) sc = mm_scenario_new(m, hw, c, NULL, &error);
+  ck_assert_msg(sc != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autoptr(cJSON) doc = mm_report_describe_json(g, NULL, sc, NULL);
+  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers");
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(layers, 1), "ops");
+  const cJSON *core = NULL;
+  for (const cJSON *op = ops ? ops->child : NULL; op && !core; op = op->next)
+    if (g_strcmp0(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "role")), "attn_core") == 0) core = op;
+  ck_assert_ptr_nonnull(core);
+  static const char *const parts[] = {"kernel_per_device", "kernel_per_device_bwd"};
+  for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
+    const cJSON *kp = cJSON_GetObjectItemCaseSensitive(core, parts[i]);
+    ck_assert_msg(kp != NULL, "no %s", parts[i]);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kp, "bound")), "serial");
+    const cJSON *ce = cJSON_GetObjectItemCaseSensitive(kp, "compute_efficiency");
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(ce, "point");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pt, "eager")));
+    const cJSON *se = cJSON_GetObjectItemCaseSensitive(kp, "serial");
+    ck_assert(cJSON_GetObjectItemCaseSensitive(se, "gemm_s")->valuedouble > 0 &&
+              cJSON_GetObjectItemCaseSensitive(se, "passes_s")->valuedouble > 0);
+  }
+}
+END_TEST
+
 /* The graph marks flash, causal and the backward pass on attention kernels: a causal flash
  * block over a whole sequence, its backward part, and not an eager block or a decode step. */
 START_TEST(test_attention_descriptor_flags)
@@ -872,6 +933,7 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_attention_pass_and_mask);
   tcase_add_test(tc, test_eager_points_match_eager_kernels);
   tcase_add_test(tc, test_eager_attention_serial);
+  tcase_add_test(tc, test_a100_eager_attention);
   tcase_add_test(tc, test_attention_descriptor_flags);
   tcase_add_test(tc, test_h100_attention_published);
   tcase_add_test(tc, test_describe_attention_backward);
