@@ -49,7 +49,8 @@ static double old_roofline(const MmHardware *hw, MmDtype dtype, double flops, do
   return MAX(tc, tm);
 }
 
-/* Without curves the time is the plan's roofline, to the last bit, for every kind. */
+/* Without curves the time is the plan's roofline, to the last bit, for every kind (attention as
+ * flash kernels: eager attention is priced as kernels in sequence, test_eager_attention_serial). */
 START_TEST(test_scalar_is_the_roofline)
 {
   g_autofree char *p = mm_test_src("hardware/dgx-h200-8.json");
@@ -63,6 +64,7 @@ START_TEST(test_scalar_is_the_roofline)
   for (int i = 0; i < 2000; i++) {
     MmKernel k = kern((MmKernelKind)(i % MM_KERNEL_KIND_COUNT), dtypes[i % 4], g_rand_double_range(r, 1, 1e5),
                       g_rand_double_range(r, 1, 1e5), g_rand_double_range(r, 1, 1e5), 1 + i % 3);
+    k.flash = k.kind == MM_KERNEL_ATTENTION;
     double flops = i % 7 == 0 ? 0 : pow(10, g_rand_double_range(r, 3, 16));
     double bytes = i % 5 == 0 ? 0 : pow(10, g_rand_double_range(r, 2, 12));
     MmCostWhy why;
@@ -258,6 +260,168 @@ START_TEST(test_attention_pass_and_mask)
   g_autofree char *text = mm_cost_factor_text(&why.compute);
   ck_assert_str_eq(text, "curve attention.bf16 (paper) at m=1024 n=1024 k=128 batch=16 bwd causal: 0.3");
   mm_device_clear(&dev);
+}
+END_TEST
+
+/* Eager attention: a curve with an eager and a flash point of each shape. An eager kernel takes only
+ * the eager points, a flash kernel only the others; a curve of eager points alone covers no flash
+ * kernel and one of flash points alone no eager kernel (the existing test above). */
+#define EAGER_CURVE                                                                                          \
+  "\"attention\":{\"bf16\":{\"provenance\":\"measurement\",\"source\":\"test\",\"points\":["           \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.6},"                                           \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.25,\"eager\":true},"                          \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.5,\"pass\":\"bwd\"},"                          \
+  "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.3,\"pass\":\"bwd\",\"eager\":true}]}}"
+
+START_TEST(test_eager_points_match_eager_kernels)
+{
+  MmDevice dev;
+  load_device("{" EAGER_CURVE "}", &dev);
+  const MmEffCurve *c = dev.compute_eff[MM_KERNEL_ATTENTION][MM_DTYPE_BF16];
+  ck_assert_uint_eq(c->n_points, 4); /* an eager and a flash point of one shape and pass are no duplicates */
+  static const struct {
+    gboolean flash, bwd;
+    int point;
+  } rows[] = {{TRUE, FALSE, 0}, {FALSE, FALSE, 1}, {TRUE, TRUE, 2}, {FALSE, TRUE, 3}};
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
+    k.flash = rows[i].flash, k.bwd = rows[i].bwd;
+    MmCostWhy why;
+    mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+    ck_assert_msg(why.compute.curve == c && why.compute.point == rows[i].point, "row %u: point %d", i,
+                  why.compute.point);
+    ck_assert(c->points[why.compute.point].eager == !rows[i].flash);
+    ck_assert(why.serial == !rows[i].flash);
+  }
+  mm_device_clear(&dev);
+  /* eager points alone: a flash kernel of their very shape is outside */
+  load_device("{\"attention\":{\"bf16\":{\"provenance\":\"measurement\",\"points\":["
+              "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.25,\"eager\":true}]}}}",
+              &dev);
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
+  k.flash = TRUE;
+  MmCostWhy why;
+  double t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  ck_assert(why.compute.outside != NULL && t == 1e12 / (300e12 * 0.7));
+  k.flash = FALSE;
+  mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  ck_assert(why.compute.curve != NULL && why.compute.util == 0.25);
+  g_autofree char *text = mm_cost_factor_text(&why.compute);
+  ck_assert_str_eq(text, "curve attention.bf16 (measurement) at m=1024 n=1024 k=128 batch=16 eager: 0.25");
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* An eager call is its batched GEMMs, then its memory passes: time = the GEMMs' time + the bytes
+ * the GEMMs do not move themselves at HBM bandwidth. The GEMMs move, forward, the scores (QK^T
+ * writes them) and probabilities (AV reads them), 2 passes over the m x n x batch matrix, and Q,
+ * K, V, O; backward 3 passes (dP written, P and dS read) and Q, K, V, O-sized operands twice. Here
+ * 1024 queries and keys, head width 128, 16 heads, bf16 (2 bytes), as attention() in graph.c
+ * counts them: 4 score passes forward (6 backward) + 2 dropout passes and a 1-byte mask. */
+START_TEST(test_eager_attention_serial)
+{
+  MmDevice dev;
+  load_device("{" EAGER_CURVE "}", &dev);
+  const double s = 1024, d = 128, a = 16, e = 2, scores = a * s * s * e, mask = a * s * s;
+  const double qkvo = 4 * s * a * d * e;
+  const double bw = 2000e9 * 0.8; /* hbm_bw x utilization.hbm of the test device */
+  for (int bwd = 0; bwd < 2; bwd++) {
+    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, d, a);
+    k.bwd = bwd;
+    const double mm = 4 * s * s * d * a, sm = 5 * s * s * a;
+    const double flops = bwd ? 2 * mm + 2 * sm : mm + sm;
+    const double bytes = bwd ? 2 * qkvo + 6 * scores + 2 * scores + mask : qkvo + 4 * scores + 2 * scores + mask;
+    const double io = bwd ? 3 * scores + 2 * qkvo : 2 * scores + qkvo;
+    const double gemm_s = flops / (300e12 * (bwd ? 0.3 : 0.25)); /* the eager point */
+    ck_assert(gemm_s > io / bw);                                 /* the GEMMs are compute-bound */
+    const double want = gemm_s + (bytes - io) / bw;
+    MmCostWhy why;
+    const double t = mm_cost_kernel_s(&dev, &k, flops, bytes, &why);
+    ck_assert_msg(fabs(t / want - 1) < 1e-12, "%s: %.17g s, expected %.17g s", bwd ? "bwd" : "fwd", t, want);
+    ck_assert(why.serial && why.passes_s > 0);
+    ck_assert(t > MAX(gemm_s, bytes / bw)); /* more than the roofline of one kernel */
+    /* a flash kernel of the same shape and work: the roofline, at the flash point */
+    k.flash = TRUE;
+    const double tf = mm_cost_kernel_s(&dev, &k, flops, bytes, &why);
+    ck_assert(!why.serial && tf == MAX(flops / (300e12 * (bwd ? 0.5 : 0.6)), bytes / bw));
+  }
+  mm_device_clear(&dev);
+  /* no curve: the scalar prices the GEMMs, whose own bytes may then bound them (head width 64:
+   * 4 d s^2 FLOPs against 2 s^2 x 2 bytes of scores per head) */
+  load_device("", &dev);
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, 64, a);
+  const double flops = 4 * s * s * 64 * a + 5 * s * s * a, q = 4 * s * a * 64 * e;
+  const double bytes = q + 4 * scores, io = 2 * scores + q;
+  const double gemm_s = MAX(flops / (300e12 * 0.7), io / bw);
+  ck_assert(io / bw > flops / (300e12 * 0.7));
+  MmCostWhy why;
+  const double t = mm_cost_kernel_s(&dev, &k, flops, bytes, &why);
+  ck_assert_double_eq_tol(t / (gemm_s + (bytes - io) / bw), 1.0, 1e-12);
+  ck_assert(why.serial && why.compute.curve == NULL);
+  /* no bytes: the GEMMs' compute time alone */
+  ck_assert(mm_cost_kernel_s(&dev, &k, flops, 0, &why) == flops / (300e12 * 0.7));
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* The shipped A100 (hardware/devices/a100-80gb.json, torch.bmm measurements of Anthony et al.
+ * 2024): a Megatron-LM-like eager kernel, 2048 tokens, head width 128, 192 heads x sequences, fp16,
+ * is timed by the eager points of its pass, below the GEMM scalar, and takes longer than the one
+ * roofline kernel madmax priced it as before. */
+START_TEST(test_a100_eager_attention)
+{
+  g_autofree char *p = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
+  ck_assert_msg(hw != NULL, "%s", error ? error->message : "");
+  const MmDevice *dev = &hw->device;
+  const double s = 2048, d = 128, b = 192, e = 2, scores = b * s * s * e, qkvo = 4 * s * b * d * e;
+  for (int dt = 0; dt < 2; dt++)
+    for (int bwd = 0; bwd < 2; bwd++) {
+      MmKernel k = kern(MM_KERNEL_ATTENTION, dt ? MM_DTYPE_BF16 : MM_DTYPE_FP16, s, s, d, b);
+      k.bwd = bwd;
+      const double mm = 4 * s * s * d * b, sm = 5 * s * s * b;
+      const double flops = bwd ? 2 * mm + 2 * sm : mm + sm;
+      const double bytes = (bwd ? 2 * qkvo + 8 * scores : qkvo + 6 * scores) + b * s * s;
+      MmCostWhy why;
+      const double t = mm_cost_kernel_s(dev, &k, flops, bytes, &why);
+      ck_assert_msg(why.compute.curve != NULL, "%s %s: not covered", mm_dtype_names[k.dtype], bwd ? "bwd" : "fwd");
+      const MmEffPoint *pt = &why.compute.curve->points[why.compute.point];
+      ck_assert(pt->eager && pt->bwd == k.bwd && pt->k == d && pt->m == s);
+      ck_assert(why.compute.util < dev->util_gemm.value);
+      ck_assert(why.serial);
+      const double before = old_roofline(hw, k.dtype, flops, bytes);
+      ck_assert_msg(t > before, "%.6g s, before %.6g s", t, before);
+    }
+  /* describe: Megatron-LM 7.5B at TP 4 on 16 nodes (8 heads x 16 sequences per call) names the eager
+   * point and a serial bound, forward and backward */
+  g_autofree char *mp = mm_test_src("models/megatron-gpt-7.5b.json");
+  g_autofree char *cp = mm_test_src("configs/validation/megatron-tp4.json");
+  g_autoptr(MmModel) m = mm_model_load(mp, &error);
+  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
+  ck_assert(m && c && mm_hardware_set_nodes(hw, 16, &error));
+  g_autoptr(MmScenario) sc = mm_scenario_new(m, hw, c, NULL, &error);
+  ck_assert_msg(sc != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraph) g = mm_graph_new(m);
+  g_autoptr(cJSON) doc = mm_report_describe_json(g, NULL, sc, NULL);
+  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers");
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(layers, 1), "ops");
+  const cJSON *core = NULL;
+  for (const cJSON *op = ops ? ops->child : NULL; op && !core; op = op->next)
+    if (g_strcmp0(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "role")), "attn_core") == 0) core = op;
+  ck_assert_ptr_nonnull(core);
+  static const char *const parts[] = {"kernel_per_device", "kernel_per_device_bwd"};
+  for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
+    const cJSON *kp = cJSON_GetObjectItemCaseSensitive(core, parts[i]);
+    ck_assert_msg(kp != NULL, "no %s", parts[i]);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kp, "bound")), "serial");
+    const cJSON *ce = cJSON_GetObjectItemCaseSensitive(kp, "compute_efficiency");
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(ce, "point");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pt, "eager")));
+    const cJSON *se = cJSON_GetObjectItemCaseSensitive(kp, "serial");
+    ck_assert(cJSON_GetObjectItemCaseSensitive(se, "gemm_s")->valuedouble > 0 &&
+              cJSON_GetObjectItemCaseSensitive(se, "passes_s")->valuedouble > 0);
+  }
 }
 END_TEST
 
@@ -464,6 +628,22 @@ static const BadCurve bad_curves[] = {
    "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
    "\"pass\":\"bwd\",\"causal\":true},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6,\"causal\":true,\"pass\":\"bwd\"}]}}}",
    MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[1]"},
+  {"eager and causal",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5},"
+   "{\"m\":2,\"n\":2,\"k\":1,\"util\":0.5,\"eager\":true,\"causal\":true}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[1]"},
+  {"an eager gemm point",
+   "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"eager\":true}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemm.bf16.points[0]"},
+  {"eager not a boolean",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"eager\":\"yes\"}]}}}",
+   MM_CONFIG_ERROR_TYPE, "$.efficiency.attention.bf16.points[0].eager"},
+  {"the same eager shape and pass twice",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"eager\":true},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6,\"eager\":true}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[2]"},
   {"unknown memory kind", "{\"hbm\":{\"norm\":{}}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency.hbm"},
   {"memory points out of order",
    "{\"hbm\":{\"lookup\":{\"provenance\":\"paper\",\"points\":[{\"bytes\":1e6,\"util\":0.5},{\"bytes\":1e3,\"util\":0.3}]}}}",
@@ -659,7 +839,7 @@ static const cJSON *item(const cJSON *o, const char *key)
  * covers the QKV projection, that curve; the rest, the scalars. */
 START_TEST(test_describe_shows_factors)
 {
-  /* the A100 device with a bf16 GEMM curve around the QKV projection of one device of TP 8 */
+  /* the A100 device with (only) a bf16 GEMM curve around the QKV projection of one device of TP 8 */
   g_autofree char *devsrc = mm_test_src("hardware/devices/a100-80gb.json");
   g_autofree char *devtext = NULL;
   ck_assert(g_file_get_contents(devsrc, &devtext, NULL, NULL));
@@ -667,6 +847,7 @@ START_TEST(test_describe_shows_factors)
   cJSON *eff = cJSON_Parse("{\"gemm\":{\"bf16\":{\"provenance\":\"calibration\",\"source\":\"test\",\"points\":["
                            "{\"m\":16384,\"n\":1024,\"k\":8192,\"util\":0.61},"
                            "{\"m\":65536,\"n\":2048,\"k\":8192,\"util\":0.66}]}}}");
+  cJSON_DeleteItemFromObjectCaseSensitive(dj, "efficiency"); /* the shipped eager attention curves: not here */
   cJSON_AddItemToObject(dj, "efficiency", eff);
   g_autofree char *devout = cJSON_Print(dj);
   g_autofree char *devpath = mm_test_write("a100-curves.json", devout);
@@ -750,6 +931,9 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_outside_the_curve_falls_back);
   tcase_add_test(tc, test_memory_curve);
   tcase_add_test(tc, test_attention_pass_and_mask);
+  tcase_add_test(tc, test_eager_points_match_eager_kernels);
+  tcase_add_test(tc, test_eager_attention_serial);
+  tcase_add_test(tc, test_a100_eager_attention);
   tcase_add_test(tc, test_attention_descriptor_flags);
   tcase_add_test(tc, test_h100_attention_published);
   tcase_add_test(tc, test_describe_attention_backward);

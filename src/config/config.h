@@ -235,10 +235,13 @@ typedef struct {
   double bytes;
   double util; /* achieved / peak */
   /* attention points only: the kernel measured is the backward pass (dQ, dK, dV with the
-   * recomputation of the scores) and / or runs under a causal mask (masked blocks skipped). A
-   * point matches only kernels of the same pass and mask (src/cost); other kinds' kernels are
-   * forward and unmasked. bwd holds the "pass" key's index in mm_kernel_pass_names (fwd 0, bwd 1). */
-  gboolean bwd, causal;
+   * recomputation of the scores) and / or runs under a causal mask (masked blocks skipped), and
+   * eager: it times eager attention's batched GEMMs (cuBLAS bmm: QK^T and AV; backward dP, dV,
+   * dQ, dK), never under a causal mask (eager kernels compute the whole matrix and mask it). A
+   * point matches only kernels of the same pass, mask and kind of kernel (src/cost); other kinds'
+   * kernels are forward and unmasked. bwd holds the "pass" key's index in mm_kernel_pass_names
+   * (fwd 0, bwd 1). */
+  gboolean bwd, causal, eager;
 } MmEffPoint;
 
 extern const char *const mm_kernel_pass_names[]; /* NULL-terminated: "fwd", "bwd" */

@@ -112,6 +112,11 @@ static const MmField compute_point_fields[] = {
   {"causal", MM_F_BOOL, FALSE, 0, 0, 0, NULL, PT(causal), NULL,
    "attention curves: measured under a causal mask over the whole sequence; a point times only kernels of "
    "its mask (flash kernels of causal blocks with as many queries as keys)"},
+  {"eager", MM_F_BOOL, FALSE, 0, 0, 0, NULL, PT(eager), NULL,
+   "attention curves: the point times eager attention's batched GEMMs (cuBLAS bmm: QK^T and AV forward; dP, "
+   "dV, dQ and dK backward), whose FLOPs it counts as the kernel's (the softmax's included); the softmax, mask "
+   "and dropout passes are priced at HBM bandwidth beside them, one after another. A point times only eager "
+   "kernels if set, only flash kernels if not; never with causal (eager kernels compute the whole matrix)"},
   MM_FIELDS_END,
 };
 
@@ -359,7 +364,7 @@ static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *
     for (guint j = 0; compute && j < c->n_points; j++) {
       const MmEffPoint *q = &c->points[j];
       if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch && q->bwd == p->bwd &&
-          q->causal == p->causal) {
+          q->causal == p->causal && q->eager == p->eager) {
         mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip, "the same shape as %s[%u]", pp, j);
         return FALSE;
       }
@@ -405,14 +410,22 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
       MmEffCurve *c = out->compute_eff[k][d] = g_new0(MmEffCurve, 1);
       c->name = g_strdup_printf("%s.%s", mm_kernel_kind_names[k], mm_dtype_names[d]);
       if (!parse_curve(ctx, cj, cp, TRUE, c, error)) return FALSE;
-      for (guint i = 0; k != MM_KERNEL_ATTENTION && i < c->n_points; i++)
-        if (c->points[i].bwd || c->points[i].causal) {
-          g_autofree char *ip = g_strdup_printf("%s.points[%u]", cp, i);
+      for (guint i = 0; i < c->n_points; i++) {
+        const MmEffPoint *p = &c->points[i];
+        g_autofree char *ip = g_strdup_printf("%s.points[%u]", cp, i);
+        if (k != MM_KERNEL_ATTENTION && (p->bwd || p->causal || p->eager)) {
           mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
-                        "pass and causal describe attention kernels only; a %s point is forward and unmasked",
+                        "pass, causal and eager describe attention kernels only; a %s point is forward and unmasked",
                         mm_kernel_kind_names[k]);
           return FALSE;
         }
+        if (p->eager && p->causal) {
+          mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
+                        "eager and causal together; eager attention computes the whole score matrix and masks "
+                        "it, so an eager point carries no causal (expected one of the two)");
+          return FALSE;
+        }
+      }
     }
   }
   const cJSON *hbm = cJSON_GetObjectItemCaseSensitive(eff, "hbm");
@@ -540,9 +553,11 @@ void mm__device_write_schema(FILE *out)
                        "(`efficiency.KIND.DTYPE`) applies to kernels of that kind and dtype whose m, n, k and "
                        "batch each lie within the range its points span: the utilization of the nearest point "
                        "in log space (squared distance over log2 m, n, k, batch; the first listed wins a tie). "
-                       "Attention points also name their pass (`fwd`, `bwd`) and mask (`causal`): only points "
-                       "of a kernel's own pass and mask count, for coverage and for the nearest, and eager "
-                       "(non-flash) attention takes none. "
+                       "Attention points also name their pass (`fwd`, `bwd`), mask (`causal`) and kind of kernel "
+                       "(`eager`: separate batched GEMMs, else a flash kernel): only points of a kernel's own "
+                       "pass, mask and kind count, for coverage and for the nearest. An eager kernel's time is "
+                       "its GEMMs' (the point's, or the scalar's roofline) plus its softmax, mask and dropout "
+                       "passes at HBM bandwidth, one after another (docs/MODEL.md). "
                        "A memory curve (`efficiency.hbm.KIND`) applies to calls whose HBM bytes lie within its "
                        "points: linear interpolation in log2 bytes. Outside a curve, or without one, the "
                        "`utilization` scalar applies. `madmax describe` shows which each kernel used.",

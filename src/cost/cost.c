@@ -11,13 +11,32 @@ static void shape_of(double m, double n, double k, double batch, double out[DIMS
   out[0] = m, out[1] = n, out[2] = k, out[3] = batch;
 }
 
-/* Whether point @p describes kernel @k's pass and mask: attention points name them (an eager
- * attention kernel, separate GEMMs and a softmax, matches no measured point); other kinds are
- * forward and unmasked. */
+/* Whether kernel @k is eager attention: separate batched GEMMs and softmax, mask and dropout
+ * passes, one after another (Megatron-LM 2021), rather than one flash kernel. */
+static gboolean eager(const MmKernel *k)
+{
+  return k->kind == MM_KERNEL_ATTENTION && !k->flash;
+}
+
+/* Whether point @p describes kernel @k's pass, mask and kind of kernel: attention points name
+ * them (an eager kernel takes only eager points, which time its batched GEMMs; a flash kernel
+ * only the others); other kinds are forward, unmasked and not eager (device.c rejects the keys). */
 static gboolean point_matches(const MmEffPoint *p, const MmKernel *k)
 {
-  if (k->kind == MM_KERNEL_ATTENTION && !k->flash) return FALSE;
-  return p->bwd == k->bwd && p->causal == k->causal;
+  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == k->causal;
+}
+
+/* The HBM bytes an eager attention call's batched GEMMs move themselves, which their measured
+ * times contain: forward, QK^T reads Q and K and writes the scores, AV reads the probabilities
+ * and V and writes O (2 passes over the m x n x batch matrix + Q, K, V, O); backward, dP = dO V^T
+ * writes dP, dV = P^T dO reads P, dQ = dS K and dK = dS^T Q read dS (3 passes, as graph.c counts
+ * them) + Q, K, V, O-sized operands twice (read Q, K, V, dO; write dQ, dK, dV). What remains of
+ * the call's bytes is the softmax, mask and dropout passes. */
+static double eager_gemm_bytes(const MmKernel *k)
+{
+  const double scores = k->m * k->n * k->batch * mm_dtype_bytes(k->dtype);
+  const double operands = mm_cost_fit_bytes(k->kind, k->dtype, k->m, k->n, k->k, k->batch);
+  return k->bwd ? 3.0 * scores + 2.0 * operands : 2.0 * scores + operands;
 }
 
 /* Compute curve: covers a kernel whose m, n, k and batch each lie within the range spanned by
@@ -132,8 +151,20 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   w.compute_s = flops > 0 ? flops / (peak(dev, k->dtype) * w.compute.util) : 0;
   w.memory_s = bytes > 0 ? bytes / (dev->hbm_bw_Bps * w.memory.util) : 0;
   w.memory_bound = w.memory_s > w.compute_s;
+  w.serial = eager(k);
+  w.gemm_io_s = w.passes_s = 0;
+  double t = MAX(w.compute_s, w.memory_s);
+  if (w.serial && bytes > 0) {
+    /* eager attention: the GEMMs (their roofline over the bytes they move themselves), then the
+     * softmax, mask and dropout passes over the rest; kernels in sequence add up */
+    const double io = MIN(bytes, eager_gemm_bytes(k));
+    w.gemm_io_s = io / (dev->hbm_bw_Bps * w.memory.util);
+    w.passes_s = (bytes - io) / (dev->hbm_bw_Bps * w.memory.util);
+    w.memory_bound = w.passes_s > MAX(w.compute_s, w.gemm_io_s);
+    t = MAX(w.compute_s, w.gemm_io_s) + w.passes_s;
+  }
   if (why) *why = w;
-  return MAX(w.compute_s, w.memory_s);
+  return t;
 }
 
 char *mm_cost_factor_text(const MmCostFactor *f)
@@ -143,8 +174,9 @@ char *mm_cost_factor_text(const MmCostFactor *f)
   if (f->curve) {
     const MmEffPoint *p = &f->curve->points[f->point];
     g_autofree char *at = p->bytes > 0 ? g_strdup_printf("bytes=%.6g", p->bytes)
-                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g%s%s", p->m, p->n, p->k,
-                                                         p->batch, p->bwd ? " bwd" : "", p->causal ? " causal" : "");
+                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g%s%s%s", p->m, p->n, p->k,
+                                                         p->batch, p->bwd ? " bwd" : "", p->causal ? " causal" : "",
+                                                         p->eager ? " eager" : "");
     return g_strdup_printf("curve %s (%s) %s %s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
                            p->bytes > 0 ? "from" : "at", at, f->util);
   }

@@ -22,8 +22,14 @@ typedef struct {
 /* Why a kernel takes the time it does: both factors, both times, which one bounds it. */
 typedef struct {
   MmCostFactor compute, memory;
-  double compute_s, memory_s;
-  gboolean memory_bound; /* memory_s > compute_s */
+  double compute_s, memory_s; /* the FLOPs at the compute util; all the bytes at the memory util */
+  /* eager attention (an attention kernel not flash): its batched GEMMs, then its softmax, mask and
+   * dropout passes, in sequence: time = max(compute_s, gemm_io_s) + passes_s, where gemm_io_s is
+   * the bytes the GEMMs move themselves and passes_s the rest, both at the memory util (0 for
+   * other kernels, and for an eager call without bytes) */
+  gboolean serial;
+  double gemm_io_s, passes_s;
+  gboolean memory_bound; /* memory_s > compute_s; serial: passes_s > max(compute_s, gemm_io_s) */
 } MmCostWhy;
 
 /* The operand bytes a compute fit charges kernel @k (one call): GEMM-like kinds
@@ -39,12 +45,17 @@ double mm_cost_fit_s(const MmDevice *dev, const MmEffFit *f, MmDtype dtype, doub
 /* Time of one call of kernel @k on device @dev: the roofline
  *   max(flops / (peak[dtype] x clock_derate x compute util), bytes / (hbm_bw x memory util))
  * where @flops are the executed FLOPs and @bytes the HBM bytes of the call on one device
- * (0: that side takes no time). The compute util is the device's curve for (kind, dtype)
+ * (0: that side takes no time). Eager attention (an attention kernel with flash FALSE) is
+ * separate kernels in sequence, so a sum: max(compute time, io / (hbm_bw x memory util)) +
+ * (bytes - io) / (hbm_bw x memory util), io the bytes its batched GEMMs move themselves (the
+ * score passes they read or write and Q, K, V, O; at most @bytes), the rest its softmax, mask and
+ * dropout passes (MmCostWhy.serial). The compute util is the device's curve for (kind, dtype)
  * where it covers the shape (nearest point in log space, see docs/SCHEMA.md "efficiency"; an
- * attention kernel only among the points of its pass and mask, none for eager attention),
- * else utilization.gemm; the memory util the device's hbm curve for the kind where it
- * covers @bytes (log-linear interpolation), else utilization.hbm. Without curves this is
- * bit for bit the roofline madmax always used. A calibration fit takes precedence: the
+ * attention kernel only among the points of its pass and mask, a flash kernel among the points
+ * not eager, an eager kernel among the eager ones), else utilization.gemm; the memory util
+ * the device's hbm curve for the kind where it covers @bytes (log-linear interpolation), else
+ * utilization.hbm. Without curves, and but for eager attention, this is bit for bit the
+ * roofline madmax always used. A calibration fit takes precedence: the
  * compute util is then flops / (peak x fit time of the call) (mm_cost_fit_s over the
  * kernel's operand bytes), its memory side bytes / (hbm_bw x the fit's memory_fraction); a
  * memory fit for the kind (or hbm.elementwise, for kinds without one) gives the memory util

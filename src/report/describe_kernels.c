@@ -68,11 +68,19 @@ static cJSON *factor_json(const MmCostFactor *f)
       cJSON_AddNumberToObject(po, "batch", p->batch);
       if (p->bwd) cJSON_AddStringToObject(po, "pass", mm_kernel_pass_names[1]);
       if (p->causal) cJSON_AddBoolToObject(po, "causal", TRUE);
+      if (p->eager) cJSON_AddBoolToObject(po, "eager", TRUE);
     }
     cJSON_AddNumberToObject(po, "util", p->util);
   }
   if (f->outside) cJSON_AddStringToObject(o, "outside_curve", f->outside->name);
   return o;
+}
+
+/* What bounds a kernel's time: "compute" or "memory" (the roofline's larger side), or "serial" for
+ * eager attention, whose GEMMs and memory passes run one after another (src/cost). */
+static const char *bound(const MmCostWhy *why)
+{
+  return why->serial ? "serial" : why->memory_bound ? "memory" : "compute";
 }
 
 /* One part of a layer's kernel on a device: its descriptor, FLOPs, bytes and efficiencies. */
@@ -84,7 +92,15 @@ static cJSON *part_json(const MmKernel *k, MmKernelPart part, double flops, doub
   cJSON_AddNumberToObject(o, "bytes", bytes);
   cJSON_AddItemToObject(o, "compute_efficiency", factor_json(&why->compute));
   cJSON_AddItemToObject(o, "memory_efficiency", factor_json(&why->memory));
-  cJSON_AddStringToObject(o, "bound", why->memory_bound ? "memory" : "compute");
+  cJSON_AddStringToObject(o, "bound", bound(why));
+  if (why->serial) {
+    cJSON *so = cJSON_AddObjectToObject(o, "serial");
+    cJSON_AddNumberToObject(so, "gemm_s", MAX(why->compute_s, why->gemm_io_s));
+    cJSON_AddNumberToObject(so, "passes_s", why->passes_s);
+    cJSON_AddStringToObject(so, "rule", "eager attention: the batched GEMMs (FLOPs at the compute efficiency, or "
+                                        "their own HBM bytes), then the softmax, mask and dropout passes at HBM "
+                                        "bandwidth; time = gemm_s + passes_s");
+  }
   return o;
 }
 
@@ -130,7 +146,8 @@ void mm_report_efficiency_json(cJSON *root, const MmScenario *s)
   cJSON *o = cJSON_AddObjectToObject(root, "efficiency");
   cJSON_AddStringToObject(o, "device", d->name);
   cJSON_AddStringToObject(o, "rule", "each kernel's time is max(flops / (peak x compute efficiency), bytes / "
-                                     "(HBM bandwidth x memory efficiency)); a device curve where it covers the "
+                                     "(HBM bandwidth x memory efficiency)), eager attention's its GEMMs' plus its "
+                                     "memory passes' (bound serial); a device curve where it covers the "
                                      "kernel, else the utilization scalar (docs/SCHEMA.md, efficiency)");
   util_json(o, "utilization.gemm", &d->util_gemm);
   util_json(o, "utilization.hbm", &d->util_hbm);
@@ -190,6 +207,7 @@ void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
   else
     fprintf(out, "\nkernels: the forward call of one layer of each block, per sample:\n");
   guint last_block = G_MAXUINT;
+  gboolean serial = FALSE;
   for (guint u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     if (un->block == last_block) continue;
@@ -213,19 +231,23 @@ void mm_report_kernels_text(FILE *out, const MmGraph *g, const MmScenario *s)
       note(names, notes, &why.memory, &s->hw->device);
       char *cells[10] = {name, g_strdup(mm_role_names[l->role]), g_strdup(mm_kernel_kind_names[k.kind]),
                          dim(k.m), dim(k.n), dim(k.k), dim(k.batch), mm_cost_factor_text(&why.compute),
-                         mm_cost_factor_text(&why.memory), g_strdup(why.memory_bound ? "memory" : "compute")};
+                         mm_cost_factor_text(&why.memory), g_strdup(bound(&why))};
       mm_table_addv(t, cells);
+      serial |= why.serial;
       if (!shows_backward(g, li, s, &k)) continue;
       device_part(g, li, s, MM_PART_BWD_INPUT, &k, &flops, &bytes, &why);
       char *bcells[10] = {g_strdup(""), g_strdup_printf("%s (bwd)", mm_role_names[l->role]),
                           g_strdup(mm_kernel_kind_names[k.kind]), dim(k.m), dim(k.n), dim(k.k), dim(k.batch),
                           mm_cost_factor_text(&why.compute), mm_cost_factor_text(&why.memory),
-                          g_strdup(why.memory_bound ? "memory" : "compute")};
+                          g_strdup(bound(&why))};
       mm_table_addv(t, bcells);
     }
   }
   mm_table_print(t, out, "  ");
   for (guint i = 0; i < notes->len; i++) fprintf(out, "  %s\n", (const char *)notes->pdata[i]);
+  if (serial)
+    fprintf(out, "  serial: eager attention, its batched GEMMs and then its softmax, mask and dropout passes at "
+                 "HBM bandwidth, one after another (the time is their sum)\n");
   const MmUtil *cd = s ? &s->hw->device.clock_derate : NULL;
   if (cd && cd->value != 1.0)
     fprintf(out, "  clock_derate %.4g (%s): compute runs at that fraction of the datasheet peak; %s\n", cd->value,
