@@ -137,6 +137,9 @@ static char *string_fault(const char *raw, gsize n, const char *decoded)
       return g_strdup("contains a NUL character (\\u0000)");
     i++; /* the escaped character */
   }
+  const guchar *q = (const guchar *)decoded;
+  while (*q >= 0x20 && *q < 0x7f) q++;
+  if (*q == 0) return NULL; /* printable ASCII (nearly every key and value): valid, no control character */
   const char *bad = NULL;
   if (!g_utf8_validate(decoded, -1, &bad))
     return g_strdup_printf("is not valid UTF-8 (byte 0x%02x at byte %" G_GSIZE_FORMAT ")", (guchar)*bad,
