@@ -77,10 +77,10 @@ typedef struct {
   int n;
 } Runs;
 
-static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
+static void level_runs(const MmBlockSetup *bs, uint32_t mask, Runs *out)
 {
-  Runs r;
-  r.n = 0;
+  Runs *r = out;
+  r->n = 0;
   gboolean open = FALSE;
   const MmLevel *levels;
   const int64_t *strides;
@@ -93,14 +93,13 @@ static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
       continue;
     }
     if (open) {
-      r.degree[r.n - 1] *= lv->degree;
+      r->degree[r->n - 1] *= lv->degree;
     } else {
-      r.degree[r.n] = lv->degree;
-      r.stride[r.n++] = strides[i];
+      r->degree[r->n] = lv->degree;
+      r->stride[r->n++] = strides[i];
       open = TRUE;
     }
   }
-  return r;
 }
 
 
@@ -117,17 +116,30 @@ uint32_t mm__emit_host_copy(Lower *L, MmStreamId stream, MmOpWhat what, MmPhase 
   return mm__emit(L, stream, d, &info, &cost, MM_NO_COLL, 0, 0, 0);
 }
 
-/* The cost of @c; repeats of the last collective of its kind (identical layers, the same
- * pipeline transfer every micro-batch) reuse it. */
+/* The cost of @c; repeats of one of the last MEMO_WAYS collectives of its kind (identical
+ * layers, the same pipeline transfer every micro-batch) reuse it. The cost is a function of @c
+ * alone (with the hardware and links), so reuse changes nothing. (transfer none: valid until the
+ * next call) */
 const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c)
 {
-  CommMemo *memo = &L->memo[c->kind];
-  if (!memo->valid || !same_coll(&memo->in, c)) {
-    memo->in = *c;
-    mm_comm_cost(L->hw, L->links, c, &memo->out); /* a forced algorithm that does not fit falls back to auto */
-    memo->valid = TRUE;
-  }
-  return &memo->out;
+  const guint k = c->kind;
+  if (!L->memo) L->memo = g_new(CommMemo, MM_COLL_COUNT * MEMO_WAYS);
+  CommMemo *row = &L->memo[k * MEMO_WAYS];
+  const guint n = L->memo_n[k], last = L->memo_last[k];
+  if (n > 0 && same_coll(&row[last].in, c)) return &row[last].out;
+  for (guint i = 0; i < n; i++)
+    if (i != last && same_coll(&row[i].in, c)) {
+      L->memo_last[k] = (uint8_t)i;
+      return &row[i].out;
+    }
+  /* a miss: fill the next free way, then replace them in turn */
+  const guint i = n < MEMO_WAYS ? n : L->memo_next[k];
+  if (n < MEMO_WAYS) L->memo_n[k]++;
+  else L->memo_next[k] = (uint8_t)((i + 1) % MEMO_WAYS);
+  row[i].in = *c;
+  mm_comm_cost(L->hw, L->links, c, &row[i].out); /* a forced algorithm that does not fit falls back to auto */
+  L->memo_last[k] = (uint8_t)i;
+  return &row[i].out;
 }
 
 /* Under per-node dispatch, a token's copies in an MoE All2All of block @bi over @degree x @stride:
@@ -172,14 +184,15 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
 {
   const MmBlockSetup *bs = &L->s->blocks[bi];
   if (bytes <= 0 || mm_plan_mask_degree(bs, mask) <= 1) return NONE;
-  const Runs r = level_runs(bs, mask);
+  Runs r;
+  level_runs(bs, mask, &r);
   Deps cur;
   deps_copy(&cur, d);
   uint32_t op = NONE;
 #define STEP(k, i, sz)                                                                       \
   do {                                                                                       \
     op = emit_one(L, bi, (k), reason, (sz), r.degree[i], r.stride[i], &cur, unit, micro, phase); \
-    cur = mm__deps_one(op);                                                                      \
+    mm__deps_set_one(&cur, op);                                                                   \
   } while (0)
   double size = bytes;
   switch (kind) {

@@ -44,31 +44,42 @@ gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean b
   return mm__fsdp_unit(L, u) && (L->s->cfg->fsdp_reshard || (micro == 0 && !bwd));
 }
 
-static void gq_add(GArray *a, uint32_t u, uint32_t micro, gboolean bwd)
-{
-  GatherItem it = {u, micro, bwd};
-  g_array_append_val(a, it);
-}
-
 /* The order in which FSDP units compute over the stage's schedule: the order their
  * AllGathers are issued, `fsdp_prefetch` ahead of the compute. */
 void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
 {
-  GArray *a = g_array_new(FALSE, FALSE, sizeof(GatherItem));
+  /* per chunk of this stage, its units that gather in a forward and in a backward: a bound on
+   * the queue, so it is sized once */
+  g_autofree uint32_t *n_fwd = g_new0(uint32_t, 2 * (gsize)L->K + 1);
+  uint32_t *n_bwd = n_fwd + L->K;
+  for (uint32_t k = L->stage; k < L->K; k += L->p)
+    for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
+      if (mm__fsdp_unit(L, u)) {
+        n_fwd[k]++;
+        n_bwd[k] += L->g->units[u].block >= L->first_trained;
+      }
+  gsize cap = 0;
+  for (guint i = 0; i < n_steps; i++) {
+    const uint32_t k = steps[i].chunk * L->p + L->stage;
+    if (steps[i].bwd != MM_PIPE_W) cap += steps[i].bwd ? n_bwd[k] : n_fwd[k];
+  }
+  GatherItem *a = g_new(GatherItem, cap + 1);
+  uint32_t n = 0;
   for (guint i = 0; i < n_steps; i++) {
     const uint32_t k = steps[i].chunk * L->p + L->stage;
     if (steps[i].bwd == MM_PIPE_W) continue; /* zb_h1: weight gradients gather nothing */
     if (!steps[i].bwd) {
       for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
-        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) gq_add(a, u, steps[i].micro, FALSE);
+        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) a[n++] = (GatherItem){u, steps[i].micro, FALSE};
     } else {
       for (uint32_t u = L->chunk_end[k]; u-- > L->chunk_first[k];)
         if (L->g->units[u].block >= L->first_trained && mm__fsdp_gathers(L, u, steps[i].micro, TRUE))
-          gq_add(a, u, steps[i].micro, TRUE);
+          a[n++] = (GatherItem){u, steps[i].micro, TRUE};
     }
   }
-  L->n_gq = a->len;
-  L->gq = (GatherItem *)(void *)g_array_free(a, FALSE);
+  g_assert(n <= cap);
+  L->n_gq = n;
+  L->gq = a;
   L->gq_op = g_new(uint32_t, L->n_gq + 1);
 }
 

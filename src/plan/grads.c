@@ -149,13 +149,13 @@ static uint32_t emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint3
                    .unit = u, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = sc.index_bytes,
                    .time_s = cag->time_s, .fixed_s = cag->latency_s, .algorithm = (uint8_t)cag->algorithm};
   uint32_t op = mm__emit(L, st, &d, &info, cag, COLL_SELF, g.degree, g.stride, 0);
-  d = mm__deps_one(op);
+  mm__deps_set_one(&d, op);
   if (sc.method == MM_SYNC_SPARSE && dedup > 0) {
     MmOpInfo di = {.what = MM_OP_COMPUTE, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
                    .first_layer = L->g->units[u].first_layer, .last_layer = L->g->units[u].first_layer, .kernels = 2,
                    .bytes = sc.dedup_bytes, .time_s = dedup, .fixed_s = dedup};
     op = mm__emit(L, MM_STREAM_COMPUTE, &d, &di, NULL, MM_NO_COLL, 0, 0, 0);
-    d = mm__deps_one(op);
+    mm__deps_set_one(&d, op);
   }
   info.coll = MM_COLL_ALL_REDUCE;
   info.bytes = sc.value_bytes;

@@ -22,7 +22,7 @@ typedef struct {
 static inline void deps_copy(Deps *to, const Deps *d)
 {
   to->n = d ? d->n : 0;
-  if (to->n) memcpy(to->v, d->v, sizeof(uint32_t) * to->n);
+  for (uint32_t i = 0; i < to->n; i++) to->v[i] = d->v[i]; /* usually one or two: no memcpy call */
 }
 
 typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W } Part;
@@ -47,11 +47,12 @@ typedef struct {
   gboolean lookup;
 } PartCost;
 
-/* The last cost computed per collective kind: identical layers repeat it. */
+/* Costs computed per collective kind, the last MEMO_WAYS distinct ones: identical layers repeat
+ * them, and a forward and its backward alternate a few (the embedding's, a layer's, the head's). */
+#define MEMO_WAYS 4
 typedef struct {
   MmCollective in;
   MmCommCost out;
-  gboolean valid;
 } CommMemo;
 
 static inline gboolean same_coll(const MmCollective *a, const MmCollective *b)
@@ -80,10 +81,13 @@ typedef struct {
   PartCost *parts;      /* 3 per layer, indexed by canonical layer */
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
-  Template *templates;  /* V_COUNT per unit, built on first use */
+  Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
+  uint32_t *tmpl_slot;  /* per canonical unit: its group of templates (NONE: none yet) */
+  uint32_t n_tmpl, cap_tmpl;
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
-  CommMemo memo[MM_COLL_COUNT];
+  CommMemo *memo; /* MEMO_WAYS per kind, allocated on first use; memo_n[kind] of them filled */
+  uint8_t memo_n[MM_COLL_COUNT], memo_last[MM_COLL_COUNT], memo_next[MM_COLL_COUNT];
   uint32_t last_on[MM_STREAM_COUNT];
   guint first_trained;
   gboolean training;
@@ -148,6 +152,13 @@ static inline void mm__deps_add(const Lower *L, Deps *d, uint32_t op)
     if (d->v[i] == op) return;
   if (d->n == MAX_DEPS) mm__deps_compact(L, d);
   d->v[d->n++] = op;
+}
+
+/* Makes @d the set of @op alone (or empty): in place, without clearing the unused slots. */
+static inline void mm__deps_set_one(Deps *d, uint32_t op)
+{
+  d->n = 0;
+  if (op != NONE) d->v[d->n++] = op;
 }
 
 static inline Deps mm__deps_one(uint32_t op)

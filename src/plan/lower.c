@@ -18,6 +18,7 @@ static void lower_free(Lower *L)
 {
   g_free(L->gq);
   g_free(L->gq_op);
+  g_free(L->memo);
   g_free(L->parts);
   mm__templates_free(L);
   g_free(L->unit_dense);
@@ -51,6 +52,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .s = s, .g = g, .m = s->model, .hw = s->hw, .links = links,
     .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
     .deps = g_new(uint32_t, 2 * guess), .cap_deps = 2 * guess,
+    .xfer_link = g_new(uint32_t, guess), .xfer_bytes = g_new(double, guess), .cap_xfer = guess,
     .training = s->cfg->task != MM_TASK_INFERENCE,
     .launch_s = mm_plan_launch_s(s, g),
     .stage = stage, .expert_load = behaviour_load(s, hot), .a2a_skew = MAX(1.0, behaviour_load(s, hot)),

@@ -409,9 +409,21 @@ static void record_wgrad(Lower *L, uint32_t u, Template *t)
 static const Template *template_for(Lower *L, uint32_t u, int variant)
 {
   const MmGraph *g = L->g;
-  uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
-  if (!L->templates) L->templates = g_new0(Template, MM__V_COUNT * (gsize)g->n_units + 1);
-  Template *t = &L->templates[MM__V_COUNT * cu + variant];
+  const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
+  if (!L->tmpl_slot) {
+    L->tmpl_slot = g_new(uint32_t, g->n_units + 1);
+    for (uint32_t i = 0; i < g->n_units; i++) L->tmpl_slot[i] = NONE;
+  }
+  if (L->tmpl_slot[cu] == NONE) {
+    /* a group of variants per distinct unit (a few), not per unit */
+    if (L->n_tmpl == L->cap_tmpl) {
+      L->cap_tmpl = 2 * L->cap_tmpl + 4;
+      L->templates = g_renew(Template, L->templates, MM__V_COUNT * (gsize)L->cap_tmpl);
+    }
+    memset(&L->templates[MM__V_COUNT * (gsize)L->n_tmpl], 0, sizeof(Template) * MM__V_COUNT);
+    L->tmpl_slot[cu] = L->n_tmpl++;
+  }
+  Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[cu] + variant];
   if (!t->built) {
     if (variant == MM__V_FWD) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
@@ -475,7 +487,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       if (op != NONE) {
         coll_deps = d;
         last = op;
-        d = mm__deps_one(op);
+        mm__deps_set_one(&d, op);
       }
       continue;
     }
@@ -487,7 +499,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
     }
     if (it->kind == T_RING) {
       last = *last_compute = replay_ring(L, it, un, u, micro, phase, &d);
-      d = mm__deps_one(last);
+      mm__deps_set_one(&d, last);
       continue;
     }
     if (it->kind == T_EPPIPE) {
@@ -497,7 +509,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       last = mm__emit_ep_pipelined(L, un->block, it->mask, it->coll_bytes, it->coll2_bytes, &pi, it->pieces, &d, u,
                                    micro, phase);
       *last_compute = L->last_on[MM_STREAM_COMPUTE];
-      d = mm__deps_one(last);
+      mm__deps_set_one(&d, last);
       continue;
     }
     if (it->kind == T_FUSED) {
@@ -509,7 +521,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
                                  it->comm_first, it->mask, it->coll_bytes, &pi, it->pieces, it->extra_s, &d, u, micro,
                                  phase);
       *last_compute = L->last_on[MM_STREAM_COMPUTE];
-      d = mm__deps_one(last);
+      mm__deps_set_one(&d, last);
       continue;
     }
     MmOpInfo info = seg_info(&it->seg, un, u, micro, phase, 1.0);
@@ -526,7 +538,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       continue;
     }
     last = *last_compute = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
-    d = mm__deps_one(last);
+    mm__deps_set_one(&d, last);
   }
   return last;
 }
@@ -589,6 +601,8 @@ uint32_t mm__lower_wgrad(Lower *L, uint32_t u, uint32_t micro, const Deps *in)
 
 void mm__templates_free(Lower *L)
 {
-  for (uint32_t i = 0; L->templates && i < MM__V_COUNT * L->g->n_units; i++) g_free(L->templates[i].items);
+  for (uint32_t i = 0; i < MM__V_COUNT * L->n_tmpl; i++) g_free(L->templates[i].items);
   g_clear_pointer(&L->templates, g_free);
+  g_clear_pointer(&L->tmpl_slot, g_free);
+  L->n_tmpl = L->cap_tmpl = 0;
 }
