@@ -32,6 +32,41 @@ static int span_cmp(const void *x, const void *y)
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
+/* Sorts the @n spans @s into span_cmp order, as qsort would (equal spans are equal, so the order
+ * is unique), by merging the runs of each stream: a stream runs its ops one at a time in program
+ * order, so each stream's spans (@stream: each span's) already come in order. A run found out of
+ * order falls back to qsort. Linear for the few streams an op list has. @tmp holds @n spans. */
+static void sort_streams(Span *s, const uint8_t *stream, guint n, Span *tmp)
+{
+  guint end[MM_STREAM_COUNT] = {0}, head[MM_STREAM_COUNT];
+  for (guint i = 0; i < n; i++) end[stream[i]]++;
+  guint at = 0;
+  for (int k = 0; k < MM_STREAM_COUNT; k++) {
+    head[k] = at;
+    at += end[k];
+    end[k] = head[k];
+  }
+  for (guint i = 0; i < n; i++) {
+    const guint k = stream[i];
+    if (end[k] > head[k] && span_cmp(&tmp[end[k] - 1], &s[i]) > 0) {
+      qsort(s, n, sizeof(Span), span_cmp);
+      return;
+    }
+    tmp[end[k]++] = s[i];
+  }
+  guint live[MM_STREAM_COUNT], nl = 0; /* the streams with spans left */
+  for (guint k = 0; k < MM_STREAM_COUNT; k++)
+    if (head[k] < end[k]) live[nl++] = k;
+  for (guint i = 0; i < n; i++) {
+    guint best = 0;
+    for (guint j = 1; j < nl; j++)
+      if (span_cmp(&tmp[head[live[j]]], &tmp[head[live[best]]]) < 0) best = j;
+    const guint k = live[best];
+    s[i] = tmp[head[k]++];
+    if (head[k] == end[k]) live[best] = live[--nl];
+  }
+}
+
 /* Wall time of the sorted disjoint spans @comp (@nc) and @comm (@nm), and of their intersection. */
 static void span_totals(const Span *comp, guint nc, const Span *comm, guint nm, double *comp_s, double *comm_s,
                         double *both_s)
@@ -151,8 +186,9 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)n + 1);
   MmTime *t1 = t0 + n;
   mm_engine_class_times(e, c, t0, t1);
-  g_autofree Span *comp = g_new(Span, 3 * (gsize)n + 1);
-  Span *comm = comp + n, *host = comp + 2 * (gsize)n;
+  g_autofree Span *comp = g_new(Span, 4 * (gsize)n + 1);
+  Span *comm = comp + n, *host = comp + 2 * (gsize)n, *tmp = comp + 3 * (gsize)n;
+  g_autofree uint8_t *comm_stream = g_new(uint8_t, n + 1);
   guint nc = 0, nm = 0, nh = 0;
   gboolean sorted = TRUE;
   for (uint32_t i = 0; i < n; i++) {
@@ -188,6 +224,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
       r->comm_by_kind_s[in->coll] += d;
       r->comm_by_reason_s[in->reason] += d;
       if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){a, b}) > 0) sorted = FALSE;
+      comm_stream[nm] = (uint8_t)pr->ops[i].stream;
       comm[nm++] = (Span){a, b};
       break;
     case MM_OP_HOST_COPY:
@@ -199,7 +236,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   }
   if (!win) fused_groups(pr, t0, t1, comp, nc, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
-  if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
+  if (!sorted) sort_streams(comm, comm_stream, nm, tmp);
   nm = union_spans(comm, nm, comm);
   double active, overlap, comp_active;
   span_totals(comp, nc, comm, nm, &comp_active, &active, &overlap);
