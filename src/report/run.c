@@ -149,13 +149,11 @@ static int fused_cmp(const void *x, const void *y)
 }
 
 /* Every fused group of @pr (its pieces need not be contiguous: a backward exchange is emitted
- * before the compute it feeds). */
+ * before the compute it feeds); @nf: its ops that are pieces of one. */
 static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, const Span *all, guint n_all,
-                         MmRunMetrics *r)
+                         guint nf, MmRunMetrics *r)
 {
   const uint32_t n = pr->n_ops;
-  guint nf = 0;
-  for (uint32_t i = 0; i < n; i++) nf += pr->info[i].fused != 0;
   if (nf == 0) return;
   g_autofree FusedRef *refs = g_new(FusedRef, nf);
   g_autofree uint32_t *idx = g_new(uint32_t, nf);
@@ -191,8 +189,10 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   g_autofree uint8_t *comm_stream = g_new(uint8_t, n + 1);
   guint nc = 0, nm = 0, nh = 0;
   gboolean sorted = TRUE;
+  guint nf = 0; /* pieces of fused groups */
   for (uint32_t i = 0; i < n; i++) {
     const MmOpInfo *in = &pr->info[i];
+    nf += in->fused != 0;
     MmTime a = t0[i], b = t1[i];
     if (win) {
       /* its part inside the window; counted where it starts */
@@ -234,7 +234,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
       break;
     }
   }
-  if (!win) fused_groups(pr, t0, t1, comp, nc, r);
+  if (!win) fused_groups(pr, t0, t1, comp, nc, nf, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) sort_streams(comm, comm_stream, nm, tmp);
   nm = union_spans(comm, nm, comm);
