@@ -11,9 +11,11 @@ void mm__precompute_units(Lower *L)
   const MmGraph *g = L->g;
   L->unit_dense = g_new0(double, g->n_units + 1);
   L->unit_expert = g_new0(double, g->n_units + 1);
+  L->fsdp_unit = g_new(uint8_t, g->n_units + 1);
   for (uint32_t u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const MmBlockSetup *bs = &L->s->blocks[un->block];
+    L->fsdp_unit[u] = bs->degree[MM_STRAT_FSDP] > 1 && un->cost.params > 0;
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
       L->unit_dense[u] = L->unit_dense[u - 1];
       L->unit_expert[u] = L->unit_expert[u - 1];
@@ -31,17 +33,6 @@ void mm__precompute_units(Lower *L)
 double mm__unit_params(const Lower *L, uint32_t u)
 {
   return L->unit_dense[u] + L->unit_expert[u];
-}
-
-gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
-{
-  const MmUnit *un = &L->g->units[u];
-  return L->s->blocks[un->block].degree[MM_STRAT_FSDP] > 1 && L->g->units[u].cost.params > 0;
-}
-
-gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
-{
-  return mm__fsdp_unit(L, u) && (L->s->cfg->fsdp_reshard || (micro == 0 && !bwd));
 }
 
 /* The order in which FSDP units compute over the stage's schedule: the order their

@@ -62,6 +62,26 @@ static inline gboolean same_coll(const MmCollective *a, const MmCollective *b)
          a->route_top_k == b->route_top_k && a->route_nodes == b->route_nodes;
 }
 
+/* One op of an expanded collective (see CollExp): what emit_one emitted for it. */
+typedef struct {
+  double size, time_s, latency_s;
+  int64_t degree, stride;
+  uint32_t xfer_first, n_use; /* its transfers: Lower.cx_link / cx_bytes [xfer_first, + n_use) */
+  uint8_t kind, algorithm, stream, sequential;
+} CollStep;
+
+/* What mm__emit_coll emitted for one (block, mask, kind, reason, bytes): within one lowering the
+ * same ops every time (identical layers repeat their collectives), so repeats copy the steps
+ * instead of grouping levels and costing the collective again. */
+typedef struct {
+  double bytes;
+  uint32_t mask, bi;
+  uint8_t kind, reason, valid;
+  uint32_t step_first, n_steps; /* Lower.cx_step [step_first, + n_steps); none: nothing moves */
+} CollExp;
+
+#define CX_SLOTS 64 /* direct-mapped expansions */
+
 typedef struct Template Template;
 
 typedef struct {
@@ -81,12 +101,22 @@ typedef struct {
   PartCost *parts;      /* 3 per layer, indexed by canonical layer */
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
+  uint8_t *fsdp_unit;   /* per unit: its block is FSDP-sharded and it has parameters */
   Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
-  uint32_t *tmpl_slot;  /* per canonical unit: its group of templates (NONE: none yet) */
+  uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */
   uint32_t n_tmpl, cap_tmpl;
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
+  uint32_t *canon_layer; /* the canonical layers, in order (place[i] is canon_layer[i]'s) */
+  uint32_t n_canon;
   CommMemo *memo; /* MEMO_WAYS per kind, allocated on first use; memo_n[kind] of them filled */
+  CollExp cx[CX_SLOTS]; /* expanded collectives (valid: recorded) */
+  CollExp *cx_rec; /* the expansion mm__emit_coll is recording (NULL: none) */
+  CollStep *cx_step;
+  uint32_t n_cx_step, cap_cx_step;
+  uint32_t *cx_link;
+  double *cx_bytes;
+  uint32_t n_cx_xfer, cap_cx_xfer;
   uint8_t memo_n[MM_COLL_COUNT], memo_last[MM_COLL_COUNT], memo_next[MM_COLL_COUNT];
   uint32_t last_on[MM_STREAM_COUNT];
   guint first_trained;
@@ -211,10 +241,17 @@ void mm__templates_free(Lower *L);
 /* fsdp.c: per-unit parameters and the FSDP gather queue */
 void mm__precompute_units(Lower *L);
 double mm__unit_params(const Lower *L, uint32_t u);
-gboolean mm__fsdp_unit(const Lower *L, uint32_t u);
+/* Whether unit @u has FSDP shards to gather (mm__precompute_units). */
+static inline gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
+{
+  return L->fsdp_unit[u];
+}
 /* Whether unit @u all-gathers its FSDP shards for micro-batch @micro's forward (or backward):
  * every time, or without fsdp_reshard_after_forward only in its first forward. */
-gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd);
+static inline gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  return L->fsdp_unit[u] && (L->s->cfg->fsdp_reshard || (micro == 0 && !bwd));
+}
 void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps);
 void mm__emit_gather(Lower *L, const Deps *d);
 uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd);

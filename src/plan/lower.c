@@ -19,12 +19,17 @@ static void lower_free(Lower *L)
   g_free(L->gq);
   g_free(L->gq_op);
   g_free(L->memo);
+  g_free(L->cx_step);
+  g_free(L->cx_link);
+  g_free(L->cx_bytes);
   g_free(L->parts);
   mm__templates_free(L);
   g_free(L->unit_dense);
   g_free(L->unit_expert);
+  g_free(L->fsdp_unit);
   g_free(L->place);
   g_free(L->place_of);
+  g_free(L->canon_layer);
   g_free(L->chunk_first);
   g_free(L->chunk_end);
   g_free(L->chunk_trained);
@@ -72,9 +77,10 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
   }
   mm__places_new(&L);
   L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
-  for (uint32_t li = 0; li < g->n_layers; li++)
-    if (g->layers[li].canon == li)
-      for (int part = PART_FWD; part <= PART_BWD_W; part++) mm__part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
+  for (uint32_t i = 0; i < L.n_canon; i++) {
+    const uint32_t li = L.canon_layer[i];
+    for (int part = PART_FWD; part <= PART_BWD_W; part++) mm__part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
+  }
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   mm__precompute_units(&L);
   L.recompute = mm__recompute_units(s, g, unit_chunk);

@@ -409,22 +409,26 @@ static void record_wgrad(Lower *L, uint32_t u, Template *t)
 static const Template *template_for(Lower *L, uint32_t u, int variant)
 {
   const MmGraph *g = L->g;
-  const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
   if (!L->tmpl_slot) {
     L->tmpl_slot = g_new(uint32_t, g->n_units + 1);
     for (uint32_t i = 0; i < g->n_units; i++) L->tmpl_slot[i] = NONE;
   }
-  if (L->tmpl_slot[cu] == NONE) {
-    /* a group of variants per distinct unit (a few), not per unit */
-    if (L->n_tmpl == L->cap_tmpl) {
-      L->cap_tmpl = 2 * L->cap_tmpl + 4;
-      L->templates = g_renew(Template, L->templates, MM__V_COUNT * (gsize)L->cap_tmpl);
+  if (L->tmpl_slot[u] == NONE) {
+    const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
+    if (L->tmpl_slot[cu] == NONE) {
+      /* a group of variants per distinct unit (a few), not per unit */
+      if (L->n_tmpl == L->cap_tmpl) {
+        L->cap_tmpl = 2 * L->cap_tmpl + 4;
+        L->templates = g_renew(Template, L->templates, MM__V_COUNT * (gsize)L->cap_tmpl);
+      }
+      memset(&L->templates[MM__V_COUNT * (gsize)L->n_tmpl], 0, sizeof(Template) * MM__V_COUNT);
+      L->tmpl_slot[cu] = L->n_tmpl++;
     }
-    memset(&L->templates[MM__V_COUNT * (gsize)L->n_tmpl], 0, sizeof(Template) * MM__V_COUNT);
-    L->tmpl_slot[cu] = L->n_tmpl++;
+    L->tmpl_slot[u] = L->tmpl_slot[cu]; /* its canonical unit's */
   }
-  Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[cu] + variant];
+  Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[u] + variant];
   if (!t->built) {
+    const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
     if (variant == MM__V_FWD) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
     else if (variant == MM__V_OP_SELECTIVE) record_op_selective(L, cu, t);
