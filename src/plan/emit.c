@@ -20,44 +20,13 @@ void mm__deps_compact(const Lower *L, Deps *d)
 /* ---- emitting ---------------------------------------------------------- */
 
 /* Appends an op moving @xbytes[i] over links @link[i] (@nx of them; @sequential phases). */
-static inline uint32_t emit_raw(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, uint32_t nx,
-                                const uint32_t *link, const double *xbytes, gboolean sequential, uint32_t coll,
-                                int64_t degree, int64_t stride, int32_t peer)
+static uint32_t emit_raw(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, uint32_t nx,
+                         const uint32_t *link, const double *xbytes, gboolean sequential, uint32_t coll,
+                         int64_t degree, int64_t stride, int32_t peer)
 {
-  uint32_t idx = L->n_ops, nd = d ? d->n : 0;
-  g_assert(idx < COLL_TIED);
-  if (L->n_xfer + nx > L->cap_xfer) {
-    L->cap_xfer = 2 * L->cap_xfer + nx + 64;
-    L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
-    L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
-  }
-  if (L->n_ops == L->cap_ops) {
-    L->cap_ops = 2 * L->cap_ops + 64;
-    L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
-    L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
-  }
-  if (L->n_deps + nd > L->cap_deps) {
-    L->cap_deps = 2 * L->cap_deps + nd + 64;
-    L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
-  }
-  L->ops[idx] = (MmEngineOp){
-    .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
-    .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
-    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = (uint16_t)(sequential != 0),
-  };
-  for (uint32_t i = 0; i < nx; i++) {
-    L->xfer_link[L->n_xfer] = link[i];
-    L->xfer_bytes[L->n_xfer++] = xbytes[i];
-  }
-  for (uint32_t i = 0; i < nd; i++) {
-    g_assert(d->v[i] < idx);
-    L->deps[L->n_deps++] = d->v[i];
-  }
+  const uint32_t idx = mm__emit_start(L, stream, d, nx, link, xbytes, sequential, coll, degree, stride, peer);
   L->info[idx] = *info;
-  L->info[idx].chunk = (uint16_t)L->cur_chunk;
-  L->n_ops++;
-  L->last_on[stream] = idx;
-  return idx;
+  return mm__emit_finish(L, stream, idx);
 }
 
 /* Appends an op. @coll: MM_NO_COLL (compute), COLL_SELF (a collective of this program's
@@ -214,13 +183,14 @@ static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t un
   uint32_t op = NONE;
   for (uint32_t j = 0; j < x->n_steps; j++) {
     const CollStep *c = &L->cx_step[x->step_first + j];
-    const MmOpInfo info = {
+    op = mm__emit_start(L, (MmStreamId)c->stream, &cur, c->n_use, &L->cx_link[c->xfer_first],
+                        &L->cx_bytes[c->xfer_first], c->sequential, COLL_SELF, c->degree, c->stride, 0);
+    L->info[op] = (MmOpInfo){
       .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = c->kind, .reason = x->reason, .unit = unit,
       .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = c->size, .time_s = c->time_s,
       .fixed_s = c->latency_s, .algorithm = c->algorithm,
     };
-    op = emit_raw(L, (MmStreamId)c->stream, &cur, &info, c->n_use, &L->cx_link[c->xfer_first],
-                  &L->cx_bytes[c->xfer_first], c->sequential, COLL_SELF, c->degree, c->stride, 0);
+    mm__emit_finish(L, (MmStreamId)c->stream, op);
     mm__deps_set_one(&cur, op);
   }
   return op;

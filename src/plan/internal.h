@@ -92,6 +92,7 @@ typedef struct {
   const MmLinks *links;
   MmEngineOp *ops;
   MmOpInfo *info;
+  MmTime *dur; /* per op: mm_time_from_s(info.fixed_s) (cap_ops + 1) */
   uint32_t n_ops, cap_ops;
   uint32_t *deps;
   uint32_t n_deps, cap_deps;
@@ -196,6 +197,57 @@ static inline Deps mm__deps_one(uint32_t op)
   Deps d = {.n = 0};
   if (op != NONE) d.v[d.n++] = op;
   return d;
+}
+
+/* Appends the engine side of an op (its dependencies, and the transfers @xbytes[i] over links
+ * @link[i]: @nx of them, @sequential phases); the caller fills L->info[returned index], then
+ * calls mm__emit_finish. (mm__emit does both from a prepared MmOpInfo.) */
+static inline uint32_t mm__emit_start(Lower *L, MmStreamId stream, const Deps *d, uint32_t nx, const uint32_t *link,
+                                      const double *xbytes, gboolean sequential, uint32_t coll, int64_t degree,
+                                      int64_t stride, int32_t peer)
+{
+  const uint32_t idx = L->n_ops, nd = d ? d->n : 0;
+  g_assert(idx < COLL_TIED);
+  if (L->n_xfer + nx > L->cap_xfer) {
+    L->cap_xfer = 2 * L->cap_xfer + nx + 64;
+    L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
+    L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
+  }
+  if (L->n_ops == L->cap_ops) {
+    L->cap_ops = 2 * L->cap_ops + 64;
+    L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
+    L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
+    L->dur = g_renew(MmTime, L->dur, L->cap_ops + 1);
+  }
+  if (L->n_deps + nd > L->cap_deps) {
+    L->cap_deps = 2 * L->cap_deps + nd + 64;
+    L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
+  }
+  L->ops[idx] = (MmEngineOp){
+    .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
+    .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
+    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = (uint16_t)(sequential != 0),
+  };
+  for (uint32_t i = 0; i < nx; i++) {
+    L->xfer_link[L->n_xfer] = link[i];
+    L->xfer_bytes[L->n_xfer++] = xbytes[i];
+  }
+  for (uint32_t i = 0; i < nd; i++) {
+    g_assert(d->v[i] < idx);
+    L->deps[L->n_deps++] = d->v[i];
+  }
+  return idx;
+}
+
+/* Completes op @idx (its info filled): its chunk, its fixed duration (from info.fixed_s, which
+ * nothing changes later), the stream's last op. Returns @idx. */
+static inline uint32_t mm__emit_finish(Lower *L, MmStreamId stream, uint32_t idx)
+{
+  L->info[idx].chunk = (uint16_t)L->cur_chunk;
+  L->dur[idx] = mm_time_from_s(L->info[idx].fixed_s);
+  L->n_ops++;
+  L->last_on[stream] = idx;
+  return idx;
 }
 
 /* emit.c: ops, dependencies and collectives over strategy levels */

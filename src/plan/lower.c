@@ -55,7 +55,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     (uint32_t)MIN(mm__plan_ops_estimate(g->n_layers, g->n_units, micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
   Lower L = {
     .s = s, .g = g, .m = s->model, .hw = s->hw, .links = links,
-    .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
+    .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .dur = g_new(MmTime, guess + 1), .cap_ops = guess,
     .deps = g_new(uint32_t, 2 * guess), .cap_deps = 2 * guess,
     .xfer_link = g_new(uint32_t, guess), .xfer_bytes = g_new(double, guess), .cap_xfer = guess,
     .training = s->cfg->task != MM_TASK_INFERENCE,
@@ -100,8 +100,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .ops = L.ops, .info = L.info, .deps = L.deps, .n_ops = L.n_ops, .xfer_link = L.xfer_link,
     .xfer_bytes = L.xfer_bytes, .stage = stage, .hot = hot, .pair_first = L.pair_first, .n_pairs = L.n_pairs,
   };
-  out->dur = g_new(MmTime, out->n_ops + 1);
-  for (uint32_t i = 0; i < out->n_ops; i++) out->dur[i] = mm_time_from_s(out->info[i].fixed_s);
+  out->dur = L.dur; /* set as each op was emitted */
   out->program = (MmEngineProgram){out->ops, out->n_ops, out->deps, MM_STREAM_COUNT, out->xfer_link, out->xfer_bytes,
                                    links->n};
 }

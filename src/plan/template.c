@@ -528,6 +528,13 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       mm__deps_set_one(&d, last);
       continue;
     }
+    if (it->kind == T_SEG) { /* the common case: built in place */
+      last = *last_compute = mm__emit_start(L, MM_STREAM_COMPUTE, &d, 0, NULL, NULL, FALSE, MM_NO_COLL, 0, 0, 0);
+      L->info[last] = seg_info(&it->seg, un, u, micro, phase, 1.0);
+      mm__emit_finish(L, MM_STREAM_COMPUTE, last);
+      mm__deps_set_one(&d, last);
+      continue;
+    }
     MmOpInfo info = seg_info(&it->seg, un, u, micro, phase, 1.0);
     if (it->kind == T_JOIN) {
       mm__deps_add(L, &d, side);
