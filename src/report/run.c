@@ -190,50 +190,69 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   guint nc = 0, nm = 0, nh = 0;
   gboolean sorted = TRUE;
   guint nf = 0; /* pieces of fused groups */
+  /* the sums in locals (from 0, in op order, as the callers' zeroed @r would take them), added
+   * to @r once: its fields might alias the span arrays, so the compiler keeps them in memory */
+  uint32_t stream_ops[MM_STREAM_COUNT] = {0};
+  double stream_busy[MM_STREAM_COUNT] = {0}, by_phase[MM_PHASE_COUNT] = {0}, by_kind[MM_COLL_COUNT] = {0},
+         by_reason[MM_REASON_COUNT] = {0};
+  double compute_s = 0, embedding_s = 0, comm_s = 0, host_copy_s = 0, host_step_s = 0;
   for (uint32_t i = 0; i < n; i++) {
     const MmOpInfo *in = &pr->info[i];
+    const uint32_t st = pr->ops[i].stream;
     nf += in->fused != 0;
     MmTime a = t0[i], b = t1[i];
     if (win) {
       /* its part inside the window; counted where it starts */
-      if (t0[i] >= win[0] && t0[i] < win[1]) r->stream_ops[pr->ops[i].stream]++;
+      if (t0[i] >= win[0] && t0[i] < win[1]) stream_ops[st]++;
       a = MAX(a, win[0]);
       b = MIN(b, win[1]);
       if (b <= a) continue;
     } else {
-      r->stream_ops[pr->ops[i].stream]++;
+      stream_ops[st]++;
     }
     double d = mm_time_to_s(b - a);
-    r->stream_busy_s[pr->ops[i].stream] += d;
+    stream_busy[st] += d;
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
-      r->compute_s += d;
-      r->compute_by_phase_s[in->phase] += d;
+      compute_s += d;
+      by_phase[in->phase] += d;
       comp[nc++] = (Span){a, b};
       break;
     case MM_OP_LOOKUP:
-      r->embedding_s += d;
-      r->compute_by_phase_s[in->phase] += d;
+      embedding_s += d;
+      by_phase[in->phase] += d;
       comp[nc++] = (Span){a, b};
       break;
     case MM_OP_COPY: /* activation offload: only its stream's busy time; a wait for it is idle */
       break;
     case MM_OP_COLLECTIVE:
-      r->comm_s += d;
-      r->comm_by_kind_s[in->coll] += d;
-      r->comm_by_reason_s[in->reason] += d;
+      comm_s += d;
+      by_kind[in->coll] += d;
+      by_reason[in->reason] += d;
       if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){a, b}) > 0) sorted = FALSE;
-      comm_stream[nm] = (uint8_t)pr->ops[i].stream;
+      comm_stream[nm] = (uint8_t)st;
       comm[nm++] = (Span){a, b};
       break;
     case MM_OP_HOST_COPY:
     case MM_OP_HOST_STEP:
-      *(in->what == MM_OP_HOST_COPY ? &r->host_copy_s : &r->host_step_s) += d;
+      *(in->what == MM_OP_HOST_COPY ? &host_copy_s : &host_step_s) += d;
       host[nh++] = (Span){a, b}; /* one stream: in order */
       break;
     }
   }
+  for (int k = 0; k < MM_STREAM_COUNT; k++) {
+    r->stream_ops[k] += stream_ops[k];
+    r->stream_busy_s[k] += stream_busy[k];
+  }
+  for (int k = 0; k < MM_PHASE_COUNT; k++) r->compute_by_phase_s[k] += by_phase[k];
+  for (int k = 0; k < MM_COLL_COUNT; k++) r->comm_by_kind_s[k] += by_kind[k];
+  for (int k = 0; k < MM_REASON_COUNT; k++) r->comm_by_reason_s[k] += by_reason[k];
+  r->compute_s += compute_s;
+  r->embedding_s += embedding_s;
+  r->comm_s += comm_s;
+  r->host_copy_s += host_copy_s;
+  r->host_step_s += host_step_s;
   if (!win) fused_groups(pr, t0, t1, comp, nc, nf, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
   if (!sorted) sort_streams(comm, comm_stream, nm, tmp);
