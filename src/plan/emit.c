@@ -178,12 +178,12 @@ static void cx_record(Lower *L, MmCollKind kind, double size, int64_t degree, in
 /* Emits the recorded expansion @x chained on @d, as mm__emit_coll did when it recorded it. */
 static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
-  Deps cur;
-  deps_copy(&cur, d);
+  Deps one; /* each later step waits for the one before */
+  const Deps *dp = d;
   uint32_t op = NONE;
   for (uint32_t j = 0; j < x->n_steps; j++) {
     const CollStep *c = &L->cx_step[x->step_first + j];
-    op = mm__emit_start(L, (MmStreamId)c->stream, &cur, c->n_use, &L->cx_link[c->xfer_first],
+    op = mm__emit_start(L, (MmStreamId)c->stream, dp, c->n_use, &L->cx_link[c->xfer_first],
                         &L->cx_bytes[c->xfer_first], c->sequential, COLL_SELF, c->degree, c->stride, 0);
     L->info[op] = (MmOpInfo){
       .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = c->kind, .reason = x->reason, .unit = unit,
@@ -191,7 +191,8 @@ static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t un
       .fixed_s = c->latency_s, .algorithm = c->algorithm,
     };
     mm__emit_finish(L, (MmStreamId)c->stream, op);
-    mm__deps_set_one(&cur, op);
+    mm__deps_set_one(&one, op);
+    dp = &one;
   }
   return op;
 }

@@ -100,7 +100,8 @@ void mm__gather_advance(Lower *L, uint32_t compute_done)
   L->gq_pos++;
   uint32_t want = L->gq_pos + (uint32_t)L->s->cfg->fsdp_prefetch + 1;
   while (L->gq_emitted < MIN(want, L->n_gq)) {
-    Deps d = mm__deps_one(compute_done);
+    Deps d; /* only v[0, n) is read */
+    mm__deps_set_one(&d, compute_done);
     mm__emit_gather(L, &d);
   }
 }

@@ -178,15 +178,17 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
   const double grads[2] = {L->unit_dense[u] * ge, L->unit_expert[u] * ge};
   if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_FSDP] <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
     return; /* sharded tables update in place */
-  Deps d = mm__deps_one(weights_done);
+  Deps d; /* only v[0, n) is read */
+  mm__deps_set_one(&d, weights_done);
   if (bs->degree[MM_STRAT_FSDP] > 1) {
     /* FSDP reduce-scatters every micro-step; HSDP then all-reduces the shard across replicas */
     uint32_t rs = mm__emit_coll(L, b, MASK(MM_STRAT_FSDP), MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
                             u, micro, MM_PHASE_BWD);
     if (!last_micro) return;
-    Deps done = mm__deps_one(rs == NONE ? weights_done : rs);
+    Deps done, r;
+    mm__deps_set_one(&done, rs == NONE ? weights_done : rs);
+    mm__deps_set_one(&r, rs);
     for (int x = 0; x < 2; x++) {
-      Deps r = mm__deps_one(rs);
       mm__deps_add(L, &done, mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_REDUCE,
                                            MM_REASON_DDP, grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro,
                                            MM_PHASE_BWD));
