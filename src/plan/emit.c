@@ -19,6 +19,25 @@ void mm__deps_compact(const Lower *L, Deps *d)
 
 /* ---- emitting ---------------------------------------------------------- */
 
+void mm__emit_grow(Lower *L, uint32_t nops, uint32_t nd, uint32_t nx)
+{
+  if (L->n_xfer + nx > L->cap_xfer) {
+    L->cap_xfer = 2 * L->cap_xfer + nx + 64;
+    L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
+    L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
+  }
+  if (L->n_ops + nops > L->cap_ops) {
+    L->cap_ops = 2 * L->cap_ops + nops + 63;
+    L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
+    L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
+    L->dur = g_renew(MmTime, L->dur, L->cap_ops + 1);
+  }
+  if (L->n_deps + nd > L->cap_deps) {
+    L->cap_deps = 2 * L->cap_deps + nd + 64;
+    L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
+  }
+}
+
 /* Appends an op moving @xbytes[i] over links @link[i] (@nx of them; @sequential phases). */
 static uint32_t emit_raw(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, uint32_t nx,
                          const uint32_t *link, const double *xbytes, gboolean sequential, uint32_t coll,

@@ -83,6 +83,7 @@ typedef struct {
 #define CX_SLOTS 64 /* direct-mapped expansions */
 
 typedef struct Template Template;
+typedef struct Rec Rec;
 
 typedef struct {
   const MmScenario *s;
@@ -106,6 +107,13 @@ typedef struct {
   Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
   uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */
   uint32_t n_tmpl, cap_tmpl;
+  /* the template replay being recorded (template.c: Rec; NULL: none): its first op, unit, micro-batch,
+   * phase, the unit's first layer, its input dependencies; rec_fail: it cannot be replayed from the record */
+  Rec *rec;
+  uint32_t rec_start, rec_u, rec_micro, rec_first;
+  MmPhase rec_phase;
+  const Deps *rec_in;
+  gboolean rec_fail;
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
   uint32_t *canon_layer; /* the canonical layers, in order (place[i] is canon_layer[i]'s) */
@@ -199,6 +207,20 @@ static inline Deps mm__deps_one(uint32_t op)
   return d;
 }
 
+/* emit.c: grows the op arrays for @nops more ops with @nd dependencies and @nx transfers. */
+void mm__emit_grow(Lower *L, uint32_t nops, uint32_t nd, uint32_t nx);
+
+/* Room for @nops more ops with @nd dependencies and @nx transfers in all. */
+static inline void mm__emit_reserve(Lower *L, uint32_t nops, uint32_t nd, uint32_t nx)
+{
+  g_assert(L->n_ops + nops <= COLL_TIED);
+  if (G_UNLIKELY(L->n_xfer + nx > L->cap_xfer || L->n_ops + nops > L->cap_ops || L->n_deps + nd > L->cap_deps))
+    mm__emit_grow(L, nops, nd, nx);
+}
+
+/* template.c: adds op @idx, just emitted, to the replay being recorded */
+void mm__rec_op(Lower *L, uint32_t idx);
+
 /* Appends the engine side of an op (its dependencies, and the transfers @xbytes[i] over links
  * @link[i]: @nx of them, @sequential phases); the caller fills L->info[returned index], then
  * calls mm__emit_finish. (mm__emit does both from a prepared MmOpInfo.) */
@@ -207,22 +229,7 @@ static inline uint32_t mm__emit_start(Lower *L, MmStreamId stream, const Deps *d
                                       int64_t stride, int32_t peer)
 {
   const uint32_t idx = L->n_ops, nd = d ? d->n : 0;
-  g_assert(idx < COLL_TIED);
-  if (L->n_xfer + nx > L->cap_xfer) {
-    L->cap_xfer = 2 * L->cap_xfer + nx + 64;
-    L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
-    L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
-  }
-  if (L->n_ops == L->cap_ops) {
-    L->cap_ops = 2 * L->cap_ops + 64;
-    L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
-    L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
-    L->dur = g_renew(MmTime, L->dur, L->cap_ops + 1);
-  }
-  if (L->n_deps + nd > L->cap_deps) {
-    L->cap_deps = 2 * L->cap_deps + nd + 64;
-    L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
-  }
+  mm__emit_reserve(L, 1, nd, nx);
   L->ops[idx] = (MmEngineOp){
     .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
     .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
@@ -247,6 +254,7 @@ static inline uint32_t mm__emit_finish(Lower *L, MmStreamId stream, uint32_t idx
   L->dur[idx] = mm_time_from_s(L->info[idx].fixed_s);
   L->n_ops++;
   L->last_on[stream] = idx;
+  if (G_UNLIKELY(L->rec != NULL)) mm__rec_op(L, idx);
   return idx;
 }
 
