@@ -436,7 +436,8 @@ static void record_wgrad(Lower *L, uint32_t u, Template *t)
   t_seg(t, &seg, f, T_SEG);
 }
 
-static Template *template_for(Lower *L, uint32_t u, int variant)
+/* template_for's first use of a unit or variant: the slot, the recording. */
+static Template *template_build(Lower *L, uint32_t u, int variant)
 {
   const MmGraph *g = L->g;
   if (!L->tmpl_slot) {
@@ -476,6 +477,16 @@ static Template *template_for(Lower *L, uint32_t u, int variant)
     t->simple = colls && !other;
   }
   return t;
+}
+
+/* The template of variant @variant for unit @u (its canonical unit's), built on first use. */
+static inline Template *template_for(Lower *L, uint32_t u, int variant)
+{
+  if (G_LIKELY(L->tmpl_slot != NULL && L->tmpl_slot[u] != NONE)) {
+    Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[u] + variant];
+    if (G_LIKELY(t->built)) return t;
+  }
+  return template_build(L, u, variant);
 }
 
 static MmOpInfo seg_info(const Seg *sg, const MmUnit *un, uint32_t u, uint32_t micro, MmPhase phase, double scale)
