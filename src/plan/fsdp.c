@@ -12,6 +12,9 @@ void mm__precompute_units(Lower *L)
   L->unit_dense = g_new0(double, g->n_units + 1);
   L->unit_expert = g_new0(double, g->n_units + 1);
   L->fsdp_unit = g_new(uint8_t, g->n_units + 1);
+  L->grad_mask = g_new(uint32_t, 2 * (gsize)L->m->n_blocks + 1);
+  for (guint b = 0; b < L->m->n_blocks; b++)
+    for (int x = 0; x < 2; x++) L->grad_mask[2 * b + (guint)x] = mm_plan_grad_replicas(L->s, b, x == 1);
   for (uint32_t u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const MmBlockSetup *bs = &L->s->blocks[un->block];

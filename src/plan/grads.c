@@ -189,9 +189,10 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
     mm__deps_set_one(&done, rs == NONE ? weights_done : rs);
     mm__deps_set_one(&r, rs);
     for (int x = 0; x < 2; x++) {
-      mm__deps_add(L, &done, mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_REDUCE,
-                                           MM_REASON_DDP, grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro,
-                                           MM_PHASE_BWD));
+      const uint32_t mask = L->grad_mask[2 * b + (guint)x];
+      if (mm_plan_mask_degree(bs, mask) <= 1) continue; /* no replicas: mm__emit_coll would emit nothing */
+      mm__deps_add(L, &done, mm__emit_coll(L, b, mask, MM_COLL_ALL_REDUCE, MM_REASON_DDP,
+                                           grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro, MM_PHASE_BWD));
     }
     offload_grads(L, b, grads[0], grads[1], &done, u, micro);
   } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {

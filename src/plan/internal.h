@@ -104,6 +104,7 @@ typedef struct {
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
   uint8_t *fsdp_unit;   /* per unit: its block is FSDP-sharded and it has parameters */
+  uint32_t *grad_mask;  /* per block: mm_plan_grad_replicas of its non-expert and expert parameters */
   Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
   uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */
   uint32_t n_tmpl, cap_tmpl;
