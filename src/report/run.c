@@ -57,6 +57,14 @@ static void sort_streams(Span *s, const uint8_t *stream, guint n, Span *tmp)
   guint live[MM_STREAM_COUNT], nl = 0; /* the streams with spans left */
   for (guint k = 0; k < MM_STREAM_COUNT; k++)
     if (head[k] < end[k]) live[nl++] = k;
+  if (nl == 2) { /* the usual case (intra- and inter-node collectives): a two-way merge */
+    const Span *x = tmp + head[live[0]], *xe = tmp + end[live[0]], *y = tmp + head[live[1]], *ye = tmp + end[live[1]];
+    guint i = 0;
+    while (x < xe && y < ye) s[i++] = span_cmp(y, x) < 0 ? *y++ : *x++;
+    while (x < xe) s[i++] = *x++;
+    while (y < ye) s[i++] = *y++;
+    return;
+  }
   for (guint i = 0; i < n; i++) {
     guint best = 0;
     for (guint j = 1; j < nl; j++)
