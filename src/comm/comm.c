@@ -528,40 +528,50 @@ gboolean mm_comm_cost(const MmHardware *hw, const MmLinks *links, const MmCollec
 {
   Ctx x;
   init_ctx(&x, hw, links, c);
-  memset(out, 0, sizeof *out);
-  out->shape = x.sh;
-  out->algorithm = c->algorithm == MM_ALGO_AUTO ? MM_ALGO_RING : c->algorithm;
-  if (c->degree <= 1 || c->bytes <= 0) return TRUE;
+  if (c->degree <= 1 || c->bytes <= 0) {
+    memset(out, 0, sizeof *out);
+    out->shape = x.sh;
+    out->algorithm = c->algorithm == MM_ALGO_AUTO ? MM_ALGO_RING : c->algorithm;
+    return TRUE;
+  }
   /* the fastest protocol for the forced algorithm, or the fastest (algorithm, protocol) on
-   * idle links, as NCCL's and RCCL's tuners pick (the fallback only when nothing else applies) */
-  gboolean found = FALSE;
-  MmCommCost best = {0}, o;
+   * idle links, as NCCL's and RCCL's tuners pick (the fallback only when nothing else applies).
+   * Candidates fill one of two buffers, the best so far kept in the other (no copy per
+   * improvement) */
+  MmCommCost cand[2];
+  int best = -1, cur = 0;
   if (c->algorithm != MM_ALGO_AUTO) {
     for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
       set_protocol(&x, (MmProtocol)pr);
-      if (algorithm(&x, c->algorithm, &o) && (!found || o.time_s < best.time_s)) best = o, found = TRUE;
+      if (algorithm(&x, c->algorithm, &cand[cur]) && (best < 0 || cand[cur].time_s < cand[best].time_s))
+        best = cur, cur ^= 1;
     }
-    if (found) {
-      *out = best;
+    if (best >= 0) {
+      *out = cand[best];
       return TRUE;
     }
   }
   for (int pr = 0; pr < MM_PROTO_COUNT; pr++) {
     set_protocol(&x, (MmProtocol)pr);
     for (int a = MM_ALGO_AUTO + 1; a < MM_ALGO_COUNT; a++) {
-      if (!auto_considers(c, (MmAlgorithm)a) || !algorithm(&x, (MmAlgorithm)a, &o)) continue;
-      if (!found || o.time_s < best.time_s) best = o, found = TRUE;
+      if (!auto_considers(c, (MmAlgorithm)a) || !algorithm(&x, (MmAlgorithm)a, &cand[cur])) continue;
+      if (best < 0 || cand[cur].time_s < cand[best].time_s) best = cur, cur ^= 1;
     }
   }
+  if (best >= 0) {
+    *out = cand[best];
+    return c->algorithm == MM_ALGO_AUTO;
+  }
+  memset(out, 0, sizeof *out);
+  gboolean found = FALSE;
   for (int a = MM_ALGO_AUTO + 1; a < MM_ALGO_COUNT && !found; a++) {
     if (algorithms[a].auto_pick != AUTO_FALLBACK) continue;
     for (int pr = 0; pr < MM_PROTO_COUNT && !found; pr++) {
       if (!(algorithms[a].protocols & (1u << pr))) continue;
       set_protocol(&x, (MmProtocol)pr);
-      found = algorithm(&x, (MmAlgorithm)a, &best); /* when even this fails, @best says so: no time */
+      found = algorithm(&x, (MmAlgorithm)a, out); /* when even this fails, @out says so: no time */
     }
   }
-  *out = best;
   return c->algorithm == MM_ALGO_AUTO;
 }
 

@@ -11,13 +11,15 @@ void mm__places_new(Lower *L)
   const MmGraph *g = L->g;
   uint32_t n = 0;
   L->place_of = g_new(uint32_t, g->n_layers + 1);
+  L->canon_layer = g_new(uint32_t, g->n_layers + 1);
   for (uint32_t li = 0; li < g->n_layers; li++) {
-    if (g->layers[li].canon == li) L->place_of[li] = n++;
-    else L->place_of[li] = L->place_of[g->layers[li].canon];
+    const uint32_t c = g->layers[li].canon;
+    if (c == li) L->canon_layer[n] = li, L->place_of[li] = n++;
+    else L->place_of[li] = L->place_of[c];
   }
+  L->n_canon = n;
   L->place = g_new(MmPlacement, n + 1);
-  for (uint32_t li = 0; li < g->n_layers; li++)
-    if (g->layers[li].canon == li) mm_plan_place(L->s, g, li, &L->place[L->place_of[li]]);
+  for (uint32_t i = 0; i < n; i++) mm_plan_place(L->s, g, L->canon_layer[i], &L->place[i]);
 }
 
 /* Bytes per element an FP8 recipe's casts move to give one GEMM operand in the layout @part needs:

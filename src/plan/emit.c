@@ -19,45 +19,42 @@ void mm__deps_compact(const Lower *L, Deps *d)
 
 /* ---- emitting ---------------------------------------------------------- */
 
-/* Appends an op. @coll: MM_NO_COLL (compute), COLL_SELF (a collective of this program's
- * groups) or a shared id; @cost NULL for a member that moves no data itself. */
-uint32_t mm__emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *cost,
-                     uint32_t coll, int64_t degree, int64_t stride, int32_t peer)
+void mm__emit_grow(Lower *L, uint32_t nops, uint32_t nd, uint32_t nx)
 {
-  uint32_t idx = L->n_ops, nd = d ? d->n : 0, nx = cost ? cost->n_use : 0;
-  g_assert(idx < COLL_TIED);
   if (L->n_xfer + nx > L->cap_xfer) {
     L->cap_xfer = 2 * L->cap_xfer + nx + 64;
     L->xfer_link = g_renew(uint32_t, L->xfer_link, L->cap_xfer);
     L->xfer_bytes = g_renew(double, L->xfer_bytes, L->cap_xfer);
   }
-  if (L->n_ops == L->cap_ops) {
-    L->cap_ops = 2 * L->cap_ops + 64;
+  if (L->n_ops + nops > L->cap_ops) {
+    L->cap_ops = 2 * L->cap_ops + nops + 63;
     L->ops = g_renew(MmEngineOp, L->ops, L->cap_ops);
     L->info = g_renew(MmOpInfo, L->info, L->cap_ops);
+    L->dur = g_renew(MmTime, L->dur, L->cap_ops + 1);
   }
   if (L->n_deps + nd > L->cap_deps) {
     L->cap_deps = 2 * L->cap_deps + nd + 64;
     L->deps = g_renew(uint32_t, L->deps, L->cap_deps);
   }
-  L->ops[idx] = (MmEngineOp){
-    .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
-    .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
-    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = cost && cost->sequential,
-  };
-  for (uint32_t i = 0; i < nx; i++) {
-    L->xfer_link[L->n_xfer] = cost->link[i];
-    L->xfer_bytes[L->n_xfer++] = cost->bytes[i];
-  }
-  for (uint32_t i = 0; i < nd; i++) {
-    g_assert(d->v[i] < idx);
-    L->deps[L->n_deps++] = d->v[i];
-  }
+}
+
+/* Appends an op moving @xbytes[i] over links @link[i] (@nx of them; @sequential phases). */
+static uint32_t emit_raw(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, uint32_t nx,
+                         const uint32_t *link, const double *xbytes, gboolean sequential, uint32_t coll,
+                         int64_t degree, int64_t stride, int32_t peer)
+{
+  const uint32_t idx = mm__emit_start(L, stream, d, nx, link, xbytes, sequential, coll, degree, stride, peer);
   L->info[idx] = *info;
-  L->info[idx].chunk = (uint16_t)L->cur_chunk;
-  L->n_ops++;
-  L->last_on[stream] = idx;
-  return idx;
+  return mm__emit_finish(L, stream, idx);
+}
+
+/* Appends an op. @coll: MM_NO_COLL (compute), COLL_SELF (a collective of this program's
+ * groups) or a shared id; @cost NULL for a member that moves no data itself. */
+uint32_t mm__emit(Lower *L, MmStreamId stream, const Deps *d, const MmOpInfo *info, const MmCommCost *cost,
+                     uint32_t coll, int64_t degree, int64_t stride, int32_t peer)
+{
+  return emit_raw(L, stream, d, info, cost ? cost->n_use : 0, cost ? cost->link : NULL, cost ? cost->bytes : NULL,
+                  cost && cost->sequential, coll, degree, stride, peer);
 }
 
 /* Waits for the last op of every stream: what ends the iteration waits for everything. */
@@ -77,10 +74,10 @@ typedef struct {
   int n;
 } Runs;
 
-static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
+static void level_runs(const MmBlockSetup *bs, uint32_t mask, Runs *out)
 {
-  Runs r;
-  r.n = 0;
+  Runs *r = out;
+  r->n = 0;
   gboolean open = FALSE;
   const MmLevel *levels;
   const int64_t *strides;
@@ -93,14 +90,13 @@ static Runs level_runs(const MmBlockSetup *bs, uint32_t mask)
       continue;
     }
     if (open) {
-      r.degree[r.n - 1] *= lv->degree;
+      r->degree[r->n - 1] *= lv->degree;
     } else {
-      r.degree[r.n] = lv->degree;
-      r.stride[r.n++] = strides[i];
+      r->degree[r->n] = lv->degree;
+      r->stride[r->n++] = strides[i];
       open = TRUE;
     }
   }
-  return r;
 }
 
 
@@ -117,17 +113,30 @@ uint32_t mm__emit_host_copy(Lower *L, MmStreamId stream, MmOpWhat what, MmPhase 
   return mm__emit(L, stream, d, &info, &cost, MM_NO_COLL, 0, 0, 0);
 }
 
-/* The cost of @c; repeats of the last collective of its kind (identical layers, the same
- * pipeline transfer every micro-batch) reuse it. */
+/* The cost of @c; repeats of one of the last MEMO_WAYS collectives of its kind (identical
+ * layers, the same pipeline transfer every micro-batch) reuse it. The cost is a function of @c
+ * alone (with the hardware and links), so reuse changes nothing. (transfer none: valid until the
+ * next call) */
 const MmCommCost *mm__coll_cost(Lower *L, const MmCollective *c)
 {
-  CommMemo *memo = &L->memo[c->kind];
-  if (!memo->valid || !same_coll(&memo->in, c)) {
-    memo->in = *c;
-    mm_comm_cost(L->hw, L->links, c, &memo->out); /* a forced algorithm that does not fit falls back to auto */
-    memo->valid = TRUE;
-  }
-  return &memo->out;
+  const guint k = c->kind;
+  if (!L->memo) L->memo = g_new(CommMemo, MM_COLL_COUNT * MEMO_WAYS);
+  CommMemo *row = &L->memo[k * MEMO_WAYS];
+  const guint n = L->memo_n[k], last = L->memo_last[k];
+  if (n > 0 && same_coll(&row[last].in, c)) return &row[last].out;
+  for (guint i = 0; i < n; i++)
+    if (i != last && same_coll(&row[i].in, c)) {
+      L->memo_last[k] = (uint8_t)i;
+      return &row[i].out;
+    }
+  /* a miss: fill the next free way, then replace them in turn */
+  const guint i = n < MEMO_WAYS ? n : L->memo_next[k];
+  if (n < MEMO_WAYS) L->memo_n[k]++;
+  else L->memo_next[k] = (uint8_t)((i + 1) % MEMO_WAYS);
+  row[i].in = *c;
+  mm_comm_cost(L->hw, L->links, c, &row[i].out); /* a forced algorithm that does not fit falls back to auto */
+  L->memo_last[k] = (uint8_t)i;
+  return &row[i].out;
 }
 
 /* Under per-node dispatch, a token's copies in an MoE All2All of block @bi over @degree x @stride:
@@ -145,6 +154,68 @@ static void moe_route(const Lower *L, guint bi, int64_t degree, int64_t stride, 
   c->route_nodes = MIN(nodes, (double)b->router_group_topk * MAX(1.0, nodes / (double)b->router_groups));
 }
 
+/* ---- expanded collectives (CollExp) ------------------------------------- */
+
+#define CX_MAX_STEPS 4096   /* past this many recorded steps (or transfers) the cache starts over */
+#define CX_MAX_XFER 65536
+
+static guint cx_slot(guint bi, uint32_t mask, MmCollKind kind, MmReason reason, double bytes)
+{
+  uint64_t h;
+  memcpy(&h, &bytes, sizeof h);
+  h ^= ((uint64_t)bi << 32) ^ ((uint64_t)mask << 7) ^ ((uint64_t)kind << 3) ^ (uint64_t)reason;
+  h *= 0x9E3779B97F4A7C15u; /* Fibonacci hashing: the top bits mix every input bit */
+  return (guint)(h >> 58); /* CX_SLOTS = 64 */
+}
+G_STATIC_ASSERT(CX_SLOTS == 64);
+
+/* Appends the op emit_one is about to emit to the expansion being recorded. */
+static void cx_record(Lower *L, MmCollKind kind, double size, int64_t degree, int64_t stride, MmStreamId st,
+                      const MmCommCost *cost)
+{
+  if (L->n_cx_step == L->cap_cx_step) {
+    L->cap_cx_step = 2 * L->cap_cx_step + 16;
+    L->cx_step = g_renew(CollStep, L->cx_step, L->cap_cx_step);
+  }
+  if (L->n_cx_xfer + cost->n_use > L->cap_cx_xfer) {
+    L->cap_cx_xfer = 2 * L->cap_cx_xfer + cost->n_use + 64;
+    L->cx_link = g_renew(uint32_t, L->cx_link, L->cap_cx_xfer);
+    L->cx_bytes = g_renew(double, L->cx_bytes, L->cap_cx_xfer);
+  }
+  L->cx_step[L->n_cx_step++] = (CollStep){
+    .size = size, .time_s = cost->time_s, .latency_s = cost->latency_s, .degree = degree, .stride = stride,
+    .xfer_first = L->n_cx_xfer, .n_use = cost->n_use, .kind = (uint8_t)kind, .algorithm = (uint8_t)cost->algorithm,
+    .stream = (uint8_t)st, .sequential = (uint8_t)(cost->sequential != 0),
+  };
+  for (uint32_t i = 0; i < cost->n_use; i++) {
+    L->cx_link[L->n_cx_xfer] = cost->link[i];
+    L->cx_bytes[L->n_cx_xfer++] = cost->bytes[i];
+  }
+  L->cx_rec->n_steps++;
+}
+
+/* Emits the recorded expansion @x chained on @d, as mm__emit_coll did when it recorded it. */
+static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
+{
+  Deps one; /* each later step waits for the one before */
+  const Deps *dp = d;
+  uint32_t op = NONE;
+  for (uint32_t j = 0; j < x->n_steps; j++) {
+    const CollStep *c = &L->cx_step[x->step_first + j];
+    op = mm__emit_start(L, (MmStreamId)c->stream, dp, c->n_use, &L->cx_link[c->xfer_first],
+                        &L->cx_bytes[c->xfer_first], c->sequential, COLL_SELF, c->degree, c->stride, 0);
+    L->info[op] = (MmOpInfo){
+      .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = c->kind, .reason = x->reason, .unit = unit,
+      .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = c->size, .time_s = c->time_s,
+      .fixed_s = c->latency_s, .algorithm = c->algorithm,
+    };
+    mm__emit_finish(L, (MmStreamId)c->stream, op);
+    mm__deps_set_one(&one, op);
+    dp = &one;
+  }
+  return op;
+}
+
 static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, double size, int64_t degree,
                          int64_t stride, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
@@ -160,6 +231,7 @@ static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, d
     .time_s = cost->time_s, .fixed_s = cost->latency_s, .algorithm = (uint8_t)cost->algorithm,
   };
   MmStreamId st = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
+  if (L->cx_rec) cx_record(L, kind, size, degree, stride, st, cost);
   return mm__emit(L, st, d, &info, cost, COLL_SELF, degree, stride, 0);
 }
 
@@ -170,16 +242,32 @@ static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, d
 uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmReason reason, double bytes,
                           const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
+  if (bytes <= 0) return NONE;
+  /* the same collective of this lowering again: the ops recorded the first time */
+  CollExp *x = &L->cx[cx_slot(bi, mask, kind, reason, bytes)];
+  if (x->valid && x->bytes == bytes && x->mask == mask && x->bi == bi && x->kind == kind && x->reason == reason)
+    return cx_replay(L, x, d, unit, micro, phase);
+  if (L->n_cx_step > CX_MAX_STEPS || L->n_cx_xfer > CX_MAX_XFER) { /* start over: bounded memory */
+    for (guint i = 0; i < CX_SLOTS; i++) L->cx[i].valid = FALSE;
+    L->n_cx_step = L->n_cx_xfer = 0;
+  }
+  *x = (CollExp){.bytes = bytes, .mask = mask, .bi = bi, .kind = (uint8_t)kind, .reason = (uint8_t)reason,
+                 .step_first = L->n_cx_step};
   const MmBlockSetup *bs = &L->s->blocks[bi];
-  if (bytes <= 0 || mm_plan_mask_degree(bs, mask) <= 1) return NONE;
-  const Runs r = level_runs(bs, mask);
+  if (mm_plan_mask_degree(bs, mask) <= 1) {
+    x->valid = TRUE; /* nothing moves */
+    return NONE;
+  }
+  Runs r;
+  level_runs(bs, mask, &r);
+  L->cx_rec = x;
   Deps cur;
   deps_copy(&cur, d);
   uint32_t op = NONE;
 #define STEP(k, i, sz)                                                                       \
   do {                                                                                       \
     op = emit_one(L, bi, (k), reason, (sz), r.degree[i], r.stride[i], &cur, unit, micro, phase); \
-    cur = mm__deps_one(op);                                                                      \
+    mm__deps_set_one(&cur, op);                                                                   \
   } while (0)
   double size = bytes;
   switch (kind) {
@@ -212,6 +300,8 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
     break;
   }
 #undef STEP
+  L->cx_rec = NULL;
+  x->valid = TRUE;
   return op;
 }
 

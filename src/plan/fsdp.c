@@ -11,9 +11,14 @@ void mm__precompute_units(Lower *L)
   const MmGraph *g = L->g;
   L->unit_dense = g_new0(double, g->n_units + 1);
   L->unit_expert = g_new0(double, g->n_units + 1);
+  L->fsdp_unit = g_new(uint8_t, g->n_units + 1);
+  L->grad_mask = g_new(uint32_t, 2 * (gsize)L->m->n_blocks + 1);
+  for (guint b = 0; b < L->m->n_blocks; b++)
+    for (int x = 0; x < 2; x++) L->grad_mask[2 * b + (guint)x] = mm_plan_grad_replicas(L->s, b, x == 1);
   for (uint32_t u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const MmBlockSetup *bs = &L->s->blocks[un->block];
+    L->fsdp_unit[u] = bs->degree[MM_STRAT_FSDP] > 1 && un->cost.params > 0;
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
       L->unit_dense[u] = L->unit_dense[u - 1];
       L->unit_expert[u] = L->unit_expert[u - 1];
@@ -33,42 +38,42 @@ double mm__unit_params(const Lower *L, uint32_t u)
   return L->unit_dense[u] + L->unit_expert[u];
 }
 
-gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
-{
-  const MmUnit *un = &L->g->units[u];
-  return L->s->blocks[un->block].degree[MM_STRAT_FSDP] > 1 && L->g->units[u].cost.params > 0;
-}
-
-gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
-{
-  return mm__fsdp_unit(L, u) && (L->s->cfg->fsdp_reshard || (micro == 0 && !bwd));
-}
-
-static void gq_add(GArray *a, uint32_t u, uint32_t micro, gboolean bwd)
-{
-  GatherItem it = {u, micro, bwd};
-  g_array_append_val(a, it);
-}
-
 /* The order in which FSDP units compute over the stage's schedule: the order their
  * AllGathers are issued, `fsdp_prefetch` ahead of the compute. */
 void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
 {
-  GArray *a = g_array_new(FALSE, FALSE, sizeof(GatherItem));
+  /* per chunk of this stage, its units that gather in a forward and in a backward: a bound on
+   * the queue, so it is sized once */
+  g_autofree uint32_t *n_fwd = g_new0(uint32_t, 2 * (gsize)L->K + 1);
+  uint32_t *n_bwd = n_fwd + L->K;
+  for (uint32_t k = L->stage; k < L->K; k += L->p)
+    for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
+      if (mm__fsdp_unit(L, u)) {
+        n_fwd[k]++;
+        n_bwd[k] += L->g->units[u].block >= L->first_trained;
+      }
+  gsize cap = 0;
+  for (guint i = 0; i < n_steps; i++) {
+    const uint32_t k = steps[i].chunk * L->p + L->stage;
+    if (steps[i].bwd != MM_PIPE_W) cap += steps[i].bwd ? n_bwd[k] : n_fwd[k];
+  }
+  GatherItem *a = g_new(GatherItem, cap + 1);
+  uint32_t n = 0;
   for (guint i = 0; i < n_steps; i++) {
     const uint32_t k = steps[i].chunk * L->p + L->stage;
     if (steps[i].bwd == MM_PIPE_W) continue; /* zb_h1: weight gradients gather nothing */
     if (!steps[i].bwd) {
       for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
-        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) gq_add(a, u, steps[i].micro, FALSE);
+        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) a[n++] = (GatherItem){u, steps[i].micro, FALSE};
     } else {
       for (uint32_t u = L->chunk_end[k]; u-- > L->chunk_first[k];)
         if (L->g->units[u].block >= L->first_trained && mm__fsdp_gathers(L, u, steps[i].micro, TRUE))
-          gq_add(a, u, steps[i].micro, TRUE);
+          a[n++] = (GatherItem){u, steps[i].micro, TRUE};
     }
   }
-  L->n_gq = a->len;
-  L->gq = (GatherItem *)(void *)g_array_free(a, FALSE);
+  g_assert(n <= cap);
+  L->n_gq = n;
+  L->gq = a;
   L->gq_op = g_new(uint32_t, L->n_gq + 1);
 }
 
@@ -98,7 +103,8 @@ void mm__gather_advance(Lower *L, uint32_t compute_done)
   L->gq_pos++;
   uint32_t want = L->gq_pos + (uint32_t)L->s->cfg->fsdp_prefetch + 1;
   while (L->gq_emitted < MIN(want, L->n_gq)) {
-    Deps d = mm__deps_one(compute_done);
+    Deps d; /* only v[0, n) is read */
+    mm__deps_set_one(&d, compute_done);
     mm__emit_gather(L, &d);
   }
 }

@@ -149,13 +149,13 @@ static uint32_t emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint3
                    .unit = u, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = sc.index_bytes,
                    .time_s = cag->time_s, .fixed_s = cag->latency_s, .algorithm = (uint8_t)cag->algorithm};
   uint32_t op = mm__emit(L, st, &d, &info, cag, COLL_SELF, g.degree, g.stride, 0);
-  d = mm__deps_one(op);
+  mm__deps_set_one(&d, op);
   if (sc.method == MM_SYNC_SPARSE && dedup > 0) {
     MmOpInfo di = {.what = MM_OP_COMPUTE, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
                    .first_layer = L->g->units[u].first_layer, .last_layer = L->g->units[u].first_layer, .kernels = 2,
                    .bytes = sc.dedup_bytes, .time_s = dedup, .fixed_s = dedup};
     op = mm__emit(L, MM_STREAM_COMPUTE, &d, &di, NULL, MM_NO_COLL, 0, 0, 0);
-    d = mm__deps_one(op);
+    mm__deps_set_one(&d, op);
   }
   info.coll = MM_COLL_ALL_REDUCE;
   info.bytes = sc.value_bytes;
@@ -178,18 +178,21 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
   const double grads[2] = {L->unit_dense[u] * ge, L->unit_expert[u] * ge};
   if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_FSDP] <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
     return; /* sharded tables update in place */
-  Deps d = mm__deps_one(weights_done);
+  Deps d; /* only v[0, n) is read */
+  mm__deps_set_one(&d, weights_done);
   if (bs->degree[MM_STRAT_FSDP] > 1) {
     /* FSDP reduce-scatters every micro-step; HSDP then all-reduces the shard across replicas */
     uint32_t rs = mm__emit_coll(L, b, MASK(MM_STRAT_FSDP), MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
                             u, micro, MM_PHASE_BWD);
     if (!last_micro) return;
-    Deps done = mm__deps_one(rs == NONE ? weights_done : rs);
+    Deps done, r;
+    mm__deps_set_one(&done, rs == NONE ? weights_done : rs);
+    mm__deps_set_one(&r, rs);
     for (int x = 0; x < 2; x++) {
-      Deps r = mm__deps_one(rs);
-      mm__deps_add(L, &done, mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_REDUCE,
-                                           MM_REASON_DDP, grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro,
-                                           MM_PHASE_BWD));
+      const uint32_t mask = L->grad_mask[2 * b + (guint)x];
+      if (mm_plan_mask_degree(bs, mask) <= 1) continue; /* no replicas: mm__emit_coll would emit nothing */
+      mm__deps_add(L, &done, mm__emit_coll(L, b, mask, MM_COLL_ALL_REDUCE, MM_REASON_DDP,
+                                           grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro, MM_PHASE_BWD));
     }
     offload_grads(L, b, grads[0], grads[1], &done, u, micro);
   } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {

@@ -22,7 +22,7 @@ typedef struct {
 static inline void deps_copy(Deps *to, const Deps *d)
 {
   to->n = d ? d->n : 0;
-  if (to->n) memcpy(to->v, d->v, sizeof(uint32_t) * to->n);
+  for (uint32_t i = 0; i < to->n; i++) to->v[i] = d->v[i]; /* usually one or two: no memcpy call */
 }
 
 typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W } Part;
@@ -47,11 +47,12 @@ typedef struct {
   gboolean lookup;
 } PartCost;
 
-/* The last cost computed per collective kind: identical layers repeat it. */
+/* Costs computed per collective kind, the last MEMO_WAYS distinct ones: identical layers repeat
+ * them, and a forward and its backward alternate a few (the embedding's, a layer's, the head's). */
+#define MEMO_WAYS 4
 typedef struct {
   MmCollective in;
   MmCommCost out;
-  gboolean valid;
 } CommMemo;
 
 static inline gboolean same_coll(const MmCollective *a, const MmCollective *b)
@@ -61,7 +62,28 @@ static inline gboolean same_coll(const MmCollective *a, const MmCollective *b)
          a->route_top_k == b->route_top_k && a->route_nodes == b->route_nodes;
 }
 
+/* One op of an expanded collective (see CollExp): what emit_one emitted for it. */
+typedef struct {
+  double size, time_s, latency_s;
+  int64_t degree, stride;
+  uint32_t xfer_first, n_use; /* its transfers: Lower.cx_link / cx_bytes [xfer_first, + n_use) */
+  uint8_t kind, algorithm, stream, sequential;
+} CollStep;
+
+/* What mm__emit_coll emitted for one (block, mask, kind, reason, bytes): within one lowering the
+ * same ops every time (identical layers repeat their collectives), so repeats copy the steps
+ * instead of grouping levels and costing the collective again. */
+typedef struct {
+  double bytes;
+  uint32_t mask, bi;
+  uint8_t kind, reason, valid;
+  uint32_t step_first, n_steps; /* Lower.cx_step [step_first, + n_steps); none: nothing moves */
+} CollExp;
+
+#define CX_SLOTS 64 /* direct-mapped expansions */
+
 typedef struct Template Template;
+typedef struct Rec Rec;
 
 typedef struct {
   const MmScenario *s;
@@ -71,6 +93,7 @@ typedef struct {
   const MmLinks *links;
   MmEngineOp *ops;
   MmOpInfo *info;
+  MmTime *dur; /* per op: mm_time_from_s(info.fixed_s) (cap_ops + 1) */
   uint32_t n_ops, cap_ops;
   uint32_t *deps;
   uint32_t n_deps, cap_deps;
@@ -80,10 +103,31 @@ typedef struct {
   PartCost *parts;      /* 3 per layer, indexed by canonical layer */
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
-  Template *templates;  /* V_COUNT per unit, built on first use */
+  uint8_t *fsdp_unit;   /* per unit: its block is FSDP-sharded and it has parameters */
+  uint32_t *grad_mask;  /* per block: mm_plan_grad_replicas of its non-expert and expert parameters */
+  Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
+  uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */
+  uint32_t n_tmpl, cap_tmpl;
+  /* the template replay being recorded (template.c: Rec; NULL: none): its first op, unit, micro-batch,
+   * phase, the unit's first layer, its input dependencies; rec_fail: it cannot be replayed from the record */
+  Rec *rec;
+  uint32_t rec_start, rec_u, rec_micro, rec_first;
+  MmPhase rec_phase;
+  const Deps *rec_in;
+  gboolean rec_fail;
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
-  CommMemo memo[MM_COLL_COUNT];
+  uint32_t *canon_layer; /* the canonical layers, in order (place[i] is canon_layer[i]'s) */
+  uint32_t n_canon;
+  CommMemo *memo; /* MEMO_WAYS per kind, allocated on first use; memo_n[kind] of them filled */
+  CollExp cx[CX_SLOTS]; /* expanded collectives (valid: recorded) */
+  CollExp *cx_rec; /* the expansion mm__emit_coll is recording (NULL: none) */
+  CollStep *cx_step;
+  uint32_t n_cx_step, cap_cx_step;
+  uint32_t *cx_link;
+  double *cx_bytes;
+  uint32_t n_cx_xfer, cap_cx_xfer;
+  uint8_t memo_n[MM_COLL_COUNT], memo_last[MM_COLL_COUNT], memo_next[MM_COLL_COUNT];
   uint32_t last_on[MM_STREAM_COUNT];
   guint first_trained;
   gboolean training;
@@ -150,11 +194,69 @@ static inline void mm__deps_add(const Lower *L, Deps *d, uint32_t op)
   d->v[d->n++] = op;
 }
 
+/* Makes @d the set of @op alone (or empty): in place, without clearing the unused slots. */
+static inline void mm__deps_set_one(Deps *d, uint32_t op)
+{
+  d->n = 0;
+  if (op != NONE) d->v[d->n++] = op;
+}
+
 static inline Deps mm__deps_one(uint32_t op)
 {
   Deps d = {.n = 0};
   if (op != NONE) d.v[d.n++] = op;
   return d;
+}
+
+/* emit.c: grows the op arrays for @nops more ops with @nd dependencies and @nx transfers. */
+void mm__emit_grow(Lower *L, uint32_t nops, uint32_t nd, uint32_t nx);
+
+/* Room for @nops more ops with @nd dependencies and @nx transfers in all. */
+static inline void mm__emit_reserve(Lower *L, uint32_t nops, uint32_t nd, uint32_t nx)
+{
+  g_assert(L->n_ops + nops <= COLL_TIED);
+  if (G_UNLIKELY(L->n_xfer + nx > L->cap_xfer || L->n_ops + nops > L->cap_ops || L->n_deps + nd > L->cap_deps))
+    mm__emit_grow(L, nops, nd, nx);
+}
+
+/* template.c: adds op @idx, just emitted, to the replay being recorded */
+void mm__rec_op(Lower *L, uint32_t idx);
+
+/* Appends the engine side of an op (its dependencies, and the transfers @xbytes[i] over links
+ * @link[i]: @nx of them, @sequential phases); the caller fills L->info[returned index], then
+ * calls mm__emit_finish. (mm__emit does both from a prepared MmOpInfo.) */
+static inline uint32_t mm__emit_start(Lower *L, MmStreamId stream, const Deps *d, uint32_t nx, const uint32_t *link,
+                                      const double *xbytes, gboolean sequential, uint32_t coll, int64_t degree,
+                                      int64_t stride, int32_t peer)
+{
+  const uint32_t idx = L->n_ops, nd = d ? d->n : 0;
+  mm__emit_reserve(L, 1, nd, nx);
+  L->ops[idx] = (MmEngineOp){
+    .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
+    .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
+    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = (uint16_t)(sequential != 0),
+  };
+  for (uint32_t i = 0; i < nx; i++) {
+    L->xfer_link[L->n_xfer] = link[i];
+    L->xfer_bytes[L->n_xfer++] = xbytes[i];
+  }
+  for (uint32_t i = 0; i < nd; i++) {
+    g_assert(d->v[i] < idx);
+    L->deps[L->n_deps++] = d->v[i];
+  }
+  return idx;
+}
+
+/* Completes op @idx (its info filled): its chunk, its fixed duration (from info.fixed_s, which
+ * nothing changes later), the stream's last op. Returns @idx. */
+static inline uint32_t mm__emit_finish(Lower *L, MmStreamId stream, uint32_t idx)
+{
+  L->info[idx].chunk = (uint16_t)L->cur_chunk;
+  L->dur[idx] = mm_time_from_s(L->info[idx].fixed_s);
+  L->n_ops++;
+  L->last_on[stream] = idx;
+  if (G_UNLIKELY(L->rec != NULL)) mm__rec_op(L, idx);
+  return idx;
 }
 
 /* emit.c: ops, dependencies and collectives over strategy levels */
@@ -200,10 +302,17 @@ void mm__templates_free(Lower *L);
 /* fsdp.c: per-unit parameters and the FSDP gather queue */
 void mm__precompute_units(Lower *L);
 double mm__unit_params(const Lower *L, uint32_t u);
-gboolean mm__fsdp_unit(const Lower *L, uint32_t u);
+/* Whether unit @u has FSDP shards to gather (mm__precompute_units). */
+static inline gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
+{
+  return L->fsdp_unit[u];
+}
 /* Whether unit @u all-gathers its FSDP shards for micro-batch @micro's forward (or backward):
  * every time, or without fsdp_reshard_after_forward only in its first forward. */
-gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd);
+static inline gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
+{
+  return L->fsdp_unit[u] && (L->s->cfg->fsdp_reshard || (micro == 0 && !bwd));
+}
 void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps);
 void mm__emit_gather(Lower *L, const Deps *d);
 uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd);

@@ -109,7 +109,7 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     }
     if (mm__mp_block(L, b)) {
       mm__hoist_mp_backward(L, st, mi);
-      grad = mm__deps_one(st->mp_bwd[b]);
+      mm__deps_set_one(&grad, st->mp_bwd[b]);
     }
     gboolean need_in = FALSE;
     for (guint i = 0; i < bk->n_inputs; i++) need_in |= bk->inputs[i] >= L->first_trained;

@@ -18,12 +18,19 @@ static void lower_free(Lower *L)
 {
   g_free(L->gq);
   g_free(L->gq_op);
+  g_free(L->memo);
+  g_free(L->cx_step);
+  g_free(L->cx_link);
+  g_free(L->cx_bytes);
   g_free(L->parts);
   mm__templates_free(L);
   g_free(L->unit_dense);
   g_free(L->unit_expert);
+  g_free(L->fsdp_unit);
+  g_free(L->grad_mask);
   g_free(L->place);
   g_free(L->place_of);
+  g_free(L->canon_layer);
   g_free(L->chunk_first);
   g_free(L->chunk_end);
   g_free(L->chunk_trained);
@@ -49,8 +56,9 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     (uint32_t)MIN(mm__plan_ops_estimate(g->n_layers, g->n_units, micro_steps, s->pp), (double)MM_PLAN_MAX_OPS);
   Lower L = {
     .s = s, .g = g, .m = s->model, .hw = s->hw, .links = links,
-    .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .cap_ops = guess,
+    .ops = g_new(MmEngineOp, guess), .info = g_new(MmOpInfo, guess), .dur = g_new(MmTime, guess + 1), .cap_ops = guess,
     .deps = g_new(uint32_t, 2 * guess), .cap_deps = 2 * guess,
+    .xfer_link = g_new(uint32_t, guess), .xfer_bytes = g_new(double, guess), .cap_xfer = guess,
     .training = s->cfg->task != MM_TASK_INFERENCE,
     .launch_s = mm_plan_launch_s(s, g),
     .stage = stage, .expert_load = behaviour_load(s, hot), .a2a_skew = MAX(1.0, behaviour_load(s, hot)),
@@ -70,9 +78,10 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
   }
   mm__places_new(&L);
   L.parts = g_new(PartCost, 3 * (gsize)g->n_layers + 1);
-  for (uint32_t li = 0; li < g->n_layers; li++)
-    if (g->layers[li].canon == li)
-      for (int part = PART_FWD; part <= PART_BWD_W; part++) mm__part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
+  for (uint32_t i = 0; i < L.n_canon; i++) {
+    const uint32_t li = L.canon_layer[i];
+    for (int part = PART_FWD; part <= PART_BWD_W; part++) mm__part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
+  }
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   mm__precompute_units(&L);
   L.recompute = mm__recompute_units(s, g, unit_chunk);
@@ -92,8 +101,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .ops = L.ops, .info = L.info, .deps = L.deps, .n_ops = L.n_ops, .xfer_link = L.xfer_link,
     .xfer_bytes = L.xfer_bytes, .stage = stage, .hot = hot, .pair_first = L.pair_first, .n_pairs = L.n_pairs,
   };
-  out->dur = g_new(MmTime, out->n_ops + 1);
-  for (uint32_t i = 0; i < out->n_ops; i++) out->dur[i] = mm_time_from_s(out->info[i].fixed_s);
+  out->dur = L.dur; /* set as each op was emitted */
   out->program = (MmEngineProgram){out->ops, out->n_ops, out->deps, MM_STREAM_COUNT, out->xfer_link, out->xfer_bytes,
                                    links->n};
 }

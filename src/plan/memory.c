@@ -197,7 +197,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
   g_autofree uint32_t *chunk = mm_pipe_unit_chunks(s, g);
   g_autofree uint8_t *rec = mm__recompute_units(s, g, chunk);
   g_autofree uint8_t *off = mm__offload_units(s, g, chunk); /* activations on the host, not the device */
-  g_autofree UnitMem *um = g_new0(UnitMem, g->n_units + 1);
+  g_autofree UnitMem *um = g_new(UnitMem, g->n_units + 1); /* each set below */
   g_autofree double *chunk_act = g_new0(double, K + 1);
   for (guint u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];

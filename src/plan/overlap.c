@@ -121,12 +121,12 @@ uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind k
       if (j + 1 < (uint32_t)p) {
         Deps nd;
         if (copy == NONE) deps_copy(&nd, d);
-        else nd = mm__deps_one(copy);
+        else mm__deps_set_one(&nd, copy);
         next = comm(L, block, mask, MM_COLL_PERMUTE, shard, &nd, unit, micro, phase, group, mode);
       }
       Deps cd;
       if (copy == NONE) deps_copy(&cd, d);
-      else cd = mm__deps_one(copy);
+      else mm__deps_set_one(&cd, copy);
       last = piece(L, info, &cd, group, mode);
       copy = next;
     }
@@ -141,7 +141,7 @@ uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind k
     deps_copy(&cd, d);
     for (uint32_t i = 0; i < pieces; i++) {
       uint32_t c = piece(L, info, &cd, group, mode);
-      cd = mm__deps_one(c);
+      mm__deps_set_one(&cd, c);
       Deps rd = mm__deps_one(c);
       rs = comm(L, block, mask, kind, bytes / (double)pieces, &rd, unit, micro, phase, group, mode);
     }
@@ -158,7 +158,7 @@ uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind k
     for (uint32_t j = 1; j <= steps; j++) {
       for (uint32_t n = 0; n < 2 && idx + 1 < (uint32_t)p; n++, idx++) {
         c = piece(L, info, &cd, group, mode);
-        cd = mm__deps_one(c);
+        mm__deps_set_one(&cd, c);
       }
       Deps pd = mm__deps_one(c);
       mm__deps_add(L, &pd, perm);
@@ -174,7 +174,7 @@ uint32_t mm__emit_tp_overlap(Lower *L, guint block, MmOverlap mode, MmCollKind k
   deps_copy(&cd, d);
   for (uint32_t i = 0; i < (uint32_t)p; i++) {
     c = piece(L, info, &cd, group, mode);
-    cd = mm__deps_one(c);
+    mm__deps_set_one(&cd, c);
     if (i + 1 < (uint32_t)p) {
       Deps pd = mm__deps_one(c);
       copy = comm(L, block, mask, MM_COLL_PERMUTE, shard, &pd, unit, micro, phase, group, mode);
@@ -267,7 +267,7 @@ uint32_t mm__emit_fused_lookup_fwd(Lower *L, guint b, uint32_t u0, uint32_t u1, 
   for (int64_t i = 0; i < C; i++) {
     const MmOpInfo info = lookup_info(L, &seg, u, micro, MM_PHASE_FWD, 1.0 / (double)C, piece_s, group);
     const uint32_t c = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
-    d = mm__deps_one(c);
+    mm__deps_set_one(&d, c);
     const uint32_t first = L->n_ops;
     const Deps cd = mm__deps_one(c);
     out = mm__emit_coll(L, b, MM_STRAT_MASK(MM_STRAT_MP), kind, MM_REASON_MP, bytes / (double)C, &cd, u, micro,

@@ -287,8 +287,8 @@ static inline int64_t mm_plan_mask_degree(const MmBlockSetup *bs, uint32_t mask)
 {
   const int64_t *deg = mask & MM_MASK_EXPERTS ? bs->expert_degree : bs->degree;
   int64_t d = 1;
-  for (int k = 0; k < MM_STRAT_COUNT; k++)
-    if (mask & MM_STRAT_MASK(k)) d *= deg[k];
+  /* the set strategy bits only, lowest first (the same product as a scan of every strategy) */
+  for (uint32_t m = mask & (MM_STRAT_MASK(MM_STRAT_COUNT) - 1u); m; m &= m - 1u) d *= deg[__builtin_ctz(m)];
   return d;
 }
 

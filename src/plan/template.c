@@ -46,10 +46,40 @@ typedef struct {
   double coll2_bytes; /* T_EPPIPE: the second exchange (combine forward, dispatch's gradient backward) */
 } TItem;
 
+/* One op of a recorded replay (see Rec). */
+typedef struct {
+  MmEngineOp op;  /* dep_first / xfer_first: into the record's deps and transfers */
+  MmOpInfo info;  /* first_layer / last_layer: offsets from the unit's first layer (NONE kept) */
+  MmTime dur;
+  gboolean self;  /* a collective with its own id (op.coll: its index) */
+} RecOp;
+
+#define REC_IN 0x80000000u /* a recorded dependency on in->v[j]: REC_IN | j; else the k-th op of the replay */
+#define REC_MAX_IN 8       /* inputs a recorded replay takes (no dependency set of it fills up, see mm__deps_add) */
+
+/* The ops one replay of a template emitted, for the later replays with as many input dependencies:
+ * the same ops but for their unit, micro-batch, phase, chunk, layers and the indices they depend on
+ * (the template's collectives and compute, and how they chain, are the unit's canonical ones). */
+struct Rec {
+  RecOp *ops;
+  uint32_t n_ops, cap_ops;
+  uint32_t *deps;
+  uint32_t n_deps, cap_deps;
+  uint32_t *xlink;
+  double *xbytes;
+  uint32_t n_x, cap_x;
+  uint32_t in_n;                          /* the in->n it was recorded with */
+  uint32_t last, last_compute, last_side; /* replay results: op offsets, or NONE */
+  gboolean valid;
+};
+
 struct Template {
   TItem *items;
   uint32_t n, cap;
   gboolean built;
+  gboolean simple; /* replayed from a record: collectives, and only kinds a record replays (no ring,
+                    * fused or pipelined expert pieces) */
+  Rec rec;
 };
 
 
@@ -406,13 +436,30 @@ static void record_wgrad(Lower *L, uint32_t u, Template *t)
   t_seg(t, &seg, f, T_SEG);
 }
 
-static const Template *template_for(Lower *L, uint32_t u, int variant)
+/* template_for's first use of a unit or variant: the slot, the recording. */
+static Template *template_build(Lower *L, uint32_t u, int variant)
 {
   const MmGraph *g = L->g;
-  uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
-  if (!L->templates) L->templates = g_new0(Template, MM__V_COUNT * (gsize)g->n_units + 1);
-  Template *t = &L->templates[MM__V_COUNT * cu + variant];
+  if (!L->tmpl_slot) {
+    L->tmpl_slot = g_new(uint32_t, g->n_units + 1);
+    for (uint32_t i = 0; i < g->n_units; i++) L->tmpl_slot[i] = NONE;
+  }
+  if (L->tmpl_slot[u] == NONE) {
+    const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
+    if (L->tmpl_slot[cu] == NONE) {
+      /* a group of variants per distinct unit (a few), not per unit */
+      if (L->n_tmpl == L->cap_tmpl) {
+        L->cap_tmpl = 2 * L->cap_tmpl + 4;
+        L->templates = g_renew(Template, L->templates, MM__V_COUNT * (gsize)L->cap_tmpl);
+      }
+      memset(&L->templates[MM__V_COUNT * (gsize)L->n_tmpl], 0, sizeof(Template) * MM__V_COUNT);
+      L->tmpl_slot[cu] = L->n_tmpl++;
+    }
+    L->tmpl_slot[u] = L->tmpl_slot[cu]; /* its canonical unit's */
+  }
+  Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[u] + variant];
   if (!t->built) {
+    const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
     if (variant == MM__V_FWD) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
     else if (variant == MM__V_OP_SELECTIVE) record_op_selective(L, cu, t);
@@ -420,8 +467,26 @@ static const Template *template_for(Lower *L, uint32_t u, int variant)
     else record_bwd(L, cu, variant == MM__V_BWD_IN || variant == MM__V_BWD_IN_B,
                     variant == MM__V_BWD_IN_B || variant == MM__V_BWD_NOIN_B, t);
     t->built = TRUE;
+    /* recorded when it has collectives (a lone compute segment emits as fast as it replays) */
+    gboolean colls = FALSE, other = FALSE;
+    for (uint32_t i = 0; i < t->n; i++) {
+      const uint8_t k = t->items[i].kind;
+      colls |= k == T_COLL || k == T_SIDE;
+      other |= k == T_RING || k == T_FUSED || k == T_EPPIPE;
+    }
+    t->simple = colls && !other;
   }
   return t;
+}
+
+/* The template of variant @variant for unit @u (its canonical unit's), built on first use. */
+static inline Template *template_for(Lower *L, uint32_t u, int variant)
+{
+  if (G_LIKELY(L->tmpl_slot != NULL && L->tmpl_slot[u] != NONE)) {
+    Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[u] + variant];
+    if (G_LIKELY(t->built)) return t;
+  }
+  return template_build(L, u, variant);
 }
 
 static MmOpInfo seg_info(const Seg *sg, const MmUnit *un, uint32_t u, uint32_t micro, MmPhase phase, double scale)
@@ -457,10 +522,162 @@ static uint32_t replay_ring(Lower *L, const TItem *it, const MmUnit *un, uint32_
   return comp;
 }
 
+/* ---- recorded replays ---------------------------------------------------- */
+
+void mm__rec_op(Lower *L, uint32_t idx)
+{
+  Rec *R = L->rec;
+  if (L->rec_fail) return;
+  const MmEngineOp *o = &L->ops[idx];
+  const MmOpInfo *in = &L->info[idx];
+  if (in->unit != L->rec_u || in->micro != L->rec_micro || in->phase != (uint8_t)L->rec_phase ||
+      (in->first_layer != NONE && in->first_layer < L->rec_first) ||
+      (in->last_layer != NONE && in->last_layer < L->rec_first)) {
+    L->rec_fail = TRUE;
+    return;
+  }
+  if (R->n_ops == R->cap_ops) {
+    R->cap_ops = 2 * R->cap_ops + 8;
+    R->ops = g_renew(RecOp, R->ops, R->cap_ops);
+  }
+  if (R->n_deps + o->n_deps > R->cap_deps) {
+    R->cap_deps = 2 * R->cap_deps + o->n_deps + 16;
+    R->deps = g_renew(uint32_t, R->deps, R->cap_deps);
+  }
+  if (R->n_x + o->n_xfer > R->cap_x) {
+    R->cap_x = 2 * R->cap_x + o->n_xfer + 16;
+    R->xlink = g_renew(uint32_t, R->xlink, R->cap_x);
+    R->xbytes = g_renew(double, R->xbytes, R->cap_x);
+  }
+  RecOp *r = &R->ops[R->n_ops++];
+  r->op = *o;
+  r->self = o->coll == idx;
+  r->info = *in;
+  r->dur = L->dur[idx];
+  if (in->first_layer != NONE) r->info.first_layer -= L->rec_first;
+  if (in->last_layer != NONE) r->info.last_layer -= L->rec_first;
+  r->op.dep_first = R->n_deps;
+  for (uint32_t i = 0; i < o->n_deps; i++) {
+    const uint32_t v = L->deps[o->dep_first + i];
+    uint32_t enc = v - L->rec_start;
+    if (v < L->rec_start) {
+      enc = NONE;
+      for (uint32_t j = 0; j < L->rec_in->n; j++)
+        if (L->rec_in->v[j] == v) enc = REC_IN | j;
+      if (enc == NONE) { /* a dependency from elsewhere: not a function of the inputs */
+        L->rec_fail = TRUE;
+        return;
+      }
+    }
+    R->deps[R->n_deps++] = enc;
+  }
+  r->op.xfer_first = R->n_x;
+  for (uint32_t i = 0; i < o->n_xfer; i++) {
+    R->xlink[R->n_x] = L->xfer_link[o->xfer_first + i];
+    R->xbytes[R->n_x++] = L->xfer_bytes[o->xfer_first + i];
+  }
+}
+
+/* The ops of record @R for unit @u, @micro, @phase after @in: what replay_items would emit. */
+static uint32_t replay_rec(Lower *L, const Rec *R, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                           uint32_t *last_compute)
+{
+  const uint32_t start = L->n_ops, first = L->g->units[u].first_layer;
+  mm__emit_reserve(L, R->n_ops, R->n_deps, R->n_x); /* room for all of it: locals below */
+  MmEngineOp *ops = L->ops;
+  MmOpInfo *infos = L->info;
+  MmTime *dur = L->dur;
+  uint32_t *deps = L->deps, *xl = L->xfer_link, nd = L->n_deps, nx = L->n_xfer;
+  double *xb = L->xfer_bytes;
+  const uint32_t *enc = R->deps;
+  const uint16_t chunk = (uint16_t)L->cur_chunk;
+  for (uint32_t k = 0; k < R->n_ops; k++) {
+    const RecOp *r = &R->ops[k];
+    const uint32_t idx = start + k;
+    MmEngineOp *o = &ops[idx];
+    *o = r->op;
+    o->dep_first = nd;
+    o->xfer_first = nx;
+    if (r->self) o->coll = idx;
+    for (uint32_t i = 0; i < r->op.n_deps; i++, enc++) {
+      const uint32_t v = *enc & REC_IN ? in->v[*enc & ~REC_IN] : start + *enc;
+      g_assert(v < idx);
+      deps[nd++] = v;
+    }
+    for (uint32_t i = 0; i < r->op.n_xfer; i++) {
+      xl[nx] = R->xlink[r->op.xfer_first + i];
+      xb[nx++] = R->xbytes[r->op.xfer_first + i];
+    }
+    MmOpInfo *info = &infos[idx];
+    *info = r->info;
+    info->unit = u;
+    info->micro = micro;
+    info->phase = (uint8_t)phase;
+    if (info->first_layer != NONE) info->first_layer += first;
+    if (info->last_layer != NONE) info->last_layer += first;
+    info->chunk = chunk;
+    dur[idx] = r->dur;
+    L->last_on[r->op.stream] = idx;
+  }
+  L->n_ops = start + R->n_ops;
+  L->n_deps = nd;
+  L->n_xfer = nx;
+  *last_compute = R->last_compute == NONE ? NONE : start + R->last_compute;
+  L->last_side = R->last_side == NONE ? NONE : start + R->last_side;
+  return R->last == NONE ? NONE : start + R->last;
+}
+
+static uint32_t replay_items(Lower *L, const Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                             uint32_t *last_compute);
+
 /* Emits a template for unit @u. Returns the last op of the chain (the unit's output or
- * input gradient); *last_compute receives the last compute op emitted (or NONE). */
-static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
-                       uint32_t *last_compute)
+ * input gradient); *last_compute receives the last compute op emitted (or NONE). A template of
+ * simple items replays from its record of an earlier unit with as many inputs, recording one
+ * first. */
+static uint32_t replay_memo(Lower *L, Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                            uint32_t *last_compute);
+
+static inline uint32_t replay(Lower *L, Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                              uint32_t *last_compute)
+{
+  if (!t->simple || in->n > REC_MAX_IN || L->rec) return replay_items(L, t, u, micro, phase, in, last_compute);
+  return replay_memo(L, t, u, micro, phase, in, last_compute);
+}
+
+static uint32_t replay_memo(Lower *L, Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                            uint32_t *last_compute)
+{
+  Rec *R = &t->rec;
+  if (R->valid && R->in_n == in->n) return replay_rec(L, R, u, micro, phase, in, last_compute);
+  for (uint32_t i = 0; i < in->n; i++) /* a record names its inputs by position: they must differ */
+    for (uint32_t j = 0; j < i; j++)
+      if (in->v[i] == in->v[j]) return replay_items(L, t, u, micro, phase, in, last_compute);
+  R->valid = FALSE;
+  R->n_ops = R->n_deps = R->n_x = 0;
+  L->rec = R;
+  L->rec_start = L->n_ops;
+  L->rec_u = u;
+  L->rec_micro = micro;
+  L->rec_phase = phase;
+  L->rec_first = L->g->units[u].first_layer;
+  L->rec_in = in;
+  L->rec_fail = FALSE;
+  const uint32_t last = replay_items(L, t, u, micro, phase, in, last_compute);
+  L->rec = NULL;
+  if (!L->rec_fail) {
+    const uint32_t start = L->rec_start;
+    R->in_n = in->n;
+    R->last = last == NONE ? NONE : last - start;
+    R->last_compute = *last_compute == NONE ? NONE : *last_compute - start;
+    R->last_side = L->last_side == NONE ? NONE : L->last_side - start;
+    R->valid = (last == NONE || last >= start) && (*last_compute == NONE || *last_compute >= start) &&
+               (L->last_side == NONE || L->last_side >= start);
+  }
+  return last;
+}
+
+static uint32_t replay_items(Lower *L, const Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
+                             uint32_t *last_compute)
 {
   const MmUnit *un = &L->g->units[u];
   Deps d = *in, coll_deps = *in;
@@ -475,7 +692,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       if (op != NONE) {
         coll_deps = d;
         last = op;
-        d = mm__deps_one(op);
+        mm__deps_set_one(&d, op);
       }
       continue;
     }
@@ -487,7 +704,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
     }
     if (it->kind == T_RING) {
       last = *last_compute = replay_ring(L, it, un, u, micro, phase, &d);
-      d = mm__deps_one(last);
+      mm__deps_set_one(&d, last);
       continue;
     }
     if (it->kind == T_EPPIPE) {
@@ -497,7 +714,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       last = mm__emit_ep_pipelined(L, un->block, it->mask, it->coll_bytes, it->coll2_bytes, &pi, it->pieces, &d, u,
                                    micro, phase);
       *last_compute = L->last_on[MM_STREAM_COMPUTE];
-      d = mm__deps_one(last);
+      mm__deps_set_one(&d, last);
       continue;
     }
     if (it->kind == T_FUSED) {
@@ -509,7 +726,14 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
                                  it->comm_first, it->mask, it->coll_bytes, &pi, it->pieces, it->extra_s, &d, u, micro,
                                  phase);
       *last_compute = L->last_on[MM_STREAM_COMPUTE];
-      d = mm__deps_one(last);
+      mm__deps_set_one(&d, last);
+      continue;
+    }
+    if (it->kind == T_SEG) { /* the common case: built in place */
+      last = *last_compute = mm__emit_start(L, MM_STREAM_COMPUTE, &d, 0, NULL, NULL, FALSE, MM_NO_COLL, 0, 0, 0);
+      L->info[last] = seg_info(&it->seg, un, u, micro, phase, 1.0);
+      mm__emit_finish(L, MM_STREAM_COMPUTE, last);
+      mm__deps_set_one(&d, last);
       continue;
     }
     MmOpInfo info = seg_info(&it->seg, un, u, micro, phase, 1.0);
@@ -526,7 +750,7 @@ static uint32_t replay(Lower *L, const Template *t, uint32_t u, uint32_t micro, 
       continue;
     }
     last = *last_compute = mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
-    d = mm__deps_one(last);
+    mm__deps_set_one(&d, last);
   }
   return last;
 }
@@ -589,6 +813,15 @@ uint32_t mm__lower_wgrad(Lower *L, uint32_t u, uint32_t micro, const Deps *in)
 
 void mm__templates_free(Lower *L)
 {
-  for (uint32_t i = 0; L->templates && i < MM__V_COUNT * L->g->n_units; i++) g_free(L->templates[i].items);
+  for (uint32_t i = 0; i < MM__V_COUNT * L->n_tmpl; i++) {
+    Template *t = &L->templates[i];
+    g_free(t->items);
+    g_free(t->rec.ops);
+    g_free(t->rec.deps);
+    g_free(t->rec.xlink);
+    g_free(t->rec.xbytes);
+  }
   g_clear_pointer(&L->templates, g_free);
+  g_clear_pointer(&L->tmpl_slot, g_free);
+  L->n_tmpl = L->cap_tmpl = 0;
 }

@@ -32,6 +32,49 @@ static int span_cmp(const void *x, const void *y)
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
+/* Sorts the @n spans @s into span_cmp order, as qsort would (equal spans are equal, so the order
+ * is unique), by merging the runs of each stream: a stream runs its ops one at a time in program
+ * order, so each stream's spans (@stream: each span's) already come in order. A run found out of
+ * order falls back to qsort. Linear for the few streams an op list has. @tmp holds @n spans. */
+static void sort_streams(Span *s, const uint8_t *stream, guint n, Span *tmp)
+{
+  guint end[MM_STREAM_COUNT] = {0}, head[MM_STREAM_COUNT];
+  for (guint i = 0; i < n; i++) end[stream[i]]++;
+  guint at = 0;
+  for (int k = 0; k < MM_STREAM_COUNT; k++) {
+    head[k] = at;
+    at += end[k];
+    end[k] = head[k];
+  }
+  for (guint i = 0; i < n; i++) {
+    const guint k = stream[i];
+    if (end[k] > head[k] && span_cmp(&tmp[end[k] - 1], &s[i]) > 0) {
+      qsort(s, n, sizeof(Span), span_cmp);
+      return;
+    }
+    tmp[end[k]++] = s[i];
+  }
+  guint live[MM_STREAM_COUNT], nl = 0; /* the streams with spans left */
+  for (guint k = 0; k < MM_STREAM_COUNT; k++)
+    if (head[k] < end[k]) live[nl++] = k;
+  if (nl == 2) { /* the usual case (intra- and inter-node collectives): a two-way merge */
+    const Span *x = tmp + head[live[0]], *xe = tmp + end[live[0]], *y = tmp + head[live[1]], *ye = tmp + end[live[1]];
+    guint i = 0;
+    while (x < xe && y < ye) s[i++] = span_cmp(y, x) < 0 ? *y++ : *x++;
+    while (x < xe) s[i++] = *x++;
+    while (y < ye) s[i++] = *y++;
+    return;
+  }
+  for (guint i = 0; i < n; i++) {
+    guint best = 0;
+    for (guint j = 1; j < nl; j++)
+      if (span_cmp(&tmp[head[live[j]]], &tmp[head[live[best]]]) < 0) best = j;
+    const guint k = live[best];
+    s[i] = tmp[head[k]++];
+    if (head[k] == end[k]) live[best] = live[--nl];
+  }
+}
+
 /* Wall time of the sorted disjoint spans @comp (@nc) and @comm (@nm), and of their intersection. */
 static void span_totals(const Span *comp, guint nc, const Span *comm, guint nm, double *comp_s, double *comm_s,
                         double *both_s)
@@ -114,13 +157,11 @@ static int fused_cmp(const void *x, const void *y)
 }
 
 /* Every fused group of @pr (its pieces need not be contiguous: a backward exchange is emitted
- * before the compute it feeds). */
+ * before the compute it feeds); @nf: its ops that are pieces of one. */
 static void fused_groups(const MmPlanProgram *pr, const MmTime *t0, const MmTime *t1, const Span *all, guint n_all,
-                         MmRunMetrics *r)
+                         guint nf, MmRunMetrics *r)
 {
   const uint32_t n = pr->n_ops;
-  guint nf = 0;
-  for (uint32_t i = 0; i < n; i++) nf += pr->info[i].fused != 0;
   if (nf == 0) return;
   g_autofree FusedRef *refs = g_new(FusedRef, nf);
   g_autofree uint32_t *idx = g_new(uint32_t, nf);
@@ -151,55 +192,78 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)n + 1);
   MmTime *t1 = t0 + n;
   mm_engine_class_times(e, c, t0, t1);
-  g_autofree Span *comp = g_new(Span, 3 * (gsize)n + 1);
-  Span *comm = comp + n, *host = comp + 2 * (gsize)n;
+  g_autofree Span *comp = g_new(Span, 4 * (gsize)n + 1);
+  Span *comm = comp + n, *host = comp + 2 * (gsize)n, *tmp = comp + 3 * (gsize)n;
+  g_autofree uint8_t *comm_stream = g_new(uint8_t, n + 1);
   guint nc = 0, nm = 0, nh = 0;
   gboolean sorted = TRUE;
+  guint nf = 0; /* pieces of fused groups */
+  /* the sums in locals (from 0, in op order, as the callers' zeroed @r would take them), added
+   * to @r once: its fields might alias the span arrays, so the compiler keeps them in memory */
+  uint32_t stream_ops[MM_STREAM_COUNT] = {0};
+  double stream_busy[MM_STREAM_COUNT] = {0}, by_phase[MM_PHASE_COUNT] = {0}, by_kind[MM_COLL_COUNT] = {0},
+         by_reason[MM_REASON_COUNT] = {0};
+  double compute_s = 0, embedding_s = 0, comm_s = 0, host_copy_s = 0, host_step_s = 0;
   for (uint32_t i = 0; i < n; i++) {
     const MmOpInfo *in = &pr->info[i];
+    const uint32_t st = pr->ops[i].stream;
+    nf += in->fused != 0;
     MmTime a = t0[i], b = t1[i];
     if (win) {
       /* its part inside the window; counted where it starts */
-      if (t0[i] >= win[0] && t0[i] < win[1]) r->stream_ops[pr->ops[i].stream]++;
+      if (t0[i] >= win[0] && t0[i] < win[1]) stream_ops[st]++;
       a = MAX(a, win[0]);
       b = MIN(b, win[1]);
       if (b <= a) continue;
     } else {
-      r->stream_ops[pr->ops[i].stream]++;
+      stream_ops[st]++;
     }
     double d = mm_time_to_s(b - a);
-    r->stream_busy_s[pr->ops[i].stream] += d;
+    stream_busy[st] += d;
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
-      r->compute_s += d;
-      r->compute_by_phase_s[in->phase] += d;
+      compute_s += d;
+      by_phase[in->phase] += d;
       comp[nc++] = (Span){a, b};
       break;
     case MM_OP_LOOKUP:
-      r->embedding_s += d;
-      r->compute_by_phase_s[in->phase] += d;
+      embedding_s += d;
+      by_phase[in->phase] += d;
       comp[nc++] = (Span){a, b};
       break;
     case MM_OP_COPY: /* activation offload: only its stream's busy time; a wait for it is idle */
       break;
     case MM_OP_COLLECTIVE:
-      r->comm_s += d;
-      r->comm_by_kind_s[in->coll] += d;
-      r->comm_by_reason_s[in->reason] += d;
+      comm_s += d;
+      by_kind[in->coll] += d;
+      by_reason[in->reason] += d;
       if (nm > 0 && span_cmp(&comm[nm - 1], &(Span){a, b}) > 0) sorted = FALSE;
+      comm_stream[nm] = (uint8_t)st;
       comm[nm++] = (Span){a, b};
       break;
     case MM_OP_HOST_COPY:
     case MM_OP_HOST_STEP:
-      *(in->what == MM_OP_HOST_COPY ? &r->host_copy_s : &r->host_step_s) += d;
+      *(in->what == MM_OP_HOST_COPY ? &host_copy_s : &host_step_s) += d;
       host[nh++] = (Span){a, b}; /* one stream: in order */
       break;
     }
   }
-  if (!win) fused_groups(pr, t0, t1, comp, nc, r);
+  for (int k = 0; k < MM_STREAM_COUNT; k++) {
+    r->stream_ops[k] += stream_ops[k];
+    r->stream_busy_s[k] += stream_busy[k];
+  }
+  for (int k = 0; k < MM_PHASE_COUNT; k++) r->compute_by_phase_s[k] += by_phase[k];
+  for (int k = 0; k < MM_COLL_COUNT; k++) r->comm_by_kind_s[k] += by_kind[k];
+  for (int k = 0; k < MM_REASON_COUNT; k++) r->comm_by_reason_s[k] += by_reason[k];
+  r->compute_s += compute_s;
+  r->embedding_s += embedding_s;
+  r->comm_s += comm_s;
+  r->host_copy_s += host_copy_s;
+  r->host_step_s += host_step_s;
+  if (!win) fused_groups(pr, t0, t1, comp, nc, nf, r);
   /* the compute stream is FIFO: its spans are disjoint and ordered; the comm streams interleave */
-  if (!sorted) qsort(comm, nm, sizeof(Span), span_cmp);
+  if (!sorted) sort_streams(comm, comm_stream, nm, tmp);
   nm = union_spans(comm, nm, comm);
   double active, overlap, comp_active;
   span_totals(comp, nc, comm, nm, &comp_active, &active, &overlap);

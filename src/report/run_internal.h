@@ -4,7 +4,7 @@
 #include "report.h"
 
 /* Serialized sums and busy unions of the compute and communication streams of class @c, added
- * to @r; with @win ([win[0], win[1]) ps) only the parts of ops inside it, and the ops that start
+ * to @r (each sum formed from 0 in op order, then added once: the callers pass @r zeroed); with @win ([win[0], win[1]) ps) only the parts of ops inside it, and the ops that start
  * in it counted (fused groups are not accounted then). */
 void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTime *win, MmRunMetrics *r);
 
