@@ -331,7 +331,7 @@ START_TEST(test_eager_attention_serial)
     const double mm = 4 * s * s * d * a, sm = 5 * s * s * a;
     const double flops = bwd ? 2 * mm + 2 * sm : mm + sm;
     const double bytes = bwd ? 2 * qkvo + 6 * scores + 2 * scores + mask : qkvo + 4 * scores + 2 * scores + mask;
-    const double io = bwd ? 3 * scores + 2 * qkvo : 2 * scores + qkvo;
+    const double io = bwd ? 3 * scores + 3 * qkvo / 4 : 2 * scores + qkvo / 2; /* scores; Q, O (dO, dQ) */
     const double gemm_s = flops / (300e12 * (bwd ? 0.3 : 0.25)); /* the eager point */
     ck_assert(gemm_s > io / bw);                                 /* the GEMMs are compute-bound */
     const double want = gemm_s + (bytes - io) / bw;
@@ -351,7 +351,7 @@ START_TEST(test_eager_attention_serial)
   load_device("", &dev);
   MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, 64, a);
   const double flops = 4 * s * s * 64 * a + 5 * s * s * a, q = 4 * s * a * 64 * e;
-  const double bytes = q + 4 * scores, io = 2 * scores + q;
+  const double bytes = q + 4 * scores, io = 2 * scores + q / 2;
   const double gemm_s = MAX(flops / (300e12 * 0.7), io / bw);
   ck_assert(io / bw > flops / (300e12 * 0.7));
   MmCostWhy why;
@@ -360,6 +360,47 @@ START_TEST(test_eager_attention_serial)
   ck_assert(why.serial && why.compute.curve == NULL);
   /* no bytes: the GEMMs' compute time alone */
   ck_assert(mm_cost_kernel_s(&dev, &k, flops, 0, &why) == flops / (300e12 * 0.7));
+  mm_device_clear(&dev);
+}
+END_TEST
+
+/* Eager attention where the kernel cannot size the key/value side: one query over 32,768 cached
+ * keys of grouped-query attention (32 query heads, 8 key/value heads). The GEMMs' own bytes are the
+ * score passes and the query side only, so the softmax passes and the K/V reads stay priced (they
+ * were dropped when K and V were counted at the query heads: the GEMMs' bytes then exceeded the
+ * call's). And a calibration fit of the attention kernel (fitted to flash kernels) prices flash
+ * calls, not eager ones. */
+START_TEST(test_eager_attention_decode_and_fits)
+{
+  const double n = 32768, d = 128, a = 32, kv = 8, e = 2, bw = 2000e9 * 0.8;
+  const double scores = a * n * e, q = a * d * e, kvb = 2 * n * kv * d * e;
+  const double flops = 4 * n * d * a + 5 * n * a, bytes = q + kvb + q + 4 * scores;
+  MmDevice dev;
+  load_device("", &dev);
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1, n, d, a);
+  MmCostWhy why;
+  const double t = mm_cost_kernel_s(&dev, &k, flops, bytes, &why);
+  ck_assert(why.serial);
+  ck_assert_double_eq_tol(why.passes_s * bw / (kvb + 2 * scores), 1.0, 1e-12); /* K, V and 2 score passes */
+  ck_assert_double_eq_tol(t / (MAX(why.compute_s, (2 * scores + 2 * q) / bw) + why.passes_s), 1.0, 1e-12);
+  ck_assert(t >= bytes / bw * (1 - 1e-12));
+  mm_device_clear(&dev);
+  g_autofree char *path = mm_test_write(
+    "device-fit.json",
+    "{\"name\":\"d\",\"peak_tflops\":{\"bf16\":300},\"hbm_GiB\":80,\"hbm_bw_GBps\":2000,"
+    "\"utilization\":{\"gemm\":{\"value\":0.7,\"provenance\":\"paper\",\"source\":\"a paper\"},"
+    "\"hbm\":{\"value\":0.8,\"provenance\":\"measurement\",\"source\":\"STREAM\"}},"
+    "\"calibration\":{\"provenance\":\"calibration\",\"source\":\"test\",\"fits\":{\"attention.bf16\":{"
+    "\"model\":\"roofline_t0\",\"compute_fraction\":0.5,\"memory_fraction\":0.9,\"t0_us\":1,\"points\":3,"
+    "\"measured_from\":1,\"measured_to\":2}}}}");
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_device_load(path, &dev, &error), "%s", error ? error->message : "");
+  MmKernel big = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 2048, 2048, 128, 16);
+  mm_cost_kernel_s(&dev, &big, 1e12, 1e9, &why);
+  ck_assert(why.serial && why.compute.fit == NULL && why.compute.util == 0.7);
+  big.flash = TRUE;
+  mm_cost_kernel_s(&dev, &big, 1e12, 1e9, &why);
+  ck_assert(!why.serial && why.compute.fit != NULL);
   mm_device_clear(&dev);
 }
 END_TEST
@@ -939,6 +980,7 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_attention_pass_and_mask);
   tcase_add_test(tc, test_eager_points_match_eager_kernels);
   tcase_add_test(tc, test_eager_attention_serial);
+  tcase_add_test(tc, test_eager_attention_decode_and_fits);
   tcase_add_test(tc, test_a100_eager_attention);
   tcase_add_test(tc, test_attention_descriptor_flags);
   tcase_add_test(tc, test_h100_attention_published);

@@ -27,16 +27,18 @@ static gboolean point_matches(const MmEffPoint *p, const MmKernel *k)
 }
 
 /* The HBM bytes an eager attention call's batched GEMMs move themselves, which their measured
- * times contain: forward, QK^T reads Q and K and writes the scores, AV reads the probabilities
- * and V and writes O (2 passes over the m x n x batch matrix + Q, K, V, O); backward, dP = dO V^T
- * writes dP, dV = P^T dO reads P, dQ = dS K and dK = dS^T Q read dS (3 passes, as graph.c counts
- * them) + Q, K, V, O-sized operands twice (read Q, K, V, dO; write dQ, dK, dV). What remains of
- * the call's bytes is the softmax, mask and dropout passes. */
+ * times contain: forward, QK^T writes the scores and AV reads the probabilities (2 passes over the
+ * m x n x batch matrix) and they read Q and write O; backward, dP = dO V^T writes dP, dV = P^T dO
+ * reads P, dQ = dS K and dK = dS^T Q read dS (3 passes, as graph.c counts them) and they read Q
+ * and dO and write dQ. The key/value side (K, V, dK, dV) is not counted: a kernel carries the
+ * query heads, not the key/value heads (grouped-query attention) or the value width (MLA) that
+ * size it, so those bytes stay with the passes (for multi-head attention at 2,048 tokens and head
+ * width 128, an eighth of one score pass). What remains of the call's bytes is the softmax, mask
+ * and dropout passes and the key/value side. */
 static double eager_gemm_bytes(const MmKernel *k)
 {
-  const double scores = k->m * k->n * k->batch * mm_dtype_bytes(k->dtype);
-  const double operands = mm_cost_fit_bytes(k->kind, k->dtype, k->m, k->n, k->k, k->batch);
-  return k->bwd ? 3.0 * scores + 2.0 * operands : 2.0 * scores + operands;
+  const double e = mm_dtype_bytes(k->dtype), scores = k->m * k->n * k->batch * e, q = k->m * k->k * k->batch * e;
+  return k->bwd ? 3.0 * scores + 3.0 * q : 2.0 * scores + 2.0 * q;
 }
 
 /* Compute curve: covers a kernel whose m, n, k and batch each lie within the range spanned by
@@ -136,7 +138,7 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   /* calibration fits, where the device has them, replace both */
   const MmEffFit *cf = dev->compute_fit[k->kind][k->dtype];
   const MmEffFit *mf = dev->memory_fit[k->kind] ? dev->memory_fit[k->kind] : dev->memory_fit[MM_KERNEL_ELEMENTWISE];
-  if (flops > 0 && cf) {
+  if (flops > 0 && cf && !eager(k)) { /* fits time flash kernels: eager attention keeps its own split */
     double t = mm_cost_fit_s(dev, cf, k->dtype, flops, mm_cost_fit_bytes(k->kind, k->dtype, k->m, k->n, k->k, k->batch));
     w.compute = (MmCostFactor){.util = flops / (peak(dev, k->dtype) * t), .name = cf->name, .fit = cf,
                                .scalar = &dev->util_gemm, .point = -1};

@@ -48,8 +48,9 @@ double mm_cost_fit_s(const MmDevice *dev, const MmEffFit *f, MmDtype dtype, doub
  * (0: that side takes no time). Eager attention (an attention kernel with flash FALSE) is
  * separate kernels in sequence, so a sum: max(compute time, io / (hbm_bw x memory util)) +
  * (bytes - io) / (hbm_bw x memory util), io the bytes its batched GEMMs move themselves (the
- * score passes they read or write and Q, K, V, O; at most @bytes), the rest its softmax, mask and
- * dropout passes (MmCostWhy.serial). The compute util is the device's curve for (kind, dtype)
+ * score passes they read or write and the query side, Q and O; at most @bytes), the rest its
+ * softmax, mask and dropout passes and the key/value side (MmCostWhy.serial); a calibration fit
+ * (fitted to flash kernels) does not apply to it. The compute util is the device's curve for (kind, dtype)
  * where it covers the shape (nearest point in log space, see docs/SCHEMA.md "efficiency"; an
  * attention kernel only among the points of its pass and mask, a flash kernel among the points
  * not eager, an eager kernel among the eager ones), else utilization.gemm; the memory util
