@@ -17,7 +17,7 @@ void mm__queue_init(MmEngine *e, uint32_t events)
   e->eheap_cap = 64;
   e->eheap = g_new(Event, e->eheap_cap);
   e->chunk_cap = MAX(64u, events / MM__CHUNK_KEYS + 64u);
-  e->chunk = g_new(QueueChunk, e->chunk_cap);
+  e->chunk = g_aligned_alloc(e->chunk_cap, sizeof(QueueChunk), 64); /* a chunk is two cache lines */
   e->bk_cap = 64;
   e->bk = g_new(Bucket, e->bk_cap);
   e->theap = g_new(uint32_t, e->bk_cap);
@@ -28,7 +28,7 @@ void mm__queue_init(MmEngine *e, uint32_t events)
 void mm__queue_free(MmEngine *e)
 {
   g_free(e->eheap);
-  g_free(e->chunk);
+  g_aligned_free(e->chunk);
   g_free(e->bk);
   g_free(e->theap);
   g_free(e->hslot);
@@ -144,7 +144,10 @@ static uint32_t chunk_take(MmEngine *e)
   if (G_UNLIKELY(e->chunk_free == NONE)) {
     const uint32_t old = e->chunk_cap;
     e->chunk_cap *= 2;
-    e->chunk = g_renew(QueueChunk, e->chunk, e->chunk_cap);
+    QueueChunk *grown = g_aligned_alloc(e->chunk_cap, sizeof(QueueChunk), 64);
+    memcpy(grown, e->chunk, sizeof(QueueChunk) * old);
+    g_aligned_free(e->chunk);
+    e->chunk = grown;
     for (uint32_t i = old; i < e->chunk_cap; i++) e->chunk[i].next = i + 1 < e->chunk_cap ? i + 1 : NONE;
     e->chunk_free = old;
   }

@@ -34,6 +34,7 @@ typedef struct {
   uint32_t next; /* the bucket's next chunk, or the next free chunk */
   uint32_t n;    /* keys written */
 } QueueChunk;
+G_STATIC_ASSERT(sizeof(QueueChunk) == 128); /* two cache lines, the pool 64-byte aligned */
 
 typedef struct {
   MmTime t;
