@@ -139,11 +139,49 @@ START_TEST(test_steady_equals_full)
 }
 END_TEST
 
+/* The lowering's replays (collectives expanded once per lowering, templates replayed from a record
+ * of their first replay) build the same programs as lowering every item: op by op, the engine's
+ * fields, dependencies, transfers, durations and the report's op records. */
+START_TEST(test_replays_equal_items)
+{
+  const Case *c = &cases[_i];
+  g_autoptr(MmSimulation) x = sim_of(c, TRUE);
+  g_autoptr(MmGraph) decode = NULL;
+  g_autoptr(MmGraph) g = mm_simulation_graphs(x->scenario, &decode);
+  const MmPlanOptions opt = {.micro_steps = x->plan->micro_steps, .no_replay = TRUE};
+  g_autoptr(MmPlan) y = mm_plan_new(x->scenario, g, &opt);
+  ck_assert_uint_eq(x->plan->n_programs, y->n_programs);
+  for (uint32_t p = 0; p < y->n_programs; p++) {
+    const MmPlanProgram *a = &x->plan->programs[p], *b = &y->programs[p];
+    ck_assert_msg(a->n_ops == b->n_ops, "case %d program %u: %u ops, %u without replays", _i, p, a->n_ops, b->n_ops);
+    for (uint32_t i = 0; i < a->n_ops; i++) {
+      const MmEngineOp *oa = &a->ops[i], *ob = &b->ops[i];
+      const MmOpInfo *ia = &a->info[i], *ib = &b->info[i];
+      gboolean same = oa->stream == ob->stream && oa->n_deps == ob->n_deps && oa->coll == ob->coll &&
+                      oa->degree == ob->degree && oa->stride == ob->stride && oa->peer == ob->peer &&
+                      oa->n_xfer == ob->n_xfer && oa->sequential == ob->sequential && a->dur[i] == b->dur[i];
+      for (uint32_t k = 0; same && k < oa->n_deps; k++) same = a->deps[oa->dep_first + k] == b->deps[ob->dep_first + k];
+      for (uint32_t k = 0; same && k < oa->n_xfer; k++)
+        same = a->xfer_link[oa->xfer_first + k] == b->xfer_link[ob->xfer_first + k] &&
+               a->xfer_bytes[oa->xfer_first + k] == b->xfer_bytes[ob->xfer_first + k];
+      same = same && ia->what == ib->what && ia->phase == ib->phase && ia->coll == ib->coll &&
+             ia->reason == ib->reason && ia->chunk == ib->chunk && ia->unit == ib->unit && ia->micro == ib->micro &&
+             ia->first_layer == ib->first_layer && ia->last_layer == ib->last_layer && ia->kernels == ib->kernels &&
+             ia->flops == ib->flops && ia->model_flops == ib->model_flops && ia->bytes == ib->bytes &&
+             ia->time_s == ib->time_s && ia->fixed_s == ib->fixed_s && ia->algorithm == ib->algorithm &&
+             ia->overlap == ib->overlap && ia->fused == ib->fused;
+      ck_assert_msg(same, "case %d program %u op %u differs without replays", _i, p, i);
+    }
+  }
+}
+END_TEST
+
 static Suite *steady_suite(void)
 {
   Suite *s = suite_create("steady");
   TCase *tc = tcase_create("core");
   tcase_add_loop_test(tc, test_steady_equals_full, 0, G_N_ELEMENTS(cases));
+  tcase_add_loop_test(tc, test_replays_equal_items, 0, G_N_ELEMENTS(cases));
   suite_add_tcase(s, tc);
   return s;
 }

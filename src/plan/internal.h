@@ -115,6 +115,7 @@ typedef struct {
   MmPhase rec_phase;
   const Deps *rec_in;
   gboolean rec_fail;
+  gboolean no_replay; /* MmPlanOptions.no_replay */
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
   uint32_t *canon_layer; /* the canonical layers, in order (place[i] is canon_layer[i]'s) */

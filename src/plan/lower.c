@@ -49,7 +49,7 @@ static double behaviour_load(const MmScenario *s, gboolean hot)
 }
 
 static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks *links, const uint32_t *unit_chunk,
-                            uint32_t micro_steps, uint32_t stage, gboolean hot, MmPlanProgram *out)
+                            uint32_t micro_steps, uint32_t stage, gboolean hot, gboolean no_replay, MmPlanProgram *out)
 {
   /* the scenario kept this below MM_PLAN_MAX_OPS; the arrays grow if it falls short */
   const uint32_t guess =
@@ -63,6 +63,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
     .launch_s = mm_plan_launch_s(s, g),
     .stage = stage, .expert_load = behaviour_load(s, hot), .a2a_skew = MAX(1.0, behaviour_load(s, hot)),
     .unit_chunk = unit_chunk, .p = (uint32_t)s->pp, .v = (uint32_t)s->vstages, .nm = micro_steps,
+    .no_replay = no_replay,
   };
   L.K = L.p * L.v;
   L.first_trained = mm_plan_first_trained(s);
@@ -150,7 +151,7 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
   for (uint32_t st = 0; st < (uint32_t)s->pp; st++) {
     for (uint32_t h = 0; h < per_stage; h++) {
       MmPlanProgram *pr = &p->programs[st * per_stage + h];
-      lower_behaviour(s, g, &p->links, p->unit_chunk, p->micro_steps, st, skewed && h == 0, pr);
+      lower_behaviour(s, g, &p->links, p->unit_chunk, p->micro_steps, st, skewed && h == 0, opt && opt->no_replay, pr);
       const int64_t hot_devices = s->stage_devices / s->ep_degree;
       pr->devices = !skewed ? s->stage_devices : h == 0 ? hot_devices : s->stage_devices - hot_devices;
       pr->rep_device = (uint32_t)(st * s->stage_devices + (h == 1 ? s->ep_stride : 0));

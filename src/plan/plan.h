@@ -391,6 +391,8 @@ typedef struct {
   gboolean per_device; /* one class per device instead of one per behaviour */
   uint32_t micro_steps; /* micro-batches to lower (0: the scenario's); fewer for a steady-state run
                          * (mm_plan_steady_micro_steps) */
+  gboolean no_replay;   /* lower every collective and template item by item, without the expansion
+                         * cache and the recorded replays (the same program, slower: for tests) */
 } MmPlanOptions;
 
 /* One step of a pipeline schedule on one stage. */

@@ -640,7 +640,8 @@ static uint32_t replay_memo(Lower *L, Template *t, uint32_t u, uint32_t micro, M
 static inline uint32_t replay(Lower *L, Template *t, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
                               uint32_t *last_compute)
 {
-  if (!t->simple || in->n > REC_MAX_IN || L->rec) return replay_items(L, t, u, micro, phase, in, last_compute);
+  if (L->no_replay || !t->simple || in->n > REC_MAX_IN || L->rec)
+    return replay_items(L, t, u, micro, phase, in, last_compute);
   return replay_memo(L, t, u, micro, phase, in, last_compute);
 }
 
