@@ -74,9 +74,8 @@ typedef struct {
   int n;
 } Runs;
 
-static void level_runs(const MmBlockSetup *bs, uint32_t mask, Runs *out)
+static void level_runs(const MmBlockSetup *bs, uint32_t mask, Runs *r)
 {
-  Runs *r = out;
   r->n = 0;
   gboolean open = FALSE;
   const MmLevel *levels;
@@ -194,6 +193,17 @@ static void cx_record(Lower *L, MmCollKind kind, double size, int64_t degree, in
   L->cx_rec->n_steps++;
 }
 
+/* The op record of one collective step (emit_one's, and its replays'). */
+static MmOpInfo coll_info(uint8_t kind, uint8_t reason, MmPhase phase, uint32_t unit, uint32_t micro, double size,
+                          double time_s, double latency_s, uint8_t algorithm)
+{
+  return (MmOpInfo){
+    .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = kind, .reason = reason, .unit = unit,
+    .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = size, .time_s = time_s,
+    .fixed_s = latency_s, .algorithm = algorithm,
+  };
+}
+
 /* Emits the recorded expansion @x chained on @d, as mm__emit_coll did when it recorded it. */
 static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
@@ -204,11 +214,7 @@ static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t un
     const CollStep *c = &L->cx_step[x->step_first + j];
     op = mm__emit_start(L, (MmStreamId)c->stream, dp, c->n_use, &L->cx_link[c->xfer_first],
                         &L->cx_bytes[c->xfer_first], c->sequential, COLL_SELF, c->degree, c->stride, 0);
-    L->info[op] = (MmOpInfo){
-      .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = c->kind, .reason = x->reason, .unit = unit,
-      .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = c->size, .time_s = c->time_s,
-      .fixed_s = c->latency_s, .algorithm = c->algorithm,
-    };
+    L->info[op] = coll_info(c->kind, x->reason, phase, unit, micro, c->size, c->time_s, c->latency_s, c->algorithm);
     mm__emit_finish(L, (MmStreamId)c->stream, op);
     mm__deps_set_one(&one, op);
     dp = &one;
@@ -225,11 +231,8 @@ static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, d
                     .one_shot = L->s->cfg->serving.custom_all_reduce};
   if (moe) moe_route(L, bi, degree, stride, &c);
   const MmCommCost *cost = mm__coll_cost(L, &c);
-  MmOpInfo info = {
-    .what = MM_OP_COLLECTIVE, .phase = (uint8_t)phase, .coll = (uint8_t)kind, .reason = (uint8_t)reason,
-    .unit = unit, .micro = micro, .first_layer = NONE, .last_layer = NONE, .bytes = size,
-    .time_s = cost->time_s, .fixed_s = cost->latency_s, .algorithm = (uint8_t)cost->algorithm,
-  };
+  const MmOpInfo info = coll_info((uint8_t)kind, (uint8_t)reason, phase, unit, micro, size, cost->time_s,
+                                  cost->latency_s, (uint8_t)cost->algorithm);
   MmStreamId st = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
   if (L->cx_rec) cx_record(L, kind, size, degree, stride, st, cost);
   return mm__emit(L, st, d, &info, cost, COLL_SELF, degree, stride, 0);

@@ -440,12 +440,12 @@ static void record_wgrad(Lower *L, uint32_t u, Template *t)
 static Template *template_build(Lower *L, uint32_t u, int variant)
 {
   const MmGraph *g = L->g;
+  const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit; /* its canonical unit */
   if (!L->tmpl_slot) {
     L->tmpl_slot = g_new(uint32_t, g->n_units + 1);
     for (uint32_t i = 0; i < g->n_units; i++) L->tmpl_slot[i] = NONE;
   }
   if (L->tmpl_slot[u] == NONE) {
-    const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
     if (L->tmpl_slot[cu] == NONE) {
       /* a group of variants per distinct unit (a few), not per unit */
       if (L->n_tmpl == L->cap_tmpl) {
@@ -459,7 +459,6 @@ static Template *template_build(Lower *L, uint32_t u, int variant)
   }
   Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[u] + variant];
   if (!t->built) {
-    const uint32_t cu = g->layers[g->layers[g->units[u].first_layer].canon].unit;
     if (variant == MM__V_FWD) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
     else if (variant == MM__V_OP_SELECTIVE) record_op_selective(L, cu, t);
