@@ -49,11 +49,39 @@ static gboolean index_work(const MmEngineProgram *p, ProgIndex *ix, GError **err
   return TRUE;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
+/* A stable LSD radix sort by a 64-bit key, 11 bits a pass, skipping the digits every key
+ * shares (collective ids and op indices leave most high digits equal): a few linear passes
+ * where qsort's comparisons through a function pointer were 15-20% of building an engine for a
+ * pipeline (perf, Llama-3-70B sweep with pipeline degrees). Stable: elements of equal keys keep
+ * their order, which callers rely on. @tmp holds @n elements. */
+#define RADIX_BITS 11
+#define RADIX_SORT_BY(name, T, KEY)                                                               \
+  static void name(T *a, T *tmp, size_t n)                                                        \
+  {                                                                                               \
+    uint64_t diff = 0;                                                                            \
+    for (size_t i = 1; i < n; i++) diff |= KEY(a[i]) ^ KEY(a[0]);                                 \
+    T *src = a, *dst = tmp;                                                                       \
+    for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {                                   \
+      const uint64_t mask = (1u << RADIX_BITS) - 1;                                               \
+      if (!((diff >> shift) & mask)) continue;                                                    \
+      size_t at[1u << RADIX_BITS] = {0};                                                          \
+      for (size_t i = 0; i < n; i++) at[(KEY(src[i]) >> shift) & mask]++;                        \
+      size_t sum = 0;                                                                             \
+      for (size_t d = 0; d < (1u << RADIX_BITS); d++) {                                           \
+        const size_t c = at[d];                                                                   \
+        at[d] = sum;                                                                              \
+        sum += c;                                                                                 \
+      }                                                                                           \
+      for (size_t i = 0; i < n; i++) dst[at[(KEY(src[i]) >> shift) & mask]++] = src[i];           \
+      T *t = src;                                                                                 \
+      src = dst;                                                                                  \
+      dst = t;                                                                                    \
+    }                                                                                             \
+    if (src != a) memcpy(a, src, n * sizeof(T));                                                  \
+  }
+
+#define U64_KEY(x) (x)
+RADIX_SORT_BY(sort_u64, uint64_t, U64_KEY)
 
 static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **error)
 {
@@ -105,7 +133,10 @@ static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **
       sorted = sorted && (ix->n_colls == 0 || ix->colls[ix->n_colls] > ix->colls[ix->n_colls - 1]);
       ix->n_colls++;
     }
-  if (!sorted) qsort(ix->colls, ix->n_colls, sizeof(uint64_t), u64_cmp);
+  if (!sorted) {
+    g_autofree uint64_t *tmp = g_new(uint64_t, ix->n_colls);
+    sort_u64(ix->colls, tmp, ix->n_colls);
+  }
   ix->colls_unique = TRUE;
   for (uint32_t k = 1; k < ix->n_colls; k++) ix->colls_unique &= ix->colls[k] >> 32 != ix->colls[k - 1] >> 32;
   return index_work(p, ix, error);
@@ -128,13 +159,8 @@ typedef struct {
   uint32_t cls, op;
 } SlotRef;
 
-static int slot_ref_cmp(const void *a, const void *b)
-{
-  const SlotRef *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  if (x->cls != y->cls) return x->cls < y->cls ? -1 : 1;
-  return x->op < y->op ? -1 : x->op > y->op;
-}
+#define SLOT_KEY(x) ((x).key)
+RADIX_SORT_BY(sort_slot_refs, SlotRef, SLOT_KEY)
 
 /* Whether every collective group can be found by arithmetic: each class is the device of
  * its index (as --per-device lowers), no program has a collective id twice, and the
@@ -198,9 +224,13 @@ static void build_slots(MmEngine *e)
       refs[k++] = (SlotRef){((uint64_t)op->coll << 32) | gid, c, i};
     }
   }
+  /* members in (key, class, op) order: refs are listed by class and op, and the sort is stable */
   gboolean sorted = TRUE; /* one class: collective ids ascend already */
-  for (uint32_t i = 1; i < n && sorted; i++) sorted = slot_ref_cmp(&refs[i - 1], &refs[i]) < 0;
-  if (!sorted) qsort(refs, n, sizeof(SlotRef), slot_ref_cmp);
+  for (uint32_t i = 1; i < n && sorted; i++) sorted = refs[i - 1].key <= refs[i].key;
+  if (!sorted) {
+    g_autofree SlotRef *tmp = g_new(SlotRef, n);
+    sort_slot_refs(refs, tmp, n);
+  }
   e->slot_first = g_new0(uint32_t, n + 2);
   e->member_cls = g_new(uint32_t, n + 1);
   e->member_op = g_new(uint32_t, n + 1);
