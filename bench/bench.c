@@ -110,6 +110,7 @@ static double rate(const MmSimulation *sim, double (*f)(const MmSimulation *), d
 int main(int argc, char **argv)
 {
   gboolean per_device = FALSE, single = FALSE, once = FALSE; /* single: large scenarios, median of 7 single runs */
+  mm_simulation_tune_allocator(); /* as madmax's main() */
   int64_t nodes = 0, batch = 0, profile = 0;
   int nargs = 0;
   for (int i = 4; i < argc; i++) {

@@ -8,6 +8,7 @@
 #include "report/report.h"
 #include "calib/calib.h"
 #include "validate/validate.h"
+#include "sweep/sweep.h"
 
 typedef struct {
   const char *name;
@@ -86,6 +87,7 @@ int mm_cli_fail(const GError *error)
 int main(int argc, char **argv)
 {
   setlocale(LC_ALL, "C"); /* numbers in JSON and tables never use a locale's decimal comma */
+  mm_simulation_tune_allocator();
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? MM_EXIT_INPUT : MM_EXIT_OK;

@@ -1,6 +1,18 @@
 /* sweep: one complete simulation (load, graph, memory, plan, engine, metrics) as a value. */
 #include "sweep.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+void mm_simulation_tune_allocator(void)
+{
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 32 << 20); /* glibc's own ceiling for its adaptive threshold (64-bit) */
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
 void mm_inputs_free(MmInputs *in)
 {
   if (!in) return;

@@ -26,6 +26,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmInputs, mm_inputs_free)
  * ("model_path", ...) to @obj, as summary.json and whatif --json carry them. */
 void mm_sweep_inputs_json(const MmInputs *in, cJSON *obj);
 
+/* Process-wide allocator settings for running many simulations in one process (sweeps,
+ * what-if studies, benchmarks); call once at the start of main(). A point allocates and frees
+ * plan and engine arrays of 128 KB to a few MB; glibc's defaults serve those from fresh
+ * mappings or give the heap's top back to the kernel after each point, and the next point
+ * faults the pages in again: 45% of a whole LLaMA-2-70B point (perf: page faults, brk, munmap;
+ * madmax-bench us_per_point 130-180 -> 74-80). Keeps mappings for blocks above 32 MB (the
+ * per-device runs' large arrays) and the heap's free top up to 256 MB. Nothing elsewhere. */
+void mm_simulation_tune_allocator(void);
+
 /* One complete simulation of one point and everything it produced. */
 typedef struct {
   MmInputs *owned;          /* the inputs when the simulation loaded them itself (else NULL) */
