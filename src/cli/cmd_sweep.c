@@ -301,10 +301,13 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   if (!out_dir) out_dir = g_strdup("results/sweep");
 
   /* how long: up to 256 points spread over the space derived (which are valid, which fit), and
-   * up to 8 of those that fit simulated, on one thread */
+   * 8 of those that fit, spread over them, simulated, on one thread (the first 8 that fit would
+   * sit at the space's start: in a space with pipeline degrees its cheapest points, and the
+   * estimate came out 7x short) */
   double prep_s = 0, sim_s = 0;
   guint probed = 0, fit = 0, timed = 0;
   const uint64_t probes = MIN(n_points, (uint64_t)256);
+  uint64_t fits[256];
   for (uint64_t i = 0; i < probes; i++) {
     MmSweepPoint p;
     uint64_t local = 0;
@@ -312,12 +315,18 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
     gint64 t0 = g_get_monotonic_time();
     g_autoptr(MmSimulation) s = mm_simulation_prepare(sy->inputs, &p.point, NULL);
-    gint64 t1 = g_get_monotonic_time();
-    prep_s += (double)(t1 - t0) / 1e6;
+    prep_s += (double)(g_get_monotonic_time() - t0) / 1e6;
     probed++;
-    if (!s || (!s->memory->fits && !include_oom)) continue;
-    fit++;
-    if (timed < 8 && mm_simulation_run(s, FALSE, NULL)) {
+    if (s && (s->memory->fits || include_oom)) fits[fit++] = n_points * i / probes;
+  }
+  for (guint j = 0; j < MIN(fit, 8u); j++) {
+    MmSweepPoint p;
+    uint64_t local = 0;
+    const MmSweepSystem *sy = &sys[mm_sweep_locate(sys, n_sys, fits[(guint64)j * fit / MIN(fit, 8u)], &local)];
+    mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
+    g_autoptr(MmSimulation) s = mm_simulation_prepare(sy->inputs, &p.point, NULL);
+    const gint64 t1 = g_get_monotonic_time();
+    if (s && mm_simulation_run(s, FALSE, NULL)) {
       sim_s += (double)(g_get_monotonic_time() - t1) / 1e6;
       timed++;
     }
@@ -326,9 +335,9 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
   const double est = per_point * (double)n_points / shards / threads;
   if (mpi->rank == 0)
-    fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s%s), about %.0f s on %u thread%s\n",
+    fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s%s), about %.*f s on %u thread%s\n",
           n_points / shards, sp->n_kinds, sp->n_kinds == 1 ? "" : "s", n_sys > 1 ? ", several systems" : "",
-          shards > 1 ? ", this shard" : "", est,
+          shards > 1 ? ", this shard" : "", est < 10 ? 1 : 0, est,
           threads, threads == 1 ? "" : "s");
   if (est > 600 && !yes) {
     fprintf(stderr, "madmax: that is over 10 minutes; give --yes to run it, or narrow it with --space\n");
