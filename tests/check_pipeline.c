@@ -241,6 +241,84 @@ START_TEST(test_zb_h1_bubble)
 }
 END_TEST
 
+/* DualPipeV's order, worked out by hand from the reference's eight phases (deepseek-ai/DualPipe,
+ * dualpipev.py, DualPipeV.step) for 2 stages and 4 micro-batches: "F1.2" is the forward of local
+ * chunk 1 for micro-batch 2, "B" an input gradient whose weight gradient "W" comes later, "BW" a
+ * backward doing both. */
+static GString *steps_text(const MmPipeStep *steps, guint n)
+{
+  static const char *const kind[] = {"F", "B", "W", "BW"};
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(s, "%s%s%u.%u", i ? " " : "", kind[steps[i].bwd], steps[i].chunk, steps[i].micro);
+  return s;
+}
+
+START_TEST(test_dualpipev_order)
+{
+  static const char *const want[2] = {
+    "F0.0 F0.1 F0.2 F1.0 B1.0 W1.0 F1.1 F0.3 BW1.1 F1.2 BW0.0 BW1.2 F1.3 BW0.1 BW1.3 B0.2 W0.2 B0.3 W0.3",
+    "F0.0 F1.0 F0.1 F1.1 F0.2 BW1.0 F1.2 BW0.0 F0.3 BW1.1 F1.3 BW0.1 BW1.2 BW0.2 B1.3 B0.3 W1.3 W0.3",
+  };
+  for (guint s = 0; s < 2; s++) {
+    MmPipeStep steps[6 * 4];
+    guint n = mm_pipe_schedule(MM_PIPE_DUALPIPEV, 2, 2, 4, s, TRUE, steps);
+    g_autoptr(GString) got = steps_text(steps, n);
+    ck_assert_str_eq(got->str, want[s]);
+  }
+  /* any stage count, 2p to 3p + 2 micro-batches: every forward and backward once, in micro-batch
+   * order per chunk, a backward after its forward; a W for each split backward, after it and in
+   * the order of the backwards; 4m + 2p - s - 1 steps; on the last stage (the V's turn) chunk 1's
+   * forward after chunk 0's and chunk 0's backward after chunk 1's, for every micro-batch */
+  for (guint p = 1; p <= 8; p++)
+    for (guint m = 2 * p; m <= 3 * p + 2; m++)
+      for (guint s = 0; s < p; s++) {
+        MmPipeStep steps[6 * 26];
+        guint n = mm_pipe_schedule(MM_PIPE_DUALPIPEV, p, 2, m, s, TRUE, steps);
+        ck_assert_uint_eq(n, 4 * m + 2 * p - s - 1);
+        guint f[2] = {0, 0}, b[2] = {0, 0}, pending = 0;
+        MmPipeStep wq[32];
+        guint wq_head = 0;
+        int fwd_at[2][26], bwd_at[2][26];
+        for (guint i = 0; i < n; i++) {
+          const MmPipeStep *x = &steps[i];
+          ck_assert_uint_lt(x->chunk, 2);
+          if (x->bwd == 0) {
+            ck_assert_uint_eq(x->micro, f[x->chunk]++);
+            fwd_at[x->chunk][x->micro] = (int)i;
+          } else if (x->bwd == MM_PIPE_W) {
+            ck_assert_uint_gt(pending, 0);
+            ck_assert_uint_eq(x->chunk, wq[wq_head].chunk);
+            ck_assert_uint_eq(x->micro, wq[wq_head].micro);
+            wq_head++;
+            pending--;
+          } else {
+            ck_assert_uint_eq(x->micro, b[x->chunk]++);
+            ck_assert_uint_lt(x->micro, f[x->chunk]); /* after its forward */
+            bwd_at[x->chunk][x->micro] = (int)i;
+            if (x->bwd == 1) wq[wq_head + pending++] = *x;
+          }
+        }
+        ck_assert_uint_eq(pending, 0);
+        ck_assert_uint_eq(wq_head, 2 * p - s - 1);
+        /* forward only: the same forwards in the same order, 2m of them */
+        MmPipeStep fw[2 * 26];
+        ck_assert_uint_eq(mm_pipe_schedule(MM_PIPE_DUALPIPEV, p, 2, m, s, FALSE, fw), 2 * m);
+        for (guint i = 0, j = 0; i < n; i++)
+          if (steps[i].bwd == 0) {
+            ck_assert_uint_eq(fw[j].chunk, steps[i].chunk);
+            ck_assert_uint_eq(fw[j++].micro, steps[i].micro);
+          }
+        ck_assert(f[0] == m && f[1] == m && b[0] == m && b[1] == m);
+        if (s == p - 1)
+          for (guint i = 0; i < m; i++) {
+            ck_assert_int_lt(fwd_at[0][i], fwd_at[1][i]);
+            ck_assert_int_lt(bwd_at[1][i], bwd_at[0][i]);
+          }
+      }
+}
+END_TEST
+
 /* ---- plans ---------------------------------------------------------------- */
 
 /* A transformer stack alone (no embedding or head), so every stage costs the same. */
@@ -352,6 +430,57 @@ START_TEST(test_zb_h1_plan)
 }
 END_TEST
 
+START_TEST(test_dualpipev_plan)
+{
+  /* 4 stages x tp 2 x dp 2, near-free transfers, 16 micro-batches: DualPipeV does 1F1B's work (the
+   * same compute, the same gradient all-reduces) with a smaller bubble than 1F1B and ZB-H1; its V
+   * puts the embedding and the head on stage 0, which then needs no tied-gradient exchange; every
+   * device simulated gives the same answer */
+  g_autofree char *fast = fast2();
+  const char *levels = "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":2}]";
+  g_autofree char *a = pp_config(4, "1f1b", 1, 32, levels);
+  g_autofree char *b = pp_config(4, "dualpipev", 2, 32, levels);
+  g_autofree char *c = pp_config(4, "zb_h1", 1, 32, levels);
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(UNIFORM, fast, a, 0);
+  g_autoptr(MmSimulation) y = mm_test_sim_ok(UNIFORM, fast, b, 0);
+  g_autoptr(MmSimulation) z = mm_test_sim_ok(UNIFORM, fast, c, 0);
+  ck_assert_uint_eq(y->scenario->vstages, 2);
+  ck_assert_double_eq_tol(plan_time(y->plan, MM_OP_COMPUTE), plan_time(x->plan, MM_OP_COMPUTE),
+                          1e-9 * plan_time(x->plan, MM_OP_COMPUTE));
+  ck_assert_uint_eq(plan_colls(y->plan, MM_COLL_ALL_REDUCE, MM_REASON_DDP),
+                    plan_colls(x->plan, MM_COLL_ALL_REDUCE, MM_REASON_DDP));
+  ck_assert_double_lt(y->metrics.idle_s, x->metrics.idle_s);
+  ck_assert_double_lt(y->metrics.idle_s, z->metrics.idle_s);
+  ck_assert_double_lt(y->metrics.iteration_time_s, x->metrics.iteration_time_s);
+  /* the V: chunk k and chunk 2p - 1 - k on one stage */
+  for (uint32_t k = 0; k < 8; k++) {
+    ck_assert_uint_eq(mm_pipe_chunk_stage(y->scenario, k), k < 4 ? k : 7 - k);
+    ck_assert_uint_eq(mm_pipe_stage_chunk(y->scenario, mm_pipe_chunk_stage(y->scenario, k), k < 4 ? 0 : 1), k);
+  }
+  MmSimOptions opt = {.per_device = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) w = mm_test_sim(UNIFORM, fast, b, &opt, &error);
+  ck_assert_msg(w != NULL, "%s", error ? error->message : "");
+  ck_assert_double_eq(w->metrics.iteration_time_s, y->metrics.iteration_time_s);
+  ck_assert_double_eq(w->metrics.exposed_comm_s, y->metrics.exposed_comm_s);
+
+  g_autofree char *gpt = pp_config(4, "dualpipev", 2, 16, "[{\"strategy\":\"tp\",\"degree\":4}]");
+  g_autoptr(MmSimulation) t = mm_test_sim_ok("models/megatron-gpt-7.5b.json", fast, gpt, 0);
+  const MmGraph *g = t->graph;
+  ck_assert_uint_eq(t->plan->unit_chunk[0], 0);
+  ck_assert_uint_eq(t->plan->unit_chunk[g->n_units - 1], 7);
+  ck_assert_uint_eq(mm_pipe_chunk_stage(t->scenario, t->plan->unit_chunk[g->n_units - 1]), 0);
+  for (uint32_t pr = 0; pr < t->plan->n_programs; pr++) {
+    const MmPlanProgram *q = &t->plan->programs[pr];
+    for (uint32_t i = 0; i < q->n_ops; i++)
+      ck_assert(!(q->info[i].reason == MM_REASON_PP && q->info[i].coll == MM_COLL_ALL_REDUCE));
+  }
+  /* chunk 0 of stage s holds 2p - s micro-batches at the peak: 2(p - s - 1) warm-up forwards, s + 1
+   * of the paired ones and the first of the main phase before its first backward (1F1B: p - s) */
+  for (int s = 0; s < 4; s++) ck_assert_double_eq(t->memory->stage_inflight[s], 8 - s);
+}
+END_TEST
+
 /* The P2P ops of a program with their link kinds. */
 static void p2p_links(const MmPlan *p, uint32_t prog, gboolean *nic, gboolean *intra, int *sends, int *recvs)
 {
@@ -459,6 +588,8 @@ static Suite *pipeline_suite(void)
   tcase_add_test(tc, test_zb_h1_order);
   tcase_add_test(tc, test_zb_h1_bubble);
   tcase_add_test(tc, test_zb_h1_plan);
+  tcase_add_test(tc, test_dualpipev_order);
+  tcase_add_test(tc, test_dualpipev_plan);
   tcase_add_test(tc, test_plan_bubble_matches_schedule);
   tcase_add_test(tc, test_transfers_take_the_right_links);
   tcase_add_test(tc, test_stage_memory_and_placement);

@@ -144,9 +144,10 @@ static char *gen_config(GRand *r, Family fam, int64_t devices, int64_t gpus_per_
   }
   if (pp > 1) {
     const gboolean inter = CHANCE(r, 0.3), f1b = CHANCE(r, 0.5), overlap = CHANCE(r, 0.5);
+    const gboolean dual = !inter && CHANCE(r, 0.3); /* resolves with recompute none and m >= 2p */
     g_string_append_printf(s, "\"pipeline\":{\"degree\":%" G_GINT64_FORMAT ",\"schedule\":\"%s\"%s,\"overlap_p2p\":%s},",
-                           pp, inter ? "interleaved_1f1b" : f1b ? "1f1b" : "gpipe", inter ? ",\"virtual_stages\":2" : "",
-                           overlap ? "true" : "false");
+                           pp, inter ? "interleaved_1f1b" : dual ? "dualpipev" : f1b ? "1f1b" : "gpipe",
+                           inter ? ",\"virtual_stages\":2" : "", overlap ? "true" : "false");
   }
   const int64_t stage = devices / pp, node = MIN(stage, gpus_per_node), want = PICK(r, 2, 4, 8);
   g_autofree char *small = g_strdup_printf("%" G_GINT64_FORMAT, MIN(node, want));

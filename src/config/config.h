@@ -532,14 +532,14 @@ typedef enum {
 } MmFp8Recipe;
 extern const char *const mm_fp8_recipe_names[];
 
-typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED, MM_PIPE_ZB_H1 } MmPipeSchedule;
+typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED, MM_PIPE_ZB_H1, MM_PIPE_DUALPIPEV } MmPipeSchedule;
 extern const char *const mm_pipe_schedule_names[];
 
 /* Pipeline parallelism: the outermost digit of the device index. */
 typedef struct {
   int64_t degree;          /* stages (1: none) */
   MmPipeSchedule schedule;
-  int64_t virtual_stages;  /* model chunks per stage (interleaved 1F1B) */
+  int64_t virtual_stages;  /* model chunks per stage (interleaved 1F1B; 2 with DualPipeV) */
   gboolean overlap_p2p;    /* transfers overlap compute (else the stage waits for them) */
   int64_t *layers;         /* optional: layers per chunk, in model order (NULL: balanced) */
   guint n_layers;

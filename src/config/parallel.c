@@ -118,9 +118,13 @@ static const MmField pipeline_fields[] = {
    "(PipeDream-Flush, Megatron); interleaved_1f1b: 1f1b over virtual_stages model chunks per stage; zb_h1: "
    "1f1b with each backward split into its input gradient (B) and its weight gradient (W), stage s deferring s "
    "W passes into the cool-down (Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024; docs/MODEL.md, "
-   "\"Lowering\")"},
+   "\"Lowering\"); dualpipev: DeepSeek's DualPipeV, two chunks per stage in a V (stage s holds chunk s and "
+   "chunk 2 x degree - 1 - s, so the first stage also computes the loss), eight phases per stage with part "
+   "of the backwards split into B and W (deepseek-ai/DualPipe, dualpipev.py); at least 2 x degree "
+   "micro-batches"},
   {"virtual_stages", MM_F_INT, FALSE, 1, 1024, 1, NULL, (gssize)offsetof(PipelineRaw, virtual_stages), "chunks",
-   "model chunks per stage (interleaved_1f1b); chunk c of stage s holds the (c x degree + s)-th slice of layers"},
+   "model chunks per stage (interleaved_1f1b); chunk c of stage s holds the (c x degree + s)-th slice of layers. "
+   "dualpipev: 2 (its V of chunks), the default"},
   {"overlap_p2p", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(PipelineRaw, overlap_p2p), NULL,
    "false: a stage waits for its sends and receives before computing on (Megatron-LM and DeepSpeed "
    "exchange synchronously); true: transfers overlap the next micro-batch's compute"},
@@ -488,7 +492,15 @@ static gboolean parse_pipeline(const MmJsonCtx *ctx, const cJSON *obj, MmParalle
   p->schedule = (MmPipeSchedule)raw.schedule;
   p->virtual_stages = raw.virtual_stages;
   p->overlap_p2p = raw.overlap_p2p;
-  if (p->virtual_stages > 1 && p->schedule != MM_PIPE_INTERLEAVED) {
+  if (p->schedule == MM_PIPE_DUALPIPEV) {
+    if (p->virtual_stages != 1 && p->virtual_stages != 2) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.virtual_stages",
+                    "dualpipev holds two chunks per stage; expected 2 (or no virtual_stages), got %" G_GINT64_FORMAT,
+                    p->virtual_stages);
+      return FALSE;
+    }
+    p->virtual_stages = 2;
+  } else if (p->virtual_stages > 1 && p->schedule != MM_PIPE_INTERLEAVED) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.virtual_stages",
                   "virtual stages need \"schedule\": \"interleaved_1f1b\" (schedule is \"%s\")",
                   mm_pipe_schedule_names[p->schedule]);

@@ -342,8 +342,13 @@ uint32_t mm__emit_pair(Lower *L, MmStreamId stream, MmCollKind kind, gboolean mo
 uint32_t mm__emit_p2p(Lower *L, gboolean send, gboolean bwd, uint32_t boundary, uint32_t micro, int64_t delta,
                          double bytes, const Deps *d, uint32_t unit)
 {
-  MmStreamId st = send ? (bwd ? MM_STREAM_PP_SEND_BWD : MM_STREAM_PP_SEND_FWD)
-                       : (bwd ? MM_STREAM_PP_RECV_BWD : MM_STREAM_PP_RECV_FWD);
+  /* the channels carry activations forward and gradients back; dualpipev's chunks on the way back
+   * up send activations to the previous stage, so there a channel is a direction: to (from) the
+   * next stage on the forward channels, to (from) the previous one on the backward channels, the
+   * order in which each pair of stages exchanges tensors being the same on both sides */
+  const gboolean back = L->s->cfg->pipeline.schedule == MM_PIPE_DUALPIPEV ? (send ? delta < 0 : delta > 0) : bwd;
+  MmStreamId st = send ? (back ? MM_STREAM_PP_SEND_BWD : MM_STREAM_PP_SEND_FWD)
+                       : (back ? MM_STREAM_PP_RECV_BWD : MM_STREAM_PP_RECV_FWD);
   uint32_t id = COLL_P2P + (boundary * L->nm + micro) * 2 + (bwd ? 1 : 0);
   return mm__emit_pair(L, st, MM_COLL_P2P, send, id, delta, bytes, d, unit, micro, bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
 }

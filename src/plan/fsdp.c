@@ -46,21 +46,23 @@ void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
    * the queue, so it is sized once */
   g_autofree uint32_t *n_fwd = g_new0(uint32_t, 2 * (gsize)L->K + 1);
   uint32_t *n_bwd = n_fwd + L->K;
-  for (uint32_t k = L->stage; k < L->K; k += L->p)
+  for (uint32_t c = 0; c < L->v; c++) {
+    const uint32_t k = mm_pipe_stage_chunk(L->s, L->stage, c);
     for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
       if (mm__fsdp_unit(L, u)) {
         n_fwd[k]++;
         n_bwd[k] += L->g->units[u].block >= L->first_trained;
       }
+  }
   gsize cap = 0;
   for (guint i = 0; i < n_steps; i++) {
-    const uint32_t k = steps[i].chunk * L->p + L->stage;
+    const uint32_t k = mm_pipe_stage_chunk(L->s, L->stage, steps[i].chunk);
     if (steps[i].bwd != MM_PIPE_W) cap += steps[i].bwd ? n_bwd[k] : n_fwd[k];
   }
   GatherItem *a = g_new(GatherItem, cap + 1);
   uint32_t n = 0;
   for (guint i = 0; i < n_steps; i++) {
-    const uint32_t k = steps[i].chunk * L->p + L->stage;
+    const uint32_t k = mm_pipe_stage_chunk(L->s, L->stage, steps[i].chunk);
     if (steps[i].bwd == MM_PIPE_W) continue; /* zb_h1: weight gradients gather nothing */
     if (!steps[i].bwd) {
       for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)

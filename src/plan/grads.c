@@ -227,12 +227,13 @@ void mm__emit_tied(Lower *L)
     const MmBlock *bk = &m->blocks[b];
     if (!((bk->kind == MM_BLOCK_LM_HEAD && bk->tied) || bk->mtp) || L->s->blocks[b].frozen) continue;
     const uint32_t k = L->unit_chunk[L->g->block_first_unit[b]];
-    if (k % L->p == 0) return; /* head and embedding share a stage */
-    if (L->stage != 0 && L->stage != k % L->p) return;
+    const uint32_t ks = mm_pipe_chunk_stage(L->s, k);
+    if (ks == 0) return; /* head and embedding share a stage (dualpipev: always) */
+    if (L->stage != 0 && L->stage != ks) return;
     const MmBlockSetup *bs = &L->s->blocks[b];
     const double bytes = (double)bk->vocab * (double)bk->hidden * mm_dtype_bytes(bs->grad_dtype) /
                          (double)bs->degree[MM_STRAT_TP];
-    const int64_t delta = (int64_t)(k % L->p) * (L->stage == 0 ? 1 : -1);
+    const int64_t delta = (int64_t)ks * (L->stage == 0 ? 1 : -1);
     Deps d = mm__deps_all_streams(L);
     mm__emit_pair(L, MM_STREAM_COUNT, MM_COLL_ALL_REDUCE, TRUE, COLL_TIED, delta, bytes, &d, L->g->block_first_unit[b],
               L->nm - 1, MM_PHASE_BWD);
@@ -247,7 +248,7 @@ static gboolean stage_block_params(const Lower *L, guint b, double *dense, doubl
   gboolean any = FALSE;
   *dense = *expert = 0;
   for (uint32_t u = L->g->block_first_unit[b]; u < L->g->block_first_unit[b] + L->g->block_units[b]; u++) {
-    if (L->unit_chunk[u] % L->p != L->stage) continue;
+    if (mm_pipe_chunk_stage(L->s, L->unit_chunk[u]) != L->stage) continue;
     any = TRUE;
     *dense += L->unit_dense[u];
     *expert += L->unit_expert[u];

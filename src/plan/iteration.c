@@ -66,9 +66,10 @@ static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
 }
 
 /* Backward of chunk @k for micro-batch @mi; @gin: the gradient of its output (the
- * pipeline receive; the last chunk starts from the loss). Returns the op producing the
- * gradient of its input. */
-static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, const Deps *gin)
+ * pipeline receive; the last chunk starts from the loss). @split (zb_h1, dualpipev): its
+ * input gradient only, the weight gradients left to a later chunk_wgrad. Returns the op
+ * producing the gradient of its input. */
+static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, const Deps *gin, gboolean split)
 {
   const MmModel *m = L->m;
   const guint nb = m->n_blocks;
@@ -80,10 +81,10 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     st->bwd_out[b] = NONE;
   }
   uint32_t first_out = NONE;
-  /* zb_h1: this backward's weight gradients wait in the next slot of the ring */
+  /* split: this backward's weight gradients wait in the next slot of the ring */
   uint32_t *zb_deps = NULL;
   uint8_t *zb_has = NULL;
-  if (L->zb) {
+  if (split) {
     g_assert(st->zb_n < st->zb_cap);
     const uint32_t slot = (st->zb_head + st->zb_n++) % st->zb_cap;
     zb_deps = &st->zb_deps[2 * (gsize)slot * st->zb_width];
@@ -143,7 +144,7 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
         }
       }
       uint32_t wd = NONE;
-      if (L->zb) {
+      if (split) {
         const uint32_t i = u - L->chunk_first[k];
         out = mm__lower_bwd_input(L, u, mi, &d, u == bf ? need_in : TRUE, &zb_deps[2 * i]);
         zb_has[i] = 1;
@@ -151,9 +152,9 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
         out = mm__lower_bwd(L, u, mi, &d, u == bf ? need_in : TRUE, &wd);
       }
       if (mm__fsdp_gathers(L, u, mi, TRUE)) mm__gather_advance(L, L->last_on[MM_STREAM_COMPUTE]);
-      if (!L->zb) mm__sync_grads(L, st, u, mi, wd);
+      if (!split) mm__sync_grads(L, st, u, mi, wd);
     }
-    if (last_micro && L->s->cfg->ddp_overlap && !L->zb) {
+    if (last_micro && L->s->cfg->ddp_overlap && !split) {
       mm__flush_bucket(L, st, b, 0, mi);
       mm__flush_bucket(L, st, b, 1, mi);
     }
@@ -165,7 +166,7 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
   return first_out;
 }
 
-/* zb_h1: the weight-gradient pass of chunk @k for micro-batch @mi, the oldest pending backward:
+/* zb_h1, dualpipev: the weight-gradient pass of chunk @k for micro-batch @mi, the oldest pending backward:
  * per block in reverse, its units' weight gradients, then their gradient synchronization (as a
  * backward does it with its weight gradients). */
 static void chunk_wgrad(Lower *L, IterState *st, uint32_t k, uint32_t mi)
@@ -210,7 +211,7 @@ static double boundary_bytes(const Lower *L, uint32_t k)
 /* Stage offset from this stage to the one running chunk @k. */
 static int64_t stage_delta(const Lower *L, uint32_t k)
 {
-  return (int64_t)(k % L->p) - (int64_t)L->stage;
+  return (int64_t)mm_pipe_chunk_stage(L->s, k) - (int64_t)L->stage;
 }
 
 /* Megatron's scatter/gather: each TP rank sends 1/t of a boundary tensor; the receiving
@@ -225,20 +226,75 @@ static uint32_t gather_boundary(Lower *L, uint32_t recv, uint32_t unit, uint32_t
   return op == NONE ? recv : op;
 }
 
-/* The input activations of chunk @k (from the stage of chunk k - 1). */
-static uint32_t recv_activations(Lower *L, uint32_t k, uint32_t mi)
+/* The receive of chunk @k's input activations (from the stage of chunk k - 1), or of the
+ * gradient of its output (@grad: from the stage of chunk k + 1). */
+static uint32_t emit_recv(Lower *L, uint32_t k, uint32_t mi, gboolean grad)
 {
-  double bytes = boundary_bytes(L, k - 1);
-  uint32_t r = mm__emit_p2p(L, FALSE, FALSE, k - 1, mi, stage_delta(L, k - 1), bytes, NULL, L->chunk_first[k]);
-  return gather_boundary(L, r, L->chunk_first[k], mi, MM_PHASE_FWD, bytes);
+  const uint32_t b = grad ? k : k - 1; /* the boundary crossed */
+  return mm__emit_p2p(L, FALSE, grad, b, mi, stage_delta(L, grad ? k + 1 : k - 1), boundary_bytes(L, b), NULL,
+                      grad ? L->chunk_end[k] - 1 : L->chunk_first[k]);
+}
+
+/* DualPipeV: each neighbour sends this stage activations and gradients on one channel, in the
+ * order of its own schedule, which is not the order in which this stage consumes them; the
+ * receives are posted in the sender's order (as the reference's batched isend/irecv match them),
+ * each as soon as the one before it on its channel: a channel is a FIFO stream. */
+typedef struct {
+  uint8_t grad;   /* a gradient (else activations) */
+  uint32_t chunk; /* the receiving chunk */
+  uint32_t micro;
+} Incoming;
+
+typedef struct {
+  Incoming *seq; /* in the sender's order */
+  uint32_t n, next;
+  uint32_t *op; /* per (grad, micro): the posted receive, or NONE */
+} RecvChannel;
+
+/* The incoming transfers from stage @from, in its order. */
+static void channel_init(Lower *L, RecvChannel *ch, uint32_t from)
+{
+  const uint32_t m = L->nm;
+  g_autofree MmPipeStep *steps = g_new(MmPipeStep, 3 * (gsize)m * L->v + 1);
+  const guint n = mm_pipe_schedule(L->s->cfg->pipeline.schedule, L->p, L->v, m, from, L->training, steps);
+  ch->seq = g_new(Incoming, n + 1);
+  ch->n = ch->next = 0;
+  ch->op = g_new(uint32_t, 2 * (gsize)m + 1);
+  for (gsize i = 0; i < 2 * (gsize)m; i++) ch->op[i] = NONE;
+  for (guint i = 0; i < n; i++) {
+    const uint32_t k = mm_pipe_stage_chunk(L->s, from, steps[i].chunk);
+    if (steps[i].bwd == MM_PIPE_W) continue;
+    if (!steps[i].bwd && k + 1 < L->K && mm_pipe_chunk_stage(L->s, k + 1) == L->stage)
+      ch->seq[ch->n++] = (Incoming){0, k + 1, steps[i].micro};
+    else if (steps[i].bwd && k > 0 && L->chunk_trained[k - 1] && mm_pipe_chunk_stage(L->s, k - 1) == L->stage)
+      ch->seq[ch->n++] = (Incoming){1, k - 1, steps[i].micro};
+  }
+}
+
+/* The receive op of micro-batch @mi's activations (or @grad: gradient) on channel @ch, posting
+ * the receives before it on the channel first. */
+static uint32_t channel_take(Lower *L, RecvChannel *ch, uint32_t mi, gboolean grad)
+{
+  while (ch->op[2 * (gsize)mi + grad] == NONE) {
+    g_assert(ch->next < ch->n);
+    const Incoming *x = &ch->seq[ch->next++];
+    ch->op[2 * (gsize)x->micro + x->grad] = emit_recv(L, x->chunk, x->micro, x->grad);
+  }
+  return ch->op[2 * (gsize)mi + grad];
+}
+
+/* The input activations of chunk @k (from the stage of chunk k - 1). */
+static uint32_t recv_activations(Lower *L, RecvChannel *ch, uint32_t k, uint32_t mi)
+{
+  const uint32_t r = ch ? channel_take(L, ch, mi, FALSE) : emit_recv(L, k, mi, FALSE);
+  return gather_boundary(L, r, L->chunk_first[k], mi, MM_PHASE_FWD, boundary_bytes(L, k - 1));
 }
 
 /* The gradient of chunk @k's output (from the stage of chunk k + 1). */
-static uint32_t recv_gradients(Lower *L, uint32_t k, uint32_t mi)
+static uint32_t recv_gradients(Lower *L, RecvChannel *ch, uint32_t k, uint32_t mi)
 {
-  double bytes = boundary_bytes(L, k);
-  uint32_t r = mm__emit_p2p(L, FALSE, TRUE, k, mi, stage_delta(L, k + 1), bytes, NULL, L->chunk_end[k] - 1);
-  return gather_boundary(L, r, L->chunk_end[k] - 1, mi, MM_PHASE_BWD, bytes);
+  const uint32_t r = ch ? channel_take(L, ch, mi, TRUE) : emit_recv(L, k, mi, TRUE);
+  return gather_boundary(L, r, L->chunk_end[k] - 1, mi, MM_PHASE_BWD, boundary_bytes(L, k));
 }
 
 
@@ -263,9 +319,21 @@ void mm__lower_program(Lower *L)
   st.bwd_done = g_new0(gboolean, nb);
   st.bucket_bytes = g_new0(double, 2 * nb);
   st.bucket_dep = g_new(uint32_t, 2 * nb);
-  L->zb = L->training && L->s->cfg->pipeline.schedule == MM_PIPE_ZB_H1;
-  st.zb_cap = p + 1; /* stage s holds at most s + 1 backwards without their weight gradients */
-  st.zb_width = L->chunk_end[L->stage] - L->chunk_first[L->stage];
+  const MmPipeSchedule kind = L->s->cfg->pipeline.schedule;
+  L->zb = L->training && (kind == MM_PIPE_ZB_H1 || kind == MM_PIPE_DUALPIPEV);
+  /* the ring of backwards without their weight gradients: as many as the schedule holds at once,
+   * each as wide as the stage's largest chunk */
+  st.zb_cap = 1;
+  st.zb_width = 1;
+  for (uint32_t c = 0; c < v; c++) {
+    const uint32_t k = mm_pipe_stage_chunk(L->s, L->stage, c);
+    st.zb_width = MAX(st.zb_width, L->chunk_end[k] - L->chunk_first[k]);
+  }
+  for (guint i = 0, held = 0; L->zb && i < n_steps; i++) {
+    if (steps[i].bwd == 1) held++;
+    else if (steps[i].bwd == MM_PIPE_W) held--;
+    st.zb_cap = MAX(st.zb_cap, held + 1);
+  }
   st.zb_head = st.zb_n = 0;
   st.zb_deps = L->zb ? g_new(uint32_t, 2 * (gsize)st.zb_cap * st.zb_width + 1) : NULL;
   st.zb_has = L->zb ? g_new0(uint8_t, (gsize)st.zb_cap * st.zb_width + 1) : NULL;
@@ -285,10 +353,19 @@ void mm__lower_program(Lower *L)
   /* synchronous exchange: the next step waits for this step's transfers */
   const gboolean sync = !L->s->cfg->pipeline.overlap_p2p;
   uint32_t pending = NONE;
+  /* dualpipev's turn: chunks p - 1 and p share the last stage, which hands a micro-batch's
+   * activations (and their gradient) from one to the other without a transfer */
+  g_autofree uint32_t *turn_fwd = g_new(uint32_t, m + 1), *turn_bwd = g_new(uint32_t, m + 1);
+  for (uint32_t i = 0; i < m; i++) turn_fwd[i] = turn_bwd[i] = NONE;
+  RecvChannel chan[2] = {{0}}; /* dualpipev: from the previous and from the next stage */
+  const gboolean dual = L->s->cfg->pipeline.schedule == MM_PIPE_DUALPIPEV && v == 2;
+  if (dual && L->stage > 0) channel_init(L, &chan[0], L->stage - 1);
+  if (dual && L->stage + 1 < p) channel_init(L, &chan[1], L->stage + 1);
+#define CHANNEL(from) (dual ? &chan[mm_pipe_chunk_stage(L->s, from) > L->stage] : NULL)
   for (guint i = 0; i < n_steps; i++) {
     if (L->pair_first && i >= warm && (i - warm) % 2 == 0 && (i - warm) / 2 <= L->n_pairs)
       L->pair_first[(i - warm) / 2] = L->n_ops;
-    const uint32_t k = steps[i].chunk * p + L->stage, mi = steps[i].micro;
+    const uint32_t k = mm_pipe_stage_chunk(L->s, L->stage, steps[i].chunk), mi = steps[i].micro;
     L->cur_chunk = k;
     if (steps[i].bwd == MM_PIPE_W) {
       if (L->chunk_trained[k]) chunk_wgrad(L, &st, k, mi);
@@ -297,10 +374,13 @@ void mm__lower_program(Lower *L)
     if (!steps[i].bwd) {
       Deps in = {.n = 0};
       if (sync) mm__deps_add(L, &in, pending);
-      if (k > 0) mm__deps_add(L, &in, recv_activations(L, k, mi));
+      if (k > 0 && stage_delta(L, k - 1) == 0) mm__deps_add(L, &in, turn_fwd[mi]);
+      else if (k > 0) mm__deps_add(L, &in, recv_activations(L, CHANNEL(k - 1), k, mi));
       uint32_t out = chunk_fwd(L, &st, k, mi, &in);
       pending = NONE;
-      if (k + 1 < K) {
+      if (k + 1 < K && stage_delta(L, k + 1) == 0) {
+        turn_fwd[mi] = out;
+      } else if (k + 1 < K) {
         Deps d = mm__deps_one(out);
         pending = mm__emit_p2p(L, TRUE, FALSE, k, mi, stage_delta(L, k + 1), boundary_bytes(L, k), &d, L->chunk_end[k] - 1);
       }
@@ -309,13 +389,22 @@ void mm__lower_program(Lower *L)
     if (!L->chunk_trained[k]) continue;
     Deps gin = {.n = 0};
     if (sync) mm__deps_add(L, &gin, pending);
-    if (k + 1 < K) mm__deps_add(L, &gin, recv_gradients(L, k, mi));
-    uint32_t out = chunk_bwd(L, &st, k, mi, &gin);
+    if (k + 1 < K && stage_delta(L, k + 1) == 0) mm__deps_add(L, &gin, turn_bwd[mi]);
+    else if (k + 1 < K) mm__deps_add(L, &gin, recv_gradients(L, CHANNEL(k + 1), k, mi));
+    uint32_t out = chunk_bwd(L, &st, k, mi, &gin, L->zb && steps[i].bwd == 1);
     pending = NONE;
-    if (k > 0 && L->chunk_trained[k - 1] && out != NONE) {
+    if (k > 0 && L->chunk_trained[k - 1] && out != NONE && stage_delta(L, k - 1) == 0) {
+      turn_bwd[mi] = out;
+    } else if (k > 0 && L->chunk_trained[k - 1] && out != NONE) {
       Deps d = mm__deps_one(out);
       pending = mm__emit_p2p(L, TRUE, TRUE, k - 1, mi, stage_delta(L, k - 1), boundary_bytes(L, k - 1), &d, L->chunk_first[k]);
     }
+  }
+#undef CHANNEL
+  for (int c = 0; c < 2; c++) {
+    g_assert(!dual || chan[c].next == chan[c].n);
+    g_free(chan[c].seq);
+    g_free(chan[c].op);
   }
   if (L->pair_first && warm + 2 * L->n_pairs == n_steps) L->pair_first[L->n_pairs] = L->n_ops;
   g_assert(L->gq_pos == L->n_gq);

@@ -92,7 +92,7 @@ static void busiest_stage_s(const MmScenario *s, const MmGraph *g, const double 
                                                     held * fsdp * e);
       layer_grad[li] = bwd_w ? held * mm_dtype_bytes(bs->grad_dtype) : 0;
     }
-    const uint32_t st = chunk[l->unit] % (uint32_t)s->pp;
+    const uint32_t st = mm_pipe_chunk_stage(s, chunk[l->unit]);
     const double n = repeat ? repeat[l->unit] : 1.0;
     stage_compute[st] += n * layer_compute[l->canon];
     stage_comm[st] += n * layer_comm[l->canon];

@@ -177,7 +177,7 @@ static double stage_activations(const MmScenario *s, guint st, const double *chu
      * backward (Qi et al. Sec. 3.1 bound ZB-H1's peak by 1F1B's: the inputs its deferred weight
      * gradients still need are a fraction of a layer's activations) */
     if (steps[i].bwd == MM_PIPE_W) continue;
-    const guint c = steps[i].chunk, k = c * p + st;
+    const guint c = steps[i].chunk, k = mm_pipe_stage_chunk(s, st, c);
     live[c] += steps[i].bwd ? -1 : 1;
     now += (steps[i].bwd ? -1.0 : 1.0) * chunk_act[k];
     if (now > peak) peak = now;
@@ -222,7 +222,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
            kept = 0, offload_layer = 0, host = 0;
     int64_t offloaded = 0;
     for (guint u = 0; u < g->n_units; u++) {
-      if (chunk[u] % p != st) continue;
+      if (mm_pipe_chunk_stage(s, chunk[u]) != st) continue;
       const guint bi = g->units[u].block;
       const MmBlockSetup *bs = &s->blocks[bi];
       MmMemoryParts *bp = &blocks[bi];

@@ -397,21 +397,29 @@ typedef struct {
 
 /* One step of a pipeline schedule on one stage. */
 typedef struct {
-  uint8_t bwd;    /* 0 forward, 1 backward (zb_h1: its input gradient), MM_PIPE_W a weight-gradient pass */
+  uint8_t bwd;    /* 0 forward, 1 backward (zb_h1, dualpipev: its input gradient), MM_PIPE_W a weight-gradient
+                   * pass, MM_PIPE_BW (dualpipev) a backward not split: both gradients */
   uint16_t chunk; /* local model chunk (0 .. virtual_stages - 1) */
   uint32_t micro; /* micro-batch */
 } MmPipeStep;
 
-enum { MM_PIPE_W = 2 };
+enum { MM_PIPE_W = 2, MM_PIPE_BW = 3 };
 
 /* The order in which stage @stage of @p stages runs the forwards (and with @backward the
  * backwards) of @m micro-batches over @v chunks: GPipe, 1F1B (PipeDream-Flush),
- * Megatron's interleaved 1F1B or ZB-H1. Writes m * v (x 2 with backward; x 3 for zb_h1,
- * whose weight-gradient passes are steps of their own) steps into @out. */
+ * Megatron's interleaved 1F1B, ZB-H1 or DualPipeV (v = 2, m >= 2p). Writes m * v (x 2 with
+ * backward; x 3 for zb_h1, whose weight-gradient passes are steps of their own; dualpipev: 4m
+ * and a W for each of its 2p - stage - 1 split backwards) steps into @out. */
 guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
                        MmPipeStep *out);
 
-/* Model chunk (stage-major: chunk k runs on stage k mod stages) of every graph unit:
+/* The stage that runs model chunk @k (0 .. stages x virtual stages - 1, in model order): k mod
+ * stages, or with dualpipev's V chunk k < p on stage k and chunk k >= p on stage 2p - 1 - k. */
+uint32_t mm_pipe_chunk_stage(const MmScenario *s, uint32_t k);
+/* The model chunk stage @stage runs as its local chunk @c (mm_pipe_chunk_stage's inverse). */
+uint32_t mm_pipe_stage_chunk(const MmScenario *s, uint32_t stage, uint32_t c);
+
+/* Model chunk (stage-major: chunk k runs on stage mm_pipe_chunk_stage(k)) of every graph unit:
  * transformer and mlp layers split by count (or per the config's layers), other
  * blocks with the neighbouring layers. (transfer full, n_units entries) */
 uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g);

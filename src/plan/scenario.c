@@ -368,6 +368,16 @@ static gboolean resolve_pipeline(const MmJsonCtx *ctx, MmScenario *s, GError **e
   for (guint i = 0; i < m->n_blocks; i++)
     if (mm_block_is_layers(&m->blocks[i])) s->layer_units += m->blocks[i].count;
   if (s->pp == 1) return TRUE;
+  if (p->schedule == MM_PIPE_DUALPIPEV && s->vstages != 2) { /* a point's virtual stages */
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.virtual_stages",
+                  "dualpipev holds two chunks per stage; expected 2, got %" G_GINT64_FORMAT, s->vstages);
+    return FALSE;
+  }
+  if (p->schedule == MM_PIPE_DUALPIPEV && s->cfg->task == MM_TASK_INFERENCE) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.schedule",
+                  "dualpipev is a training schedule; inference runs gpipe, 1f1b or interleaved_1f1b");
+    return FALSE;
+  }
   if (s->devices % s->pp != 0) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.degree",
                   "%" G_GINT64_FORMAT " stages do not divide the %" G_GINT64_FORMAT " devices of %s", s->pp,
@@ -544,6 +554,14 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
   double global_micro = (double)s->micro_batch * (double)s->dp_ref;
   for (guint i = 0; i < m->n_blocks; i++)
     s->blocks[i].samples_per_micro = global_micro / (double)s->blocks[i].dp;
+  if (s->pp > 1 && c->pipeline.schedule == MM_PIPE_DUALPIPEV && s->micro_steps < 2 * s->pp) {
+    /* deepseek-ai/DualPipe, dualpipev.py: num_chunks >= 2 x pp_size */
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.micro_batch",
+                  "dualpipev needs at least 2 x %" G_GINT64_FORMAT " stages = %" G_GINT64_FORMAT
+                  " micro-batches per iteration; this config gives %" G_GINT64_FORMAT,
+                  s->pp, 2 * s->pp, s->micro_steps);
+    return NULL;
+  }
   if (s->pp > 1 && c->pipeline.schedule == MM_PIPE_INTERLEAVED && s->vstages > 1 && s->micro_steps % s->pp != 0) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.micro_batch",
                   "the interleaved schedule needs the micro-batches per iteration (%" G_GINT64_FORMAT
@@ -581,16 +599,17 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
                     c->expert_skew, s->ep_degree - 1, s->ep_degree - 1);
     return NULL;
   }
-  if (c->pipeline.schedule == MM_PIPE_ZB_H1 && c->task != MM_TASK_INFERENCE &&
-      (c->recompute != MM_RECOMPUTE_NONE || c->offload_num_layers > 0)) {
+  if ((c->pipeline.schedule == MM_PIPE_ZB_H1 || (c->pipeline.schedule == MM_PIPE_DUALPIPEV && s->pp > 1)) &&
+      c->task != MM_TASK_INFERENCE && (c->recompute != MM_RECOMPUTE_NONE || c->offload_num_layers > 0)) {
     /* a deferred weight gradient keeps its GEMMs' inputs and output gradients until it runs;
      * recomputed or reloaded activations would stay on the device that long, which the memory
      * model does not count */
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.pipeline.schedule",
-                  "zb_h1 needs \"recompute\": \"none\" and no offload_num_layers (recompute is \"%s\", "
+                  "%s needs \"recompute\": \"none\" and no offload_num_layers (recompute is \"%s\", "
                   "offload_num_layers %" G_GINT64_FORMAT "): the memory its deferred weight gradients hold "
                   "then is not modelled",
-                  mm_recompute_names[c->recompute], c->offload_num_layers);
+                  mm_pipe_schedule_names[c->pipeline.schedule], mm_recompute_names[c->recompute],
+                  c->offload_num_layers);
     return NULL;
   }
   if (!mm__scenario_check_limits(s, error)) return NULL;

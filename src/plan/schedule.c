@@ -23,7 +23,21 @@ guint mm__pipe_warmup(guint p, guint v, guint m, guint stage)
 static gboolean has_steady(const MmScenario *s)
 {
   return s->cfg->task != MM_TASK_INFERENCE && s->cfg->pipeline.schedule != MM_PIPE_GPIPE &&
-         s->cfg->pipeline.schedule != MM_PIPE_ZB_H1;
+         s->cfg->pipeline.schedule != MM_PIPE_ZB_H1 && s->cfg->pipeline.schedule != MM_PIPE_DUALPIPEV;
+}
+
+uint32_t mm_pipe_chunk_stage(const MmScenario *s, uint32_t k)
+{
+  const uint32_t p = (uint32_t)s->pp;
+  if (s->cfg->pipeline.schedule == MM_PIPE_DUALPIPEV && s->vstages == 2) return k < p ? k : 2 * p - 1 - k;
+  return k % p;
+}
+
+uint32_t mm_pipe_stage_chunk(const MmScenario *s, uint32_t stage, uint32_t c)
+{
+  const uint32_t p = (uint32_t)s->pp;
+  if (s->cfg->pipeline.schedule == MM_PIPE_DUALPIPEV && s->vstages == 2) return c == 0 ? stage : 2 * p - 1 - stage;
+  return c * p + stage;
 }
 
 void mm__pipe_period(const MmScenario *s, uint32_t *pairs, uint32_t *micro)
@@ -78,12 +92,94 @@ static guint zb_h1(guint p, guint m, guint stage, MmPipeStep *out)
   return n;
 }
 
+/* DualPipeV (DeepSeek, deepseek-ai/DualPipe, dualpipev.py, DualPipeV.step): stage r holds local chunk
+ * 0 (model chunk r, on the way down) and local chunk 1 (model chunk 2p - 1 - r, on the way back up),
+ * and runs eight phases over m >= 2p micro-batches: 2(p - r - 1) forwards of chunk 0; r + 1 pairs of
+ * forwards of chunks 0 and 1; p - r - 1 times a chunk-1 input gradient (B), its weight gradient (W) and
+ * a chunk-1 forward; m - 2p + r + 1 times forward 0 with backward 1, then forward 1 with backward 0
+ * (the reference overlaps each such pair; here they follow each other); p - r - 1 times backward 1, then
+ * forward 1 with backward 0; r + 1 times backward 1 and backward 0, their second half split into B and
+ * a deferred W; p - r - 1 times a W and a split backward 0; r + 1 W. W passes run in the order of their
+ * B. Backwards not split are MM_PIPE_BW (input and weight gradients together). */
+typedef struct {
+  MmPipeStep *out;
+  guint n, f[2], b[2]; /* steps written; next forward and backward micro-batch per local chunk */
+  MmPipeStep *w;       /* the W passes of split backwards, oldest first */
+  guint w_head, w_len, w_cap;
+} Dpv;
+
+static void dpv_fwd(Dpv *d, guint c) { d->out[d->n++] = (MmPipeStep){.bwd = 0, .chunk = (uint16_t)c, .micro = d->f[c]++}; }
+
+static void dpv_bwd(Dpv *d, guint c, gboolean split)
+{
+  const MmPipeStep x = {.bwd = split ? 1 : MM_PIPE_BW, .chunk = (uint16_t)c, .micro = d->b[c]++};
+  d->out[d->n++] = x;
+  if (split) d->w[(d->w_head + d->w_len++) % d->w_cap] = (MmPipeStep){.bwd = MM_PIPE_W, .chunk = x.chunk, .micro = x.micro};
+}
+
+static void dpv_wgrad(Dpv *d)
+{
+  g_assert(d->w_len > 0);
+  d->out[d->n++] = d->w[d->w_head];
+  d->w_head = (d->w_head + 1) % d->w_cap;
+  d->w_len--;
+}
+
+static guint dualpipev(guint p, guint m, guint r, MmPipeStep *out)
+{
+  g_autofree MmPipeStep *w = g_new(MmPipeStep, 2 * p + 1); /* at most 2p - r - 1 W passes wait */
+  Dpv d = {.out = out, .w = w, .w_cap = 2 * p + 1};
+  for (guint i = 0; i < 2 * (p - r - 1); i++) dpv_fwd(&d, 0);
+  for (guint i = 0; i < r + 1; i++) {
+    dpv_fwd(&d, 0);
+    dpv_fwd(&d, 1);
+  }
+  for (guint i = 0; i < p - r - 1; i++) {
+    dpv_bwd(&d, 1, TRUE);
+    dpv_wgrad(&d);
+    dpv_fwd(&d, 1);
+  }
+  for (guint i = 0; i < m - 2 * p + r + 1; i++) {
+    dpv_fwd(&d, 0);
+    dpv_bwd(&d, 1, FALSE);
+    dpv_fwd(&d, 1);
+    dpv_bwd(&d, 0, FALSE);
+  }
+  for (guint i = 0; i < p - r - 1; i++) {
+    dpv_bwd(&d, 1, FALSE);
+    dpv_fwd(&d, 1);
+    dpv_bwd(&d, 0, FALSE);
+  }
+  gboolean split = FALSE; /* the second half of these backwards defer their weight gradients */
+  for (guint i = 0; i < r + 1; i++) {
+    if (i == (r + 1) / 2 && r % 2 == 1) split = TRUE;
+    dpv_bwd(&d, 1, split);
+    if (i == (r + 1) / 2 && r % 2 == 0) split = TRUE;
+    dpv_bwd(&d, 0, split);
+  }
+  for (guint i = 0; i < p - r - 1; i++) {
+    dpv_wgrad(&d);
+    dpv_bwd(&d, 0, TRUE);
+  }
+  for (guint i = 0; i < r + 1; i++) dpv_wgrad(&d);
+  g_assert(d.w_len == 0 && d.f[0] == m && d.f[1] == m && d.b[0] == m && d.b[1] == m);
+  return d.n;
+}
+
 guint mm_pipe_schedule(MmPipeSchedule kind, guint p, guint v, guint m, guint stage, gboolean backward,
                        MmPipeStep *out)
 {
   g_return_val_if_fail(p >= 1 && v >= 1 && m >= 1 && stage < p, 0);
   const guint total = m * v;
   guint n = 0, fk = 0, bk = 0;
+  if (kind == MM_PIPE_DUALPIPEV && v == 2 && m >= 2 * p) {
+    if (backward) return dualpipev(p, m, stage, out);
+    g_autofree MmPipeStep *all = g_new(MmPipeStep, 4 * (gsize)m + 2 * p); /* forward only: its forwards */
+    const guint k = dualpipev(p, m, stage, all);
+    for (guint i = 0; i < k; i++)
+      if (all[i].bwd == 0) out[n++] = all[i];
+    return n;
+  }
   if (!backward || kind == MM_PIPE_GPIPE) {
     for (; fk < total; fk++) out[n++] = virtual_step(p, v, fk, FALSE);
     if (backward)
@@ -118,7 +214,7 @@ uint8_t *mm__recompute_units(const MmScenario *s, const MmGraph *g, const uint32
        * 1-based count is a multiple of N is checkpointed whole (N = 0: every block). Only model.layers
        * are wrapped: the embedding and the head keep their activations. */
       if (layer) {
-        const int64_t k = ++on_stage[chunk[u] % s->pp];
+        const int64_t k = ++on_stage[mm_pipe_chunk_stage(s, chunk[u])];
         r[u] = n == 0 || k % n == 0 ? MM__RECOMPUTE_KEEP_INPUT : MM__RECOMPUTE_NONE;
       }
       continue;
