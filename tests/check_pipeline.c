@@ -478,6 +478,16 @@ START_TEST(test_dualpipev_plan)
   /* chunk 0 of stage s holds 2p - s micro-batches at the peak: 2(p - s - 1) warm-up forwards, s + 1
    * of the paired ones and the first of the main phase before its first backward (1F1B: p - s) */
   for (int s = 0; s < 4; s++) ck_assert_double_eq(t->memory->stage_inflight[s], 8 - s);
+
+  /* one stage: no V; the iteration is 1F1B's (gradient accumulation), weight gradients included */
+  const char *one = "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
+  g_autofree char *one_a = pp_config(1, "1f1b", 1, 64, one);
+  g_autofree char *one_b = pp_config(1, "dualpipev", 1, 64, one);
+  g_autoptr(MmSimulation) oa = mm_test_sim_ok(UNIFORM, fast, one_a, 0);
+  g_autoptr(MmSimulation) ob = mm_test_sim_ok(UNIFORM, fast, one_b, 0);
+  ck_assert_uint_eq(ob->scenario->vstages, 1);
+  ck_assert_double_eq(ob->metrics.iteration_time_s, oa->metrics.iteration_time_s);
+  ck_assert_double_eq(plan_time(ob->plan, MM_OP_COMPUTE), plan_time(oa->plan, MM_OP_COMPUTE));
 }
 END_TEST
 

@@ -320,7 +320,9 @@ void mm__lower_program(Lower *L)
   st.bucket_bytes = g_new0(double, 2 * nb);
   st.bucket_dep = g_new(uint32_t, 2 * nb);
   const MmPipeSchedule kind = L->s->cfg->pipeline.schedule;
-  L->zb = L->training && (kind == MM_PIPE_ZB_H1 || kind == MM_PIPE_DUALPIPEV);
+  /* split backwards: zb_h1's, and dualpipev's when it has its V (one stage runs plain 1F1B, whose
+   * backwards are whole) */
+  L->zb = L->training && (kind == MM_PIPE_ZB_H1 || (kind == MM_PIPE_DUALPIPEV && v == 2));
   /* the ring of backwards without their weight gradients: as many as the schedule holds at once,
    * each as wide as the stage's largest chunk */
   st.zb_cap = 1;
