@@ -981,11 +981,15 @@ START_TEST(test_plot_studies)
   g_mkdir_with_parents(bad, 0755);
   g_autofree char *bad_csv = g_build_filename(bad, "points.csv", NULL), *bad_sum = g_build_filename(bad, "summary.json", NULL);
   g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  g_auto(GStrv) head = g_strsplit(lines[0], ",", -1);
+  guint sps = 0; /* the samples_per_s column */
+  while (head[sps] && strcmp(head[sps], "samples_per_s") != 0) sps++;
+  ck_assert_ptr_nonnull(head[sps]);
   for (guint i = 1; lines[i]; i++)
     if (strstr(lines[i], ",ok,1,")) {
       g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
-      g_free(f[14]); /* samples_per_s */
-      f[14] = g_strdup("lots");
+      g_free(f[sps]);
+      f[sps] = g_strdup("lots");
       g_free(lines[i]);
       lines[i] = g_strjoinv(",", f);
       break;

@@ -603,6 +603,67 @@ START_TEST(test_whatif_dlrm)
 END_TEST
 
 /* Bad space files: exit 1, the file and the JSON path named. */
+/* A schedule dimension: a point's schedule gives what a config naming it gives (dualpipev with its two
+ * chunks, interleaved_1f1b with the config's), and points.csv names it. */
+START_TEST(test_pipeline_schedules)
+{
+  static const char *const cfg1 =
+    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"micro_batch\":1,\"recompute\":\"none\","
+    "\"pipeline\":{\"degree\":4,\"schedule\":\"1f1b\"},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
+    "\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}";
+  static const char *const cfg2 =
+    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"micro_batch\":1,\"recompute\":\"none\","
+    "\"pipeline\":{\"degree\":4,\"schedule\":\"dualpipev\"},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
+    "\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}";
+  g_autofree char *c1 = mm_test_write("sched-1f1b.json", cfg1), *c2 = mm_test_write("sched-dpv.json", cfg2);
+  g_autofree char *model = mm_test_src("models/llama3-8b.json"), *hw = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in1 = mm_inputs_load(model, hw, c1, &error);
+  g_autoptr(MmInputs) in2 = mm_inputs_load(model, hw, c2, &error);
+  ck_assert_msg(in1 && in2, "%s", error ? error->message : "");
+  MmPoint pt = {.nodes = 4, .schedule = 1 + MM_PIPE_DUALPIPEV};
+  g_autoptr(MmSimulation) a = mm_simulation_new_point(in1, &pt, FALSE, &error);
+  ck_assert_msg(a != NULL, "%s", error ? error->message : "");
+  MmPoint direct = {.nodes = 4};
+  g_autoptr(MmSimulation) b = mm_simulation_new_point(in2, &direct, FALSE, &error);
+  ck_assert_msg(b != NULL, "%s", error ? error->message : "");
+  ck_assert_int_eq(a->scenario->vstages, 2);
+  ck_assert_double_eq(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
+  /* back to 1f1b from the dualpipev config: one chunk, 1F1B's answer */
+  pt.schedule = 1 + MM_PIPE_1F1B;
+  g_autoptr(MmSimulation) x = mm_simulation_new_point(in2, &pt, FALSE, &error);
+  g_autoptr(MmSimulation) y = mm_simulation_new_point(in1, &direct, FALSE, &error);
+  ck_assert(x && y);
+  ck_assert_int_eq(x->scenario->vstages, 1);
+  ck_assert_double_eq(x->metrics.iteration_time_s, y->metrics.iteration_time_s);
+
+  /* the sweep: one row per schedule, named */
+  g_autofree char *space = mm_test_write("sched-space.json", "{\"strategies\":{\"transformer\":[\"tp\",\"ddp\"]},"
+                                         "\"degrees\":[8],\"pipeline_schedules\":[\"1f1b\",\"zb_h1\",\"dualpipev\"]}");
+  g_autofree char *dir = tmp("sched-sweep");
+  const char *args[] = {"sweep", "-m", model, "-H", hw, "-c", c1, "-n", "4", "--space", space, "--out", dir, "--quiet", NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(args, NULL, &err), 0);
+  g_autofree char *path = g_build_filename(dir, "points.csv", NULL), *csv = NULL;
+  ck_assert(g_file_get_contents(path, &csv, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  g_auto(GStrv) head = g_strsplit(lines[0], ",", -1);
+  const int sc = csv_col(head, "pipeline_schedule"), vc = csv_col(head, "virtual_stages");
+  guint seen[3] = {0};
+  for (guint i = 1; lines[i] && lines[i][0]; i++) {
+    g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+    if (strcmp(f[sc], "dualpipev") == 0) {
+      seen[2]++;
+      ck_assert_str_eq(f[vc], "2");
+    } else {
+      seen[strcmp(f[sc], "zb_h1") == 0]++;
+      ck_assert_str_eq(f[vc], "1");
+    }
+  }
+  ck_assert(seen[0] > 0 && seen[0] == seen[1] && seen[1] == seen[2]);
+}
+END_TEST
+
 START_TEST(test_bad_space)
 {
   static const char *const bad[][2] = {
@@ -617,6 +678,7 @@ START_TEST(test_bad_space)
     {"{\"colour\": 1}", "$"},
     {"{\"nodes\": [1.5]}", "$.nodes[0]"},
     {"{\"virtual_stages\": [1.7e26]}", "$.virtual_stages[0]"}, /* the fuzzer's: range before the cast */
+    {"{\"pipeline_schedules\": [\"1f1b\", \"zb_h2\"]}", "$.pipeline_schedules[1]"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *name = g_strdup_printf("bad-space-%u.json", i);
@@ -646,6 +708,7 @@ int main(void)
   tcase_add_test(tc, test_two_systems);
   tcase_add_test(tc, test_serving_latency_bound);
   tcase_add_test(tc, test_whatif_dlrm);
+  tcase_add_test(tc, test_pipeline_schedules);
   tcase_add_test(tc, test_bad_space);
   suite_add_tcase(s, tc);
   return mm_test_main(s);

@@ -34,6 +34,8 @@ typedef struct {
   int64_t virtual_stages;  /* model chunks per stage */
   int64_t seq_len;         /* tokens per sequence (else the config's seq_len, else the model's) */
   int recompute;           /* 1 + MmRecompute (0: the config's) */
+  int schedule;            /* 1 + MmPipeSchedule (0: the config's); without virtual_stages, interleaved_1f1b
+                            * keeps the config's chunks, dualpipev takes 2, the others 1 */
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: the config's) */
   const MmStrategyEntry *strategies;    /* replaces the config's parallelism when non-NULL (borrowed) */
   guint n_strategies;

@@ -41,7 +41,18 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
     cv->pipeline.layers = NULL; /* sized for the file's degree */
     cv->pipeline.n_layers = 0;
   }
-  if (pt->virtual_stages > 0 && pt->virtual_stages != c->pipeline.virtual_stages) {
+  if (pt->schedule > 0 && (MmPipeSchedule)(pt->schedule - 1) != c->pipeline.schedule) {
+    const MmPipeSchedule k = (MmPipeSchedule)(pt->schedule - 1);
+    cv->pipeline.schedule = k;
+    const int64_t v = k == MM_PIPE_DUALPIPEV ? (cv->pipeline.degree > 1 ? 2 : 1)
+                      : k == MM_PIPE_INTERLEAVED ? c->pipeline.virtual_stages : 1;
+    if (v != cv->pipeline.virtual_stages) {
+      cv->pipeline.virtual_stages = v;
+      cv->pipeline.layers = NULL; /* sized for the file's chunks */
+      cv->pipeline.n_layers = 0;
+    }
+  }
+  if (pt->virtual_stages > 0 && pt->virtual_stages != cv->pipeline.virtual_stages) {
     cv->pipeline.virtual_stages = pt->virtual_stages;
     cv->pipeline.layers = NULL;
     cv->pipeline.n_layers = 0;

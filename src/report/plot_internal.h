@@ -171,8 +171,8 @@ typedef enum {
 
 /* The dimensions a sweep may vary besides the strategies (and the system, in a sweep of several),
  * as points.csv names them. */
-enum { MM_PLOT_DIM_NODES, MM_PLOT_DIM_PP, MM_PLOT_DIM_VSTAGES, MM_PLOT_DIM_MB, MM_PLOT_DIM_RECOMPUTE,
-       MM_PLOT_DIM_ZERO, MM_PLOT_DIM_SYSTEM, MM_PLOT_N_DIMS };
+enum { MM_PLOT_DIM_NODES, MM_PLOT_DIM_PP, MM_PLOT_DIM_SCHEDULE, MM_PLOT_DIM_VSTAGES, MM_PLOT_DIM_MB,
+       MM_PLOT_DIM_RECOMPUTE, MM_PLOT_DIM_ZERO, MM_PLOT_DIM_SYSTEM, MM_PLOT_N_DIMS };
 extern const struct MmPlotDim {
   const char *column; /* in points.csv */
   const char *head;   /* a ranking's column header */

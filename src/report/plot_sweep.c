@@ -22,6 +22,7 @@
 const struct MmPlotDim mm__plot_dims[MM_PLOT_N_DIMS] = {
   [MM_PLOT_DIM_NODES] = {"nodes", "nodes", TRUE},
   [MM_PLOT_DIM_PP] = {"pipeline_degree", "pp", TRUE},
+  [MM_PLOT_DIM_SCHEDULE] = {"pipeline_schedule", "schedule", FALSE},
   [MM_PLOT_DIM_VSTAGES] = {"virtual_stages", "chunks", TRUE},
   [MM_PLOT_DIM_MB] = {"micro_batch", "mb", TRUE},
   [MM_PLOT_DIM_RECOMPUTE] = {"recompute", "recompute", FALSE},

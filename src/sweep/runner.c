@@ -35,7 +35,8 @@ static char *csv_header(const MmSweepOptions *o)
   const MmSweepSpace *sp = o->systems[0].space; /* every system's has the model's kinds */
   GString *h = g_string_new("point");
   if (o->n_systems > 1) g_string_append(h, ",system");
-  g_string_append(h, ",nodes,devices,pipeline_degree,virtual_stages,micro_batch,micro_steps,recompute,zero");
+  g_string_append(h, ",nodes,devices,pipeline_degree,pipeline_schedule,virtual_stages,micro_batch,micro_steps,recompute,"
+                     "zero");
   for (guint k = 0; k < sp->n_kinds; k++) g_string_append_printf(h, ",%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);
   g_string_append(h, ",status,fits,iteration_time_s,samples_per_s,tokens_per_s,mfu,compute_s,comm_s,exposed_comm_s,"
                      "memory_per_device_bytes,memory_capacity_bytes,a100_gpu_hours_per_iteration,time_to_first_token_s,"
@@ -81,9 +82,9 @@ static char *eval_point(const Run *run, uint64_t i, int *status, double *rate, c
   g_string_append_printf(g, "%" G_GUINT64_FORMAT, i);
   if (o->n_systems > 1) g_string_append_printf(g, ",%s", run->labels[k_sys]);
   g_string_append_printf(g, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                         ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
-                         s->hw->nodes, s->devices, s->pp, s->vstages, s->micro_batch, s->micro_steps,
-                         mm_recompute_names[s->cfg->recompute], sp.zero);
+                         ",%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
+                         s->hw->nodes, s->devices, s->pp, mm_pipe_schedule_names[s->cfg->pipeline.schedule], s->vstages,
+                         s->micro_batch, s->micro_steps, mm_recompute_names[s->cfg->recompute], sp.zero);
   for (guint k = 0; k < sy->space->n_kinds; k++) {
     g_autofree char *txt = mm_sweep_entry_text(&sp.entries[k]);
     g_string_append_printf(g, ",%s", txt);

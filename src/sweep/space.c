@@ -23,6 +23,10 @@ static const MmField space_fields[] = {
    "pipeline stages; default: the config's"},
   {"virtual_stages", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "chunks",
    "model chunks per stage (interleaved 1F1B); default: the config's"},
+  {"pipeline_schedules", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
+   "pipeline schedules (gpipe, 1f1b, interleaved_1f1b, zb_h1, dualpipev); a schedule's chunks per stage are "
+   "the config's for interleaved_1f1b, 2 for dualpipev and 1 for the others unless virtual_stages says; "
+   "default: the config's"},
   {"micro_batches", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, "samples",
    "micro-batch sizes (samples per data-parallel rank per micro-step); default: the config's"},
   {"recompute", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
@@ -57,6 +61,7 @@ void mm_sweep_space_free(MmSweepSpace *sp)
   g_free(sp->vpp);
   g_free(sp->micro);
   g_free(sp->recompute);
+  g_free(sp->schedule);
   g_free(sp->zero);
   g_free(sp->path);
   g_free(sp);
@@ -271,10 +276,12 @@ MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **
   deg = (int64_t *)(void *)g_array_free(dv, FALSE);
   sp->nodes = one(0, &sp->n_nodes);
   sp->pp = one(c->pipeline.degree, &sp->n_pp);
-  sp->vpp = one(c->pipeline.virtual_stages, &sp->n_vpp);
+  sp->vpp = one(0, &sp->n_vpp); /* 0: the config's, or its schedule's */
   sp->micro = one(0, &sp->n_micro);
   sp->recompute = g_new0(int, 1);
   sp->n_recompute = 1;
+  sp->schedule = g_new0(int, 1);
+  sp->n_schedule = 1;
   sp->zero = g_new0(int, 1);
   sp->n_zero = 1;
   if (full) {
@@ -307,7 +314,9 @@ MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **
         !int_list(&ctx, root, "virtual_stages", 1, 64, &sp->vpp, &sp->n_vpp, error) ||
         !int_list(&ctx, root, "micro_batches", 1, 1 << 30, &sp->micro, &sp->n_micro, error) ||
         !int_list(&ctx, root, "nodes", 1, 1 << 20, &sp->nodes, &sp->n_nodes, error) ||
-        !name_list(&ctx, root, "recompute", mm_recompute_names, 1, &sp->recompute, &sp->n_recompute, error))
+        !name_list(&ctx, root, "recompute", mm_recompute_names, 1, &sp->recompute, &sp->n_recompute, error) ||
+        !name_list(&ctx, root, "pipeline_schedules", mm_pipe_schedule_names, 1, &sp->schedule, &sp->n_schedule,
+                   error))
       return NULL;
     const cJSON *z = cJSON_GetObjectItemCaseSensitive(root, "zero");
     if (z) { /* numbers in JSON; checked against 0..2 */
@@ -371,7 +380,8 @@ MmSweepSpace *mm_sweep_space_new(const MmInputs *in, const char *path, GError **
   sp->n_kinds = kinds->len;
   sp->kinds = (MmSweepKind *)(void *)g_array_free(kinds, FALSE);
 
-  uint64_t n = (uint64_t)sp->n_nodes * sp->n_pp * sp->n_vpp * sp->n_micro * sp->n_recompute * sp->n_zero;
+  uint64_t n = (uint64_t)sp->n_nodes * sp->n_pp * sp->n_schedule * sp->n_vpp * sp->n_micro * sp->n_recompute *
+               sp->n_zero;
   for (guint k = 0; k < sp->n_kinds; k++) n *= sp->kinds[k].n_choices;
   sp->n_points = n;
   return g_steal_pointer(&sp);
@@ -400,7 +410,7 @@ void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, 
 {
   memset(out, 0, sizeof *out);
   uint64_t r = i;
-  /* innermost dimension first: the kinds' choices, then zero, recompute, micro, vpp, pp, nodes */
+  /* innermost dimension first: the kinds' choices, then zero, recompute, micro, vpp, schedule, pp, nodes */
   for (guint k = sp->n_kinds; k-- > 0;) {
     out->choice[k] = (uint32_t)(r % sp->kinds[k].n_choices);
     r /= sp->kinds[k].n_choices;
@@ -413,6 +423,8 @@ void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, 
   r /= sp->n_micro;
   out->point.virtual_stages = sp->vpp[r % sp->n_vpp];
   r /= sp->n_vpp;
+  out->point.schedule = sp->schedule[r % sp->n_schedule];
+  r /= sp->n_schedule;
   out->point.pipeline_degree = sp->pp[r % sp->n_pp];
   r /= sp->n_pp;
   out->point.nodes = sp->nodes[r % sp->n_nodes];

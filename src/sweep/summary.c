@@ -137,6 +137,7 @@ static cJSON *point_json(const Csv *c, char *const *row, const MmSweepSpace *sp,
   static const char *const ints[] = {"nodes", "pipeline_degree", "virtual_stages", "micro_batch", "zero"};
   for (guint i = 0; i < G_N_ELEMENTS(ints); i++) cJSON_AddNumberToObject(o, ints[i], val(row, col(c, ints[i])));
   cJSON_AddStringToObject(o, "recompute", str(row, col(c, "recompute")));
+  cJSON_AddStringToObject(o, "pipeline_schedule", str(row, col(c, "pipeline_schedule")));
   cJSON_AddBoolToObject(o, "fits", val(row, col(c, "fits")) > 0);
   static const char *const nums[] = {"iteration_time_s", "samples_per_s", "tokens_per_s", "mfu", "exposed_comm_s",
                                      "memory_per_device_bytes", "a100_gpu_hours_per_iteration"};
@@ -160,8 +161,8 @@ static const char *baseline_of(MmBlockKind kind)
  * dimensions of @like. */
 static gboolean fsdp_elsewhere(const Csv *c, const MmSweepSpace *sp, char *const *row, int except, char *const *like)
 {
-  static const char *const dims[] = {"system", "nodes", "pipeline_degree", "virtual_stages", "micro_batch",
-                                     "recompute", "zero"};
+  static const char *const dims[] = {"system", "nodes", "pipeline_degree", "pipeline_schedule", "virtual_stages",
+                                     "micro_batch", "recompute", "zero"};
   for (guint k = 0; k < sp->n_kinds; k++) {
     if ((int)k == except) continue;
     g_autofree char *name = g_strdup_printf("%s_strategy", mm_block_kind_names[sp->kinds[k].kind]);

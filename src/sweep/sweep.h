@@ -116,10 +116,12 @@ typedef struct {
   guint n_kinds;
   int64_t *nodes;             /* 0: the system's */
   guint n_nodes;
-  int64_t *pp, *vpp, *micro;  /* micro 0: the config's */
+  int64_t *pp, *vpp, *micro;  /* vpp, micro 0: the config's (vpp: or the point's schedule's) */
   guint n_pp, n_vpp, n_micro;
   int *recompute;             /* 1 + MmRecompute; 0: the config's */
   guint n_recompute;
+  int *schedule;              /* 1 + MmPipeSchedule; 0: the config's */
+  guint n_schedule;
   int *zero;
   guint n_zero;
   guint max_levels;
