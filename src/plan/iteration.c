@@ -319,10 +319,10 @@ void mm__lower_program(Lower *L)
   st.bwd_done = g_new0(gboolean, nb);
   st.bucket_bytes = g_new0(double, 2 * nb);
   st.bucket_dep = g_new(uint32_t, 2 * nb);
-  const MmPipeSchedule kind = L->s->cfg->pipeline.schedule;
-  /* split backwards: zb_h1's, and dualpipev's when it has its V (one stage runs plain 1F1B, whose
-   * backwards are whole) */
-  L->zb = L->training && (kind == MM_PIPE_ZB_H1 || (kind == MM_PIPE_DUALPIPEV && v == 2));
+  /* dualpipev with its V (one stage runs plain 1F1B) */
+  const gboolean dual = L->s->cfg->pipeline.schedule == MM_PIPE_DUALPIPEV && v == 2;
+  /* split backwards: zb_h1's and dualpipev's (1F1B's are whole) */
+  L->zb = L->training && (L->s->cfg->pipeline.schedule == MM_PIPE_ZB_H1 || dual);
   /* the ring of backwards without their weight gradients: as many as the schedule holds at once,
    * each as wide as the stage's largest chunk */
   st.zb_cap = 1;
@@ -356,11 +356,13 @@ void mm__lower_program(Lower *L)
   const gboolean sync = !L->s->cfg->pipeline.overlap_p2p;
   uint32_t pending = NONE;
   /* dualpipev's turn: chunks p - 1 and p share the last stage, which hands a micro-batch's
-   * activations (and their gradient) from one to the other without a transfer */
-  g_autofree uint32_t *turn_fwd = g_new(uint32_t, m + 1), *turn_bwd = g_new(uint32_t, m + 1);
-  for (uint32_t i = 0; i < m; i++) turn_fwd[i] = turn_bwd[i] = NONE;
+   * activations (and their gradient) from one to the other without a transfer (the only chunks
+   * whose stage_delta is 0) */
+  const gboolean turn = dual && L->stage + 1 == p;
+  g_autofree uint32_t *turn_fwd = turn ? g_new(uint32_t, m + 1) : NULL;
+  g_autofree uint32_t *turn_bwd = turn ? g_new(uint32_t, m + 1) : NULL;
+  for (uint32_t i = 0; turn && i < m; i++) turn_fwd[i] = turn_bwd[i] = NONE;
   RecvChannel chan[2] = {{0}}; /* dualpipev: from the previous and from the next stage */
-  const gboolean dual = L->s->cfg->pipeline.schedule == MM_PIPE_DUALPIPEV && v == 2;
   if (dual && L->stage > 0) channel_init(L, &chan[0], L->stage - 1);
   if (dual && L->stage + 1 < p) channel_init(L, &chan[1], L->stage + 1);
 #define CHANNEL(from) (dual ? &chan[mm_pipe_chunk_stage(L->s, from) > L->stage] : NULL)
