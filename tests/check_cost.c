@@ -220,6 +220,14 @@ END_TEST
   "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.5,\"pass\":\"bwd\"},"                          \
   "{\"m\":1024,\"n\":1024,\"k\":128,\"batch\":16,\"util\":0.3,\"pass\":\"bwd\",\"causal\":true}]}}"
 
+/* 1e12 FLOPs of a 1024 x 1024 x 128, batch 16, bf16 attention kernel of the given kind. */
+static double attn_1024_s(const MmDevice *dev, gboolean flash, gboolean bwd, gboolean causal, MmCostWhy *why)
+{
+  MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
+  k.flash = flash, k.bwd = bwd, k.causal = causal;
+  return mm_cost_kernel_s(dev, &k, 1e12, 0, why);
+}
+
 START_TEST(test_attention_pass_and_mask)
 {
   MmDevice dev;
@@ -233,10 +241,8 @@ START_TEST(test_attention_pass_and_mask)
     int point;
   } rows[] = {{FALSE, FALSE, 0.6, 0}, {FALSE, TRUE, 0.4, 2}, {TRUE, FALSE, 0.5, 3}, {TRUE, TRUE, 0.3, 4}};
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
-    k.flash = TRUE, k.bwd = rows[i].bwd, k.causal = rows[i].causal;
     MmCostWhy why;
-    double t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+    double t = attn_1024_s(&dev, TRUE, rows[i].bwd, rows[i].causal, &why);
     ck_assert(why.compute.curve == c);
     ck_assert_int_eq(why.compute.point, rows[i].point);
     ck_assert(t == 1e12 / (300e12 * rows[i].util));
@@ -284,10 +290,8 @@ START_TEST(test_eager_points_match_eager_kernels)
     int point;
   } rows[] = {{TRUE, FALSE, 0}, {FALSE, FALSE, 1}, {TRUE, TRUE, 2}, {FALSE, TRUE, 3}};
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
-    k.flash = rows[i].flash, k.bwd = rows[i].bwd;
     MmCostWhy why;
-    mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+    attn_1024_s(&dev, rows[i].flash, rows[i].bwd, FALSE, &why);
     ck_assert_msg(why.compute.curve == c && why.compute.point == rows[i].point, "row %u: point %d", i,
                   why.compute.point);
     ck_assert(c->points[why.compute.point].eager == !rows[i].flash);
