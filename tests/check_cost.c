@@ -253,9 +253,9 @@ START_TEST(test_attention_pass_and_mask)
   MmCostWhy why;
   mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
   ck_assert(why.compute.curve == c);
-  k.causal = TRUE;
+  k.causal = TRUE; /* the curve has causal forward points: the unmasked ones never stand in for them */
   double t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
-  ck_assert(why.compute.outside == c && t == 1e12 / (300e12 * 0.7));
+  ck_assert(why.compute.outside == c && t == 1e12 / (300e12 * 0.7) && !why.compute.other_mask);
   /* an eager kernel of a covered shape: the scalar */
   k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
   t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
@@ -565,16 +565,26 @@ START_TEST(test_h100_attention_published)
   ck_assert_double_eq_tol(causal / open, 0.5 * 638.0 / 579.0, 1e-5);
   ck_assert(a.compute.util > b.compute.util);
 
+  /* the paper measures no causal backward: a causal backward takes the unmasked backward's point
+   * of its shape (Figure 6(b), 4k tokens, head dim 128), never the GEMM scalar, and says so */
+  MmCostWhy ub, cb;
+  const double ubs = h100_attention_s(dev, 4096, 128, 4, TRUE, FALSE, &ub);
+  const double cbs = h100_attention_s(dev, 4096, 128, 4, TRUE, TRUE, &cb);
+  ck_assert(cb.compute.curve != NULL && cb.compute.other_mask && !ub.compute.other_mask);
+  ck_assert(!cb.compute.curve->points[cb.compute.point].causal && cb.compute.curve->points[cb.compute.point].bwd);
+  ck_assert(cb.compute.util == ub.compute.util && cb.compute.util != dev->util_gemm.value);
+  ck_assert_double_eq_tol(cbs / ubs, 0.5, 1e-12);
+  g_autofree char *cbt = mm_cost_factor_text(&cb.compute);
+  ck_assert_msg(strstr(cbt, "bwd (no causal point of this pass)") != NULL, "%s", cbt);
+
   /* outside: 32k tokens (above 16k), head dim 256 (above 128), 4 heads x sequences (below 16),
-   * causal backward (not measured), eager attention: the scalar utilization.gemm */
+   * eager attention: the scalar utilization.gemm */
   const double scalar = dev->util_gemm.value;
   MmKernel out[] = {kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 32768, 32768, 128, 16),
                     kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 256, 64),
                     kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 4),
-                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64),
                     kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64)};
-  for (guint i = 0; i < G_N_ELEMENTS(out); i++) out[i].flash = i != 4;
-  out[3].bwd = out[3].causal = TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(out); i++) out[i].flash = i != 3;
   for (guint i = 0; i < G_N_ELEMENTS(out); i++) {
     MmCostWhy why;
     const double t = mm_cost_kernel_s(dev, &out[i], 1e12, 0, &why);
@@ -589,7 +599,7 @@ static const cJSON *item(const cJSON *o, const char *key);
 /* On H100 (an attention curve) describe also shows the attention core's backward call: LLaMA-2-70B
  * causal, 4096 tokens, head dim 128, 64 heads / TP 8 x 8 sequences per device. The forward takes
  * the causal forward point at 4k tokens (Figure 5(d): 579 TFLOP/s); the paper measures no causal
- * backward, so the backward takes the scalar. */
+ * backward, so the backward takes the unmasked backward's point at 4k tokens and says so. */
 START_TEST(test_describe_attention_backward)
 {
   g_autofree char *mp = mm_test_src("models/llama2-70b.json");
@@ -616,8 +626,11 @@ START_TEST(test_describe_attention_backward)
   ck_assert_str_eq(item(bwd, "part")->valuestring, "bwd_input");
   ck_assert(item(bwd, "flops")->valuedouble > 2 * item(fwd, "flops")->valuedouble);
   const cJSON *be = item(bwd, "compute_efficiency");
-  ck_assert_str_eq(item(be, "from")->valuestring, "utilization.gemm");
-  ck_assert_str_eq(item(be, "outside_curve")->valuestring, "attention.bf16");
+  ck_assert_str_eq(item(be, "from")->valuestring, "attention.bf16");
+  ck_assert_str_eq(item(be, "kind")->valuestring, "curve");
+  ck_assert(cJSON_IsTrue(item(be, "other_mask")) && !cJSON_GetObjectItem(item(be, "point"), "causal"));
+  ck_assert_str_eq(item(item(be, "point"), "pass")->valuestring, "bwd");
+  ck_assert(item(item(be, "point"), "m")->valuedouble == 4096 && !cJSON_GetObjectItem(be, "outside_curve"));
 }
 END_TEST
 

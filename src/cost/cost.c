@@ -21,9 +21,24 @@ static gboolean eager(const MmKernel *k)
 /* Whether point @p describes kernel @k's pass, mask and kind of kernel: attention points name
  * them (an eager kernel takes only eager points, which time its batched GEMMs; a flash kernel
  * only the others); other kinds are forward, unmasked and not eager (device.c rejects the keys). */
-static gboolean point_matches(const MmEffPoint *p, const MmKernel *k)
+static gboolean point_matches(const MmEffPoint *p, const MmKernel *k, gboolean causal)
 {
-  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == k->causal;
+  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == causal;
+}
+
+/* The mask whose points time flash kernel @k: its own, or, where the curve has no point of @k's
+ * pass under its mask but has some under the other, the other mask's (FlashAttention-3 publishes
+ * no causal backward: a causal backward then takes the unmasked backward's measured efficiency, a
+ * kernel of its own pass, rather than the GEMM scalar; its FLOPs stay the causal half). */
+static gboolean lookup_mask(const MmEffCurve *c, const MmKernel *k)
+{
+  if (k->kind != MM_KERNEL_ATTENTION || eager(k)) return k->causal;
+  gboolean own = FALSE, other = FALSE;
+  for (guint i = 0; i < c->n_points; i++) {
+    own = own || point_matches(&c->points[i], k, k->causal);
+    other = other || point_matches(&c->points[i], k, !k->causal);
+  }
+  return own || !other ? k->causal : !k->causal;
 }
 
 /* The HBM bytes an eager attention call's batched GEMMs move themselves, which their measured
@@ -48,10 +63,11 @@ static double eager_gemm_bytes(const MmKernel *k)
 static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point)
 {
   double x[DIMS], lo[DIMS], hi[DIMS];
+  const gboolean mask = lookup_mask(c, k);
   shape_of(k->m, k->n, k->k, k->batch, x);
   for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(&c->points[i], k)) continue;
+    if (!point_matches(&c->points[i], k, mask)) continue;
     double p[DIMS];
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) lo[d] = MIN(lo[d], p[d]), hi[d] = MAX(hi[d], p[d]);
@@ -60,7 +76,7 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
     if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
   double best = INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(&c->points[i], k)) continue;
+    if (!point_matches(&c->points[i], k, mask)) continue;
     double p[DIMS], dist = 0;
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) {
@@ -122,6 +138,7 @@ static void factor(MmCostFactor *f, const MmUtil *scalar, const char *scalar_nam
   f->util = covered ? util : scalar->value;
   f->name = covered ? curve->name : scalar_name;
   f->point = covered ? point : -1;
+  f->other_mask = FALSE;
 }
 
 double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, double bytes, MmCostWhy *why)
@@ -134,6 +151,7 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   gboolean c_ok = flops > 0 && cc && compute_lookup(cc, k, &cu, &cp);
   gboolean m_ok = bytes > 0 && mc && memory_lookup(mc, bytes, &mu, &mp);
   factor(&w.compute, &dev->util_gemm, "utilization.gemm", flops > 0 ? cc : NULL, c_ok, cu, cp);
+  w.compute.other_mask = c_ok && lookup_mask(cc, k) != k->causal;
   factor(&w.memory, &dev->util_hbm, "utilization.hbm", bytes > 0 ? mc : NULL, m_ok, mu, mp);
   /* calibration fits, where the device has them, replace both */
   const MmEffFit *cf = dev->compute_fit[k->kind][k->dtype];
@@ -179,8 +197,11 @@ char *mm_cost_factor_text(const MmCostFactor *f)
                                        : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g%s%s%s", p->m, p->n, p->k,
                                                          p->batch, p->bwd ? " bwd" : "", p->causal ? " causal" : "",
                                                          p->eager ? " eager" : "");
-    return g_strdup_printf("curve %s (%s) %s %s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
-                           p->bytes > 0 ? "from" : "at", at, f->util);
+    return g_strdup_printf("curve %s (%s) %s %s%s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
+                           p->bytes > 0 ? "from" : "at", at,
+                           f->other_mask ? (p->causal ? " (no unmasked point of this pass)" : " (no causal point of this pass)")
+                                         : "",
+                           f->util);
   }
   g_autofree char *outside = f->outside ? g_strdup_printf("outside curve %s: ", f->outside->name) : g_strdup("");
   return g_strdup_printf("%sscalar %s %.4g (%s)", outside, f->name, f->util,

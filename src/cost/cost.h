@@ -17,6 +17,8 @@ typedef struct {
   const MmEffCurve *outside; /* (transfer none) a curve for the kernel that does not cover it (then the
                               * scalar applied); NULL otherwise */
   int point;                /* compute: the nearest point; memory: the point at or below the bytes; -1: none */
+  gboolean other_mask;      /* attention: the point is of the other mask (the curve has none of the
+                             * kernel's own mask for its pass) */
 } MmCostFactor;
 
 /* Why a kernel takes the time it does: both factors, both times, which one bounds it. */

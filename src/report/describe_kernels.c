@@ -71,6 +71,7 @@ static cJSON *factor_json(const MmCostFactor *f)
       if (p->eager) cJSON_AddBoolToObject(po, "eager", TRUE);
     }
     cJSON_AddNumberToObject(po, "util", p->util);
+    if (f->other_mask) cJSON_AddBoolToObject(o, "other_mask", TRUE);
   }
   if (f->outside) cJSON_AddStringToObject(o, "outside_curve", f->outside->name);
   return o;
