@@ -34,7 +34,7 @@ $mm plot "$tmp/dlrm-a" --kind pareto --out "$out/dlrm-a-sweep-pareto.png" >/dev/
 $mm whatif "${dlrm[@]}" --json "$tmp/dlrm-a-whatif.json" >/dev/null
 $mm plot "$tmp/dlrm-a-whatif.json" --kind whatif --out "$out/dlrm-a-whatif.png" >/dev/null
 # several systems: LLaMA-2-70B on DGX A100 and DGX H100 clusters at 16 to 256 nodes, time against
-# A100-normalized GPU-hours, the front across both (about 4 minutes on 2 cores)
+# A100-normalized GPU-hours, the front across both (8,100 points, about a second on 2 cores)
 $mm sweep -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -H hardware/dgx-h100-2048.json \
   -c configs/llm-pretrain-fsdp.json --space configs/sweeps/llama2-70b-nodes.json --out "$tmp/a100-h100" --quiet >/dev/null
 $mm plot "$tmp/a100-h100" --kind systems --out "$out/llama2-70b-a100-h100-systems.png" >/dev/null

@@ -262,10 +262,16 @@ START_TEST(test_parallel_block_graph)
   g_autoptr(MmGraph) gsh = mm_graph_new(msh);
   g_autoptr(MmGraph) g2 = mm_graph_new(m2);
   const double L = 4, s = 2048, h = 4096, e = 2;
-  /* GPT-NeoX's two norms: the same ops as the sequential block, so the same costs exactly */
+  /* GPT-NeoX's two norms: the same ops as the sequential block, so the same costs, except the
+   * residual adds: one of both branches per layer (read 3 s x h, write 1) for two of one each
+   * (read 2, write 1, twice), forward and backward */
   ck_assert_uint_eq(g2->n_layers, gs->n_layers);
   ck_assert_int_eq(g2->total_params, gs->total_params);
-  ck_assert(memcmp(&g2->total, &gs->total, sizeof(MmCost)) == 0);
+  ck_assert_double_eq_tol(gs->total.fwd_bytes - g2->total.fwd_bytes, L * 2 * s * h * e, 1);
+  ck_assert_double_eq_tol(gs->total.bwd_input_bytes - g2->total.bwd_input_bytes, L * 2 * s * h * e, 1);
+  MmCost same = g2->total;
+  same.fwd_bytes = gs->total.fwd_bytes, same.bwd_input_bytes = gs->total.bwd_input_bytes;
+  ck_assert(memcmp(&same, &gs->total, sizeof(MmCost)) == 0);
   /* one shared layernorm: per layer one norm fewer (2h params, 8 FLOPs per element forward, 16
    * backward, 2 per element for its weight gradient), and two s x h inputs fewer kept: the
    * second norm's and the up-projection's (it reads qkv's, kept once) */
@@ -280,6 +286,33 @@ START_TEST(test_parallel_block_graph)
   const MmLayer *up = mm_test_layer(gsh, 0, MM_ROLE_FFN_UP), *up0 = mm_test_layer(gs, 0, MM_ROLE_FFN_UP);
   ck_assert_double_eq(up->cost.fwd_flops, up0->cost.fwd_flops);
   ck_assert_double_eq(up->cost.act_bytes, 0);
+}
+END_TEST
+
+/* The residual adds: a pre-norm layer's two (x + attention, then + MLP) each read two s x h tensors
+ * and write one, forward and backward, charged to the MLP's norm; the attention's norm is a norm
+ * alone (read one, write one); a shared-norm parallel block's one add of both branches (read three,
+ * write one) goes to its one norm. Their bytes change no FLOP count and keep nothing. */
+START_TEST(test_residual_adds)
+{
+  g_autofree char *ts = pblock_model("none"), *tsh = pblock_model("shared_norm");
+  g_autoptr(MmModel) ms = parse_model(ts);
+  g_autoptr(MmModel) msh = parse_model(tsh);
+  g_autoptr(MmGraph) gs = mm_graph_new(ms);
+  g_autoptr(MmGraph) gsh = mm_graph_new(msh);
+  const double s = 2048, h = 4096, e = 2, x = s * h * e;
+  const MmLayer *na = mm_test_layer(gs, 0, MM_ROLE_NORM_ATTN), *nf = mm_test_layer(gs, 0, MM_ROLE_NORM_FFN);
+  ck_assert_double_eq(na->cost.fwd_bytes, 2 * x);
+  ck_assert_double_eq(na->cost.bwd_input_bytes, 3 * x);
+  ck_assert_double_eq(nf->cost.fwd_bytes, 2 * x + 2 * 3 * x);
+  ck_assert_double_eq(nf->cost.bwd_input_bytes, 3 * x + 2 * 3 * x);
+  ck_assert_double_eq(nf->cost.fwd_flops, na->cost.fwd_flops);
+  ck_assert_double_eq(nf->cost.act_bytes, na->cost.act_bytes);
+  const MmLayer *one = mm_test_layer(gsh, 0, MM_ROLE_NORM_ATTN);
+  ck_assert_double_eq(one->cost.fwd_bytes, 2 * x + 4 * x);
+  ck_assert_double_eq(one->cost.bwd_input_bytes, 3 * x + 4 * x);
+  for (guint l = gsh->units[0].first_layer; l < gsh->units[0].first_layer + gsh->units[0].n_layers; l++)
+    ck_assert(gsh->layers[l].role != MM_ROLE_NORM_FFN);
 }
 END_TEST
 
@@ -370,6 +403,7 @@ static Suite *graph_suite(void)
   tcase_add_test(tc, test_frozen_parts_are_separate);
   tcase_add_test(tc, test_names);
   tcase_add_test(tc, test_parallel_block_graph);
+  tcase_add_test(tc, test_residual_adds);
   tcase_add_test(tc, test_mtp_graph);
   tcase_add_test(tc, test_bad_blocks);
   suite_add_tcase(s, tc);

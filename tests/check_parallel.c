@@ -856,15 +856,17 @@ START_TEST(test_parallel_block_tp)
   ck_assert_double_eq_tol(a->memory->total.activations - b->memory->total.activations, L * 2 * act, 1);
   ck_assert_double_eq(c->memory->total.activations, a->memory->total.activations);
 
-  /* without TP there is no collective to save: the two-norm block is the sequential block
-   * exactly; the shared norm saves one norm's kernels per layer, a small fraction of what TP saved */
+  /* without TP there is no collective to save: the two-norm block is the sequential block but
+   * for one residual add of both branches instead of two (a few memory passes); the shared norm
+   * also saves one norm's kernels per layer; both a small fraction of what TP saved */
   g_autofree char *dp = config("pretrain", 8, "\"micro_batch\":1,", "[{\"strategy\":\"ddp\",\"degree\":8}]");
   g_autoptr(MmSimulation) da = mm_test_sim_ok(ms, "hardware/dgx-a100-2048.json", dp, 1);
   g_autoptr(MmSimulation) db = mm_test_sim_ok(msh, "hardware/dgx-a100-2048.json", dp, 1);
   g_autoptr(MmSimulation) dc = mm_test_sim_ok(m2, "hardware/dgx-a100-2048.json", dp, 1);
-  ck_assert_double_eq(dc->metrics.iteration_time_s, da->metrics.iteration_time_s);
   const double saved_dp = da->metrics.iteration_time_s - db->metrics.iteration_time_s;
-  ck_assert_double_ge(saved_dp, 0);
+  const double saved_dp2 = da->metrics.iteration_time_s - dc->metrics.iteration_time_s;
+  ck_assert_double_gt(saved_dp2, 0);
+  ck_assert_double_gt(saved_dp, saved_dp2);
   ck_assert_double_lt(saved_dp, 0.1 * (a->metrics.iteration_time_s - b->metrics.iteration_time_s));
 }
 END_TEST

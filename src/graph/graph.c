@@ -152,6 +152,17 @@ static void norm(MmCost *c, MmNormKind kind, double tokens, double h, double e)
   c->bwd_weight_flops = 2.0 * tokens * h;
 }
 
+/* The residual adds of a layer (pre-norm: x + attention, then + MLP; a parallel block: x + both
+ * at once), memory-bound kernels of their own in training frameworks (Megatron's bias-dropout-add,
+ * PyTorch's add): @adds sums of the residual stream and @branches branch outputs of @n elements,
+ * each reading them and writing the sum; backward, the residual stream's gradient and the
+ * branches' input gradients are summed the same way. Charged to a norm of the layer. */
+static void residual_adds(MmCost *c, double adds, double n, double branches, double e)
+{
+  c->fwd_bytes += adds * (branches + 2.0) * n * e;
+  c->bwd_input_bytes += adds * (branches + 2.0) * n * e;
+}
+
 /* Scales the per-token work of a layer (MoE: top_k experts at capacity). Params stay. */
 static void scale_work(MmCost *c, double f)
 {
@@ -353,6 +364,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     if (b->mtp) mtp_input(bd, b, s);
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
+    if (b->parallel_block == MM_PARALLEL_BLOCK_SHARED_NORM) residual_adds(&c, 1.0, s * h, 2.0, e); /* its one norm */
     push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
     c = (MmCost){0};
     MmKernel k_qkv = qkv_projection(&c, b, s, e);
@@ -369,6 +381,9 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     if (b->parallel_block != MM_PARALLEL_BLOCK_SHARED_NORM) {
       c = (MmCost){0};
       norm(&c, b->norm, s, h, e);
+      /* the layer's residual adds: after attention and after the MLP (a parallel block: one of both) */
+      if (b->parallel_block == MM_PARALLEL_BLOCK_NONE) residual_adds(&c, 2.0, s * h, 1.0, e);
+      else residual_adds(&c, 1.0, s * h, 2.0, e);
       push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
     }
     if (moe) {
