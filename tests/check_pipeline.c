@@ -513,6 +513,35 @@ static void p2p_links(const MmPlan *p, uint32_t prog, gboolean *nic, gboolean *i
   }
 }
 
+/* The activations one stage sends the next per micro-batch (forward P2P sends of program 0). */
+static double fwd_send_bytes(const MmPlan *p)
+{
+  const MmPlanProgram *pr = &p->programs[0];
+  for (uint32_t i = 0; i < pr->n_ops; i++)
+    if (pr->info[i].reason == MM_REASON_PP && pr->info[i].coll == MM_COLL_P2P && pr->info[i].phase == MM_PHASE_FWD &&
+        pr->ops[i].n_xfer > 0)
+      return pr->info[i].bytes;
+  ck_abort_msg("no forward send");
+  return 0;
+}
+
+/* A stage boundary after an MoE layer carries the combined hidden state, one row per token as
+ * after a dense layer, not the experts' top_k copies of it. */
+START_TEST(test_moe_boundary_bytes)
+{
+  g_autofree char *fast = fast2();
+  g_autofree char *cfg = pp_config(2, "1f1b", 1, 16, "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
+  const char *dense = "{\"name\":\"d\",\"seq_len\":1024,\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"transformer\","
+                      "\"count\":4,\"hidden\":1024,\"heads\":8,\"ffn\":2048}]}";
+  const char *moe = "{\"name\":\"m\",\"seq_len\":1024,\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"transformer\","
+                    "\"count\":4,\"hidden\":1024,\"heads\":8,\"ffn\":2048,\"experts\":8,\"top_k\":2}]}";
+  g_autoptr(MmSimulation) d = mm_test_sim_ok(dense, fast, cfg, 0);
+  g_autoptr(MmSimulation) m = mm_test_sim_ok(moe, fast, cfg, 0);
+  ck_assert_double_eq(fwd_send_bytes(d->plan), 1024.0 * 1024 * 2);
+  ck_assert_double_eq(fwd_send_bytes(m->plan), fwd_send_bytes(d->plan));
+}
+END_TEST
+
 START_TEST(test_transfers_take_the_right_links)
 {
   /* 2 stages of 8 GPUs: stage boundaries cross nodes (NIC); 2 stages of 4 GPUs in a node: NVLink */
@@ -602,6 +631,7 @@ static Suite *pipeline_suite(void)
   tcase_add_test(tc, test_dualpipev_plan);
   tcase_add_test(tc, test_plan_bubble_matches_schedule);
   tcase_add_test(tc, test_transfers_take_the_right_links);
+  tcase_add_test(tc, test_moe_boundary_bytes);
   tcase_add_test(tc, test_stage_memory_and_placement);
   tcase_add_test(tc, test_tied_embedding_gradient);
   suite_add_tcase(s, tc);
