@@ -373,6 +373,12 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
     }
   }
   mm_table_print(lt, out, "  ");
+  for (guint b = 0; b < m->n_blocks; b++)
+    if (m->blocks[b].kind == MM_BLOCK_TRANSFORMER) {
+      fprintf(out, "  (a transformer layer's residual adds are in the HBM bytes of its last norm: norm_ffn, or a "
+                   "shared-norm parallel block's norm_attn; docs/MODEL.md)\n");
+      break;
+    }
   mm_report_kernels_text(out, g, s);
   if (!s) return;
 
