@@ -313,6 +313,25 @@ START_TEST(test_residual_adds)
   ck_assert_double_eq(one->cost.bwd_input_bytes, 3 * x + 4 * x);
   for (guint l = gsh->units[0].first_layer; l < gsh->units[0].first_layer + gsh->units[0].n_layers; l++)
     ck_assert(gsh->layers[l].role != MM_ROLE_NORM_FFN);
+  /* dropout on both branches (Megatron's fused bias-dropout-add): each add also writes a 1-byte
+   * mask, and backward each branch's gradient reads its output gradient and mask and writes its
+   * input gradient; the masks are kept by the branches' GEMMs, whose bytes do not change */
+  g_autofree char *td = g_strdup_printf("{\"name\":\"pd\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\","
+                                        "\"count\":4,\"hidden\":4096,\"heads\":16,\"ffn\":16384,\"dropout\":true}]}");
+  g_autoptr(MmModel) md = parse_model(td);
+  g_autoptr(MmGraph) gd = mm_graph_new(md);
+  const double n = s * h;
+  const MmLayer *nfd = mm_test_layer(gd, 0, MM_ROLE_NORM_FFN);
+  ck_assert_double_eq(nfd->cost.fwd_bytes, 2 * x + 2 * (3 * x + n));
+  ck_assert_double_eq(nfd->cost.bwd_input_bytes, 3 * x + 2 * (3 * x + 2 * x + n));
+  ck_assert_double_eq(mm_test_layer(gd, 0, MM_ROLE_ATTN_OUT)->cost.fwd_bytes,
+                      mm_test_layer(gs, 0, MM_ROLE_ATTN_OUT)->cost.fwd_bytes);
+  ck_assert_double_eq(mm_test_layer(gd, 0, MM_ROLE_ATTN_OUT)->cost.act_bytes,
+                      mm_test_layer(gs, 0, MM_ROLE_ATTN_OUT)->cost.act_bytes + n);
+  /* a serving pass fuses each add into the norm after it (read 2, write 2 in all): 2 s h more each */
+  const MmGraphPass prefill = {.tokens = 2048, .context = 2048, .kv_cache = TRUE};
+  g_autoptr(MmGraph) gp = mm_graph_new_pass(ms, &prefill);
+  ck_assert_double_eq(mm_test_layer(gp, 0, MM_ROLE_NORM_FFN)->cost.fwd_bytes, 2 * x + 2 * 2 * x);
 }
 END_TEST
 

@@ -539,6 +539,19 @@ START_TEST(test_moe_boundary_bytes)
   g_autoptr(MmSimulation) m = mm_test_sim_ok(moe, fast, cfg, 0);
   ck_assert_double_eq(fwd_send_bytes(d->plan), 1024.0 * 1024 * 2);
   ck_assert_double_eq(fwd_send_bytes(m->plan), fwd_send_bytes(d->plan));
+  /* an MoE MLP stack (each expert the whole stack) combines after its last layer only: a boundary
+   * inside it carries the top_k routed copies */
+#define MLP_STACK(extra)                                                                                    \
+  "{\"name\":\"s\",\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"mlp\",\"count\":4,\"width\":4096,\"activation\":false" extra "}]}"
+  const char *dense_mlp = MLP_STACK(""), *moe_mlp = MLP_STACK(",\"experts\":8,\"top_k\":2");
+#undef MLP_STACK
+  const char *split = "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":32,\"micro_batch\":1,"
+                      "\"pipeline\":{\"degree\":2,\"layers\":[2,2]},"
+                      "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}";
+  g_autoptr(MmSimulation) dm = mm_test_sim_ok(dense_mlp, fast, split, 0);
+  g_autoptr(MmSimulation) mm = mm_test_sim_ok(moe_mlp, fast, split, 0);
+  ck_assert_double_eq(fwd_send_bytes(dm->plan), 4096.0 * 2);
+  ck_assert_double_eq(fwd_send_bytes(mm->plan), 2 * fwd_send_bytes(dm->plan));
 }
 END_TEST
 

@@ -556,7 +556,7 @@ void mm__device_write_schema(FILE *out)
                        "Attention points also name their pass (`fwd`, `bwd`), mask (`causal`) and kind of kernel "
                        "(`eager`: separate batched GEMMs, else a flash kernel): only points of a kernel's own "
                        "pass, mask and kind count, for coverage and for the nearest, except that a flash kernel whose "
-                       "pass has points under the other mask only takes those (FlashAttention-3 publishes no causal "
+                       "pass has points only under the other mask takes those (FlashAttention-3 publishes no causal "
                        "backward; describe says so). An eager kernel's time is "
                        "its GEMMs' (the point's, or the scalar's roofline) plus its softmax, mask and dropout "
                        "passes at HBM bandwidth, one after another (docs/MODEL.md). "

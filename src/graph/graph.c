@@ -153,14 +153,23 @@ static void norm(MmCost *c, MmNormKind kind, double tokens, double h, double e)
 }
 
 /* The residual adds of a layer (pre-norm: x + attention, then + MLP; a parallel block: x + both
- * at once), memory-bound kernels of their own in training frameworks (Megatron's bias-dropout-add,
- * PyTorch's add): @adds sums of the residual stream and @branches branch outputs of @n elements,
- * each reading them and writing the sum; backward, the residual stream's gradient and the
- * branches' input gradients are summed the same way. Charged to a norm of the layer. */
-static void residual_adds(MmCost *c, double adds, double n, double branches, double e)
+ * at once), memory-bound kernels of their own in training frameworks (PyTorch's add, Megatron's
+ * bias-dropout-add): @adds sums of the residual stream and @branches branch outputs of @n
+ * elements, each reading them and writing the sum; backward, the residual stream's gradient and
+ * the branches' input gradients are summed the same way. With dropout on the branches the same
+ * kernel (Megatron's fused bias-dropout-add) also writes each branch's 1-byte mask, and backward
+ * a pass per branch reads its output gradient and mask and writes its input gradient (the mask
+ * itself is kept by the branch's GEMM: residual_dropout). Serving passes (a KV cache) fuse the add
+ * into the norm after it (vLLM's fused_add_rms_norm, TensorRT-LLM, SGLang: read 2, write 2): one
+ * read and one write more than the norm alone, per branch. Charged to a norm of the layer. */
+static void residual_adds(MmCost *c, const Builder *bd, const MmBlock *b, double adds, double n, double branches, double e)
 {
-  c->fwd_bytes += adds * (branches + 2.0) * n * e;
-  c->bwd_input_bytes += adds * (branches + 2.0) * n * e;
+  if (bd->pass.kv_cache) {
+    c->fwd_bytes += adds * (branches + 1.0) * n * e;
+    return;
+  }
+  c->fwd_bytes += adds * ((branches + 2.0) * n * e + (b->dropout ? branches * n : 0.0));
+  c->bwd_input_bytes += adds * ((branches + 2.0) * n * e + (b->dropout ? branches * (2.0 * n * e + n) : 0.0));
 }
 
 /* Scales the per-token work of a layer (MoE: top_k experts at capacity). Params stay. */
@@ -240,12 +249,10 @@ static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t 
   c->out_bytes = o;
 }
 
-/* Dropout on a residual branch of @n elements, fused after its GEMM: read, write and a
- * 1-byte mask forward; mask and gradient backward. */
-static void residual_dropout(MmCost *c, double n, double e)
+/* Dropout on a residual branch of @n elements: its 1-byte mask is kept for backward (the kernel
+ * that draws and applies it, fused with the residual add, is priced by residual_adds). */
+static void residual_dropout(MmCost *c, double n)
 {
-  c->fwd_bytes += 2.0 * n * e + n;
-  c->bwd_input_bytes += 2.0 * n * e + n;
   c->act_bytes += n;
 }
 
@@ -303,7 +310,7 @@ static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, 
   c = (MmCost){0};
   gemm(&c, s, f, h, e, b->bias);
   scale_work(&c, work), scale_params(&c, copies);
-  if (b->dropout) residual_dropout(&c, s * h, e);
+  if (b->dropout) residual_dropout(&c, s * h);
   k = per_expert(kgemm(b, s * work, f, h), groups);
   push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, expert, &k);
 }
@@ -364,7 +371,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     if (b->mtp) mtp_input(bd, b, s);
     c = (MmCost){0};
     norm(&c, b->norm, s, h, e);
-    if (b->parallel_block == MM_PARALLEL_BLOCK_SHARED_NORM) residual_adds(&c, 1.0, s * h, 2.0, e); /* its one norm */
+    if (b->parallel_block == MM_PARALLEL_BLOCK_SHARED_NORM) residual_adds(&c, bd, b, 1.0, s * h, 2.0, e); /* its one norm */
     push(bd, MM_ROLE_NORM_ATTN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
     c = (MmCost){0};
     MmKernel k_qkv = qkv_projection(&c, b, s, e);
@@ -374,7 +381,7 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE, &k_attn);
     c = (MmCost){0};
     gemm(&c, s, (double)b->heads * (double)b->v_head_dim, h, e, b->bias);
-    if (b->dropout) residual_dropout(&c, s * h, e);
+    if (b->dropout) residual_dropout(&c, s * h);
     push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE, &k_out);
     /* a parallel block's MLP reads the attention's normalized input (PaLM Sec. 2, GPT-J), or
      * its own norm of the same input (GPT-NeoX gpt_j_residual) */
@@ -382,8 +389,8 @@ static void build_transformer(Builder *bd, const MmBlock *b)
       c = (MmCost){0};
       norm(&c, b->norm, s, h, e);
       /* the layer's residual adds: after attention and after the MLP (a parallel block: one of both) */
-      if (b->parallel_block == MM_PARALLEL_BLOCK_NONE) residual_adds(&c, 2.0, s * h, 1.0, e);
-      else residual_adds(&c, 1.0, s * h, 2.0, e);
+      if (b->parallel_block == MM_PARALLEL_BLOCK_NONE) residual_adds(&c, bd, b, 2.0, s * h, 1.0, e);
+      else residual_adds(&c, bd, b, 1.0, s * h, 2.0, e);
       push(bd, MM_ROLE_NORM_FFN, MM_LAYER_ELEMENTWISE, MM_TP_REPLICATED, &c, FALSE, &k_norm);
     }
     if (moe) {

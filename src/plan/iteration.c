@@ -205,10 +205,11 @@ static double boundary_bytes(const Lower *L, uint32_t k)
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const MmBlock *b = &L->s->model->blocks[un->block];
   const MmLayer *l = &L->g->layers[un->first_layer + un->n_layers - 1];
-  /* an MoE layer ends in its experts' down-projection, whose output counts every token's top_k
-   * copies (at capacity); the experts' outputs are combined into one row per token before the
-   * next stage gets them */
-  const double copies = l->expert && b->top_k > 0 ? (double)b->top_k * b->capacity_factor : 1.0;
+  /* an MoE layer's experts' output counts every token's top_k copies (at capacity); where the
+   * layer combines them (a transformer layer's down-projection, an MoE MLP block's last layer)
+   * the next stage gets one row per token, elsewhere (inside an MoE MLP block) the copies */
+  const uint32_t li = un->first_layer + un->n_layers - 1;
+  const double copies = mm_plan_moe_combines(L->s, L->g, li) && b->top_k > 0 ? (double)b->top_k * b->capacity_factor : 1.0;
   return bs->samples_per_micro * l->cost.out_bytes / copies / (double)bs->degree[MM_STRAT_TP] /
          mm__place(L, un->first_layer + un->n_layers - 1)->seq_split;
 }

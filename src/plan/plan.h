@@ -327,6 +327,10 @@ static inline double mm_plan_zero_shards(const MmScenario *s, guint b, gboolean 
  * kind and the bytes one device sends per micro-batch. */
 double mm_plan_mp_exchange(const MmScenario *s, const MmGraph *g, guint b, MmPhase phase, MmCollKind *kind);
 
+/* Whether layer @li combines its MoE layer's routed copies (top_k per token) back into one row per
+ * token: a transformer layer's expert down-projection, an MoE MLP block's last layer. */
+gboolean mm_plan_moe_combines(const MmScenario *s, const MmGraph *g, uint32_t li);
+
 /* ---- lowering: op streams ----------------------------------------------- */
 
 typedef enum {

@@ -41,6 +41,15 @@ static double moe_bytes(const MmScenario *s, const MmGraph *g, const MmLayer *l,
 
 /* Tokens go to their experts' group before the first expert layer of a transformer FFN (or
  * of an MoE MLP stack) and come back after the last. */
+gboolean mm_plan_moe_combines(const MmScenario *s, const MmGraph *g, uint32_t li)
+{
+  const MmLayer *l = &g->layers[li];
+  const MmBlock *b = &s->model->blocks[l->block];
+  const MmUnit *un = &g->units[l->unit];
+  return l->expert && (l->role == MM_ROLE_FFN_DOWN || (b->kind == MM_BLOCK_MLP && un->index == b->count - 1 &&
+                                                        li == un->first_layer + un->n_layers - 1));
+}
+
 static void moe_colls(const MmScenario *s, const MmGraph *g, uint32_t li, uint32_t mask, MmPlacement *p)
 {
   const MmLayer *l = &g->layers[li];
@@ -48,9 +57,7 @@ static void moe_colls(const MmScenario *s, const MmGraph *g, uint32_t li, uint32
   const MmBlock *b = &s->model->blocks[l->block];
   const MmUnit *un = &g->units[l->unit];
   const gboolean dispatch = l->role == MM_ROLE_FFN_UP || (l->role == MM_ROLE_MLP_FC && un->index == 0);
-  const gboolean combine = l->role == MM_ROLE_FFN_DOWN ||
-                           (b->kind == MM_BLOCK_MLP && un->index == b->count - 1 &&
-                            li == un->first_layer + un->n_layers - 1);
+  const gboolean combine = mm_plan_moe_combines(s, g, li);
   const double bytes = moe_bytes(s, g, l, p);
   /* FP8 dispatch (DeepSeek-V3 Sec. 3.3.4, DeepEP): the tokens going to the experts move as FP8 in
    * 1 x 128 tiles with an fp32 scale each, 1 + 4/128 bytes per element; so do the output
