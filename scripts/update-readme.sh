@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${MADMAX:-build/madmax}
-for name in training llama3 fp8 nemo inference collectives overlap; do
+for name in training llama3 fp8 nemo torchtitan inference collectives overlap; do
   "$bin" validate "configs/validation/$name.json" --markdown > "README.md.$name"
   awk -v name="$name" -v file="README.md.$name" '
     $0 == "<!-- validate:" name " -->" { print; while ((getline line < file) > 0) print line; skip = 1; next }

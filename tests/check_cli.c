@@ -336,7 +336,7 @@ START_TEST(test_readme_tables_are_current)
   g_autofree char *path = mm_test_src("README.md");
   g_autofree char *readme = NULL;
   ck_assert(g_file_get_contents(path, &readme, NULL, NULL));
-  static const char *const names[] = {"training", "llama3", "fp8", "nemo", "inference", "collectives", "overlap"};
+  static const char *const names[] = {"training", "llama3", "fp8", "nemo", "torchtitan", "inference", "collectives", "overlap"};
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
     g_autofree char *cases = g_strdup_printf("configs/validation/%s.json", names[i]);
     const char *args[] = {"validate", cases, "--markdown", NULL};
