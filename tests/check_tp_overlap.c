@@ -79,6 +79,31 @@ START_TEST(test_overlap_hides_communication)
 }
 END_TEST
 
+/* Splitting a GEMM never makes its work cheaper: with every kernel at the device's one GEMM
+ * utilization, the pieces' compute is the whole GEMMs' plus launches and weight re-reads, in
+ * bf16 and under FP8 recipes whose casts run beside each GEMM (tensorwise, delayed: the casts
+ * stay memory-bound kernels, not bytes a piece's compute hides). */
+START_TEST(test_pieces_cost_no_less)
+{
+  static const char *const precisions[] = {NULL, ",\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\"}",
+                                           ",\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"delayed\"}"};
+  for (guint i = 0; i < G_N_ELEMENTS(precisions); i++) {
+    const char *pr = precisions[i] ? precisions[i] : "";
+    g_autofree char *cb = g_strdup_printf("{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch\":1,\"micro_batch\":1%s,"
+                                          "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8}]}}",
+                                          pr);
+    g_autofree char *ca = g_strdup_printf("{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch\":1,\"micro_batch\":1%s,"
+                                          "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8,"
+                                          "\"overlap\":\"%s\"}]}}",
+                                          pr, modes[_i]);
+    g_autoptr(Sim) bulk = mm_test_sim_ok(LLAMA70, H100, cb, 1);
+    g_autoptr(Sim) x = mm_test_sim_ok(LLAMA70, H100, ca, 1);
+    ck_assert_msg(x->metrics.compute_s >= bulk->metrics.compute_s, "%s, precision %u: pieces %.6f s < whole %.6f s",
+                  modes[_i], i, x->metrics.compute_s, bulk->metrics.compute_s);
+  }
+}
+END_TEST
+
 /* The pieces' dependencies: collective matmul over 8 ranks runs 8 partial GEMMs per AllGather +
  * GEMM, 4 bidirectional permutes; piece i waits for the permute that brings its shard. */
 START_TEST(test_collective_matmul_structure)
@@ -327,6 +352,7 @@ static Suite *suite(void)
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_overlap_hides_communication, 0, G_N_ELEMENTS(modes));
+  tcase_add_loop_test(tc, test_pieces_cost_no_less, 0, G_N_ELEMENTS(modes));
   tcase_add_test(tc, test_collective_matmul_structure);
   tcase_add_test(tc, test_bulk_unchanged);
   tcase_add_test(tc, test_threshold_keeps_small_bulk);

@@ -20,7 +20,9 @@ uint32_t mm__overlap_pieces(MmOverlap mode, gboolean comm_first, int64_t p)
 /* The time of one of @pieces equal pieces of part @part of layer @li, split along its token
  * dimension (m): 1/pieces of its FLOPs and activation bytes, all of its weight reads, through
  * the cost unit (a smaller GEMM reaches whatever efficiency the device's curves or fits give
- * it), plus one launch. */
+ * it), plus one launch. An FP8 recipe's casts stay memory-bound kernels beside the GEMM, as for
+ * the whole part (mm_plan_part_work): 1/pieces of their time each, never inside the piece's
+ * roofline, where its compute would hide them. */
 double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces)
 {
   const MmLayer *l = &L->g->layers[li];
@@ -28,11 +30,12 @@ double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces)
   MmPartWork w;
   mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, p, L->expert_load, &w, NULL);
   if (w.flops <= 0 && w.bytes <= 0) return 0;
-  const double k = (double)pieces;
-  const double wb = part == PART_BWD_W ? 0 : MIN(w.bytes, l->cost.weight_bytes * p->weight_frac);
+  const double k = (double)pieces, bytes = w.bytes - w.cast_bytes;
+  const double wb = part == PART_BWD_W ? 0 : MIN(bytes, l->cost.weight_bytes * p->weight_frac);
   MmKernel kp = w.kernel;
   kp.m = MAX(1.0, kp.m / k);
-  return mm_cost_kernel_s(&L->s->hw->device, &kp, w.flops / k, (w.bytes - wb) / k + wb, NULL) + L->launch_s;
+  return mm_cost_kernel_s(&L->s->hw->device, &kp, w.flops / k, (bytes - wb) / k + wb, NULL) + w.cast_s / k +
+         L->launch_s;
 }
 
 /* The time of the local reduction async TP's GEMM + ReduceScatter ends with: @p partial
