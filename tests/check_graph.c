@@ -128,7 +128,7 @@ START_TEST(test_sliding_window)
   /* projections do not change */
   ck_assert_double_eq(mm_test_layer(gs, 0, MM_ROLE_QKV)->cost.fwd_flops, mm_test_layer(gf, 0, MM_ROLE_QKV)->cost.fwd_flops);
   /* a decode step at 4096 tokens of context: a windowed layer reads 512 cached tokens */
-  MmGraphPass step = {1, 4096, TRUE, TRUE, TRUE};
+  MmGraphPass step = {1, 4096, TRUE, TRUE, TRUE, TRUE};
   g_autoptr(MmGraph) df = mm_graph_new_pass(mf, &step);
   g_autoptr(MmGraph) ds = mm_graph_new_pass(ms, &step);
   const MmLayer *dl = mm_test_layer(ds, 0, MM_ROLE_ATTN_CORE), *dg = mm_test_layer(ds, 1, MM_ROLE_ATTN_CORE);
@@ -328,6 +328,23 @@ START_TEST(test_residual_adds)
                       mm_test_layer(gs, 0, MM_ROLE_ATTN_OUT)->cost.fwd_bytes);
   ck_assert_double_eq(mm_test_layer(gd, 0, MM_ROLE_ATTN_OUT)->cost.act_bytes,
                       mm_test_layer(gs, 0, MM_ROLE_ATTN_OUT)->cost.act_bytes + n);
+  /* inference runs in eval mode: the dropout model's forward costs and keeps what the plain one does */
+  const MmGraphPass eval = {.inference = TRUE};
+  g_autoptr(MmGraph) ge = mm_graph_new_pass(md, &eval);
+  ck_assert(memcmp(&ge->total, &gs->total, sizeof(MmCost)) == 0);
+  /* a MoE layer's one MLP dropout: on the routed experts' output, not also on its shared experts' */
+  g_autofree char *tm = g_strdup_printf("{\"name\":\"md\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\","
+                                        "\"count\":1,\"hidden\":1024,\"heads\":8,\"ffn\":512,\"experts\":8,"
+                                        "\"top_k\":2,\"shared_experts\":1,\"dropout\":%s}]}", "true");
+  g_autofree char *tn = g_strdup_printf("{\"name\":\"mn\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\","
+                                        "\"count\":1,\"hidden\":1024,\"heads\":8,\"ffn\":512,\"experts\":8,"
+                                        "\"top_k\":2,\"shared_experts\":1,\"dropout\":%s}]}", "false");
+  g_autoptr(MmModel) mmd = parse_model(tm);
+  g_autoptr(MmModel) mmn = parse_model(tn);
+  g_autoptr(MmGraph) gmd = mm_graph_new(mmd);
+  g_autoptr(MmGraph) gmn = mm_graph_new(mmn);
+  /* two masks of s x h bytes in the layer (attention's, the MLP's), however many FFNs it has */
+  ck_assert_double_eq(gmd->total.act_bytes - gmn->total.act_bytes, 2 * 2048.0 * 1024);
   /* a serving pass fuses each add into the norm after it (read 2, write 2 in all): 2 s h more each */
   const MmGraphPass prefill = {.tokens = 2048, .context = 2048, .kv_cache = TRUE};
   g_autoptr(MmGraph) gp = mm_graph_new_pass(ms, &prefill);

@@ -112,7 +112,7 @@ static const MmField transformer_fields[] = {
    "flash: scores never stored; eager: softmax probabilities kept for backward (s^2 memory)"},
   {"bias", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(bias), NULL, "linear layers have biases"},
   {"dropout", MM_F_BOOL, FALSE, 0, 0, 0, NULL, BLK(dropout), NULL,
-   "dropout on attention probabilities and both residual branches: masks kept for backward, extra memory passes (fused into flash attention)"},
+   "dropout on attention probabilities and both residual branches: masks kept for backward, extra memory passes (fused into flash attention); training only (inference and serving run in eval mode)"},
   {"sliding_window", MM_F_INT, FALSE, 0, 1 << 30, 0, NULL, BLK(sliding_window), "tokens",
    "sliding-window attention: each query attends to the last this many tokens (Mistral 4096, Gemma 2 4096, "
    "Gemma 3 1024, GPT-OSS 128); K/V cache holds as many; 0: full attention"},

@@ -46,6 +46,13 @@ typedef struct {
   MmGraphPass pass;
 } Builder;
 
+/* Whether block @b drops out in this pass: a training pass of a block with dropout (inference
+ * and serving run in eval mode). */
+static gboolean dropout_on(const Builder *bd, const MmBlock *b)
+{
+  return b->dropout && !bd->pass.inference && !bd->pass.kv_cache;
+}
+
 /* Query tokens and keys per query of block @b in this pass. */
 static double pass_tokens(const Builder *bd, const MmBlock *b)
 {
@@ -168,8 +175,9 @@ static void residual_adds(MmCost *c, const Builder *bd, const MmBlock *b, double
     c->fwd_bytes += adds * (branches + 1.0) * n * e;
     return;
   }
-  c->fwd_bytes += adds * ((branches + 2.0) * n * e + (b->dropout ? branches * n : 0.0));
-  c->bwd_input_bytes += adds * ((branches + 2.0) * n * e + (b->dropout ? branches * (2.0 * n * e + n) : 0.0));
+  const gboolean drop = dropout_on(bd, b);
+  c->fwd_bytes += adds * ((branches + 2.0) * n * e + (drop ? branches * n : 0.0));
+  c->bwd_input_bytes += adds * ((branches + 2.0) * n * e + (drop ? branches * (2.0 * n * e + n) : 0.0));
 }
 
 /* Scales the per-token work of a layer (MoE: top_k experts at capacity). Params stay. */
@@ -207,7 +215,8 @@ static double window_keys(const MmBlock *b, double kv, int64_t w)
   return w > 0 && b->attention == MM_ATTN_FLASH ? MIN((double)w, kv) : kv;
 }
 
-static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t window, gboolean cache, double e)
+static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t window, gboolean cache, gboolean drop,
+                      double e)
 {
   double a = (double)b->heads, dk = (double)b->head_dim, dv = (double)b->v_head_dim;
   double kvh = (double)b->kv_heads;
@@ -238,7 +247,7 @@ static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t 
     c->bwd_input_bytes += 6.0 * scores;
     c->act_bytes += scores; /* softmax probabilities */
     c->recompute_bytes += scores;
-    if (b->dropout) {
+    if (drop) {
       /* a separate pass over the probabilities; a 1-byte mask kept for backward */
       c->fwd_bytes += 2.0 * scores + a * q * kv;
       c->bwd_input_bytes += 2.0 * scores + a * q * kv;
@@ -310,7 +319,9 @@ static void ffn(Builder *bd, const MmBlock *b, double s, double f, double work, 
   c = (MmCost){0};
   gemm(&c, s, f, h, e, b->bias);
   scale_work(&c, work), scale_params(&c, copies);
-  if (b->dropout) residual_dropout(&c, s * h);
+  /* one dropout on the layer's MLP output: a MoE layer's on its routed experts' (combined with its
+   * shared experts' before it), not twice */
+  if (dropout_on(bd, b) && (b->experts == 0 || expert)) residual_dropout(&c, s * h);
   k = per_expert(kgemm(b, s * work, f, h), groups);
   push(bd, MM_ROLE_FFN_DOWN, MM_LAYER_GEMM, MM_TP_ROW, &c, expert, &k);
 }
@@ -377,11 +388,11 @@ static void build_transformer(Builder *bd, const MmBlock *b)
     MmKernel k_qkv = qkv_projection(&c, b, s, e);
     push(bd, MM_ROLE_QKV, MM_LAYER_GEMM, MM_TP_COLUMN, &c, FALSE, &k_qkv);
     c = (MmCost){0};
-    attention(&c, b, s, kvn, window, bd->pass.kv_cache, e);
+    attention(&c, b, s, kvn, window, bd->pass.kv_cache, dropout_on(bd, b), e);
     push(bd, MM_ROLE_ATTN_CORE, MM_LAYER_ATTENTION, MM_TP_SHARDED, &c, FALSE, &k_attn);
     c = (MmCost){0};
     gemm(&c, s, (double)b->heads * (double)b->v_head_dim, h, e, b->bias);
-    if (b->dropout) residual_dropout(&c, s * h);
+    if (dropout_on(bd, b)) residual_dropout(&c, s * h);
     push(bd, MM_ROLE_ATTN_OUT, MM_LAYER_GEMM, MM_TP_ROW, &c, FALSE, &k_out);
     /* a parallel block's MLP reads the attention's normalized input (PaLM Sec. 2, GPT-J), or
      * its own norm of the same input (GPT-NeoX gpt_j_residual) */

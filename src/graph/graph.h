@@ -132,6 +132,7 @@ typedef struct {
   gboolean kv_cache;    /* K/V of earlier tokens read from the cache, the new ones written */
   gboolean last_logits; /* lm_head projects the last token only */
   gboolean decode;      /* a generation step (kernels may be replayed from a graph) */
+  gboolean inference;   /* forward only, in eval mode: no dropout (every serving pass is one too) */
 } MmGraphPass;
 
 typedef struct {

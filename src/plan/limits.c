@@ -134,12 +134,13 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error)
   }
   g_autoptr(MmGraph) g = NULL, decode = NULL;
   if (sv->present) {
-    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE};
-    MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE};
+    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE};
+    MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE};
     g = mm_graph_new_pass(&one_each, &prefill);
     decode = mm_graph_new_pass(&one_each, &step);
   } else {
-    g = mm_graph_new(&one_each);
+    const MmGraphPass eval = {.inference = s->cfg->task == MM_TASK_INFERENCE};
+    g = mm_graph_new_pass(&one_each, &eval);
   }
   g_autofree double *repeat = g_new(double, g->n_units + 1);
   double layers = 0, units = 0, params = 0;

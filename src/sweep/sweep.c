@@ -144,11 +144,15 @@ MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode)
 {
   const MmServing *sv = &s->cfg->serving;
   *decode = NULL;
-  if (!sv->present) return mm_graph_new(s->model);
+  if (!sv->present) {
+    /* the inference task: one forward pass in eval mode (no dropout) */
+    const MmGraphPass eval = {.inference = s->cfg->task == MM_TASK_INFERENCE};
+    return mm_graph_new_pass(s->model, &eval);
+  }
   /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
    * average prompt + output / 2 tokens) and appends one token */
-  MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE};
-  MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE};
+  MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE};
+  MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE};
   *decode = mm_graph_new_pass(s->model, &step);
   return mm_graph_new_pass(s->model, &prefill);
 }
