@@ -535,6 +535,13 @@ extern const char *const mm_fp8_recipe_names[];
 typedef enum { MM_PIPE_GPIPE, MM_PIPE_1F1B, MM_PIPE_INTERLEAVED, MM_PIPE_ZB_H1, MM_PIPE_DUALPIPEV } MmPipeSchedule;
 extern const char *const mm_pipe_schedule_names[];
 
+/* Model chunks per stage schedule @k runs when nothing else says: dualpipev its V (2; 1 with a
+ * single stage), interleaved_1f1b @interleaved, the others 1. */
+static inline int64_t mm_pipe_schedule_vstages(MmPipeSchedule k, int64_t degree, int64_t interleaved)
+{
+  return k == MM_PIPE_DUALPIPEV ? (degree > 1 ? 2 : 1) : k == MM_PIPE_INTERLEAVED ? interleaved : 1;
+}
+
 /* Pipeline parallelism: the outermost digit of the device index. */
 typedef struct {
   int64_t degree;          /* stages (1: none) */

@@ -499,7 +499,7 @@ static gboolean parse_pipeline(const MmJsonCtx *ctx, const cJSON *obj, MmParalle
                     p->virtual_stages);
       return FALSE;
     }
-    p->virtual_stages = p->degree > 1 ? 2 : 1; /* one stage: no V, no chunks to split */
+    p->virtual_stages = mm_pipe_schedule_vstages(p->schedule, p->degree, 0); /* one stage: no V, no chunks */
   } else if (p->virtual_stages > 1 && p->schedule != MM_PIPE_INTERLEAVED) {
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.pipeline.virtual_stages",
                   "virtual stages need \"schedule\": \"interleaved_1f1b\" (schedule is \"%s\")",

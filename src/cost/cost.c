@@ -59,11 +59,14 @@ static double eager_gemm_bytes(const MmKernel *k)
 /* Compute curve: covers a kernel whose m, n, k and batch each lie within the range spanned by
  * the points of its pass and mask; then the util of the nearest of those points by squared
  * distance over log2 of the four (the first listed wins a tie). A grid of measured shapes thus
- * answers with its closest measurement, never an extrapolation. */
-static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point)
+ * answers with its closest measurement, never an extrapolation. @other_mask: the points were
+ * the other mask's (lookup_mask). */
+static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point,
+                               gboolean *other_mask)
 {
   double x[DIMS], lo[DIMS], hi[DIMS];
   const gboolean mask = lookup_mask(c, k);
+  *other_mask = mask != k->causal;
   shape_of(k->m, k->n, k->k, k->batch, x);
   for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
@@ -148,10 +151,11 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   double cu = 0, mu = 0;
   int cp = -1, mp = -1;
   const MmEffCurve *cc = dev->compute_eff[k->kind][k->dtype], *mc = dev->memory_eff[k->kind];
-  gboolean c_ok = flops > 0 && cc && compute_lookup(cc, k, &cu, &cp);
+  gboolean other = FALSE;
+  gboolean c_ok = flops > 0 && cc && compute_lookup(cc, k, &cu, &cp, &other);
   gboolean m_ok = bytes > 0 && mc && memory_lookup(mc, bytes, &mu, &mp);
   factor(&w.compute, &dev->util_gemm, "utilization.gemm", flops > 0 ? cc : NULL, c_ok, cu, cp);
-  w.compute.other_mask = c_ok && lookup_mask(cc, k) != k->causal;
+  w.compute.other_mask = c_ok && other;
   factor(&w.memory, &dev->util_hbm, "utilization.hbm", bytes > 0 ? mc : NULL, m_ok, mu, mp);
   /* calibration fits, where the device has them, replace both */
   const MmEffFit *cf = dev->compute_fit[k->kind][k->dtype];

@@ -200,18 +200,16 @@ static void chunk_wgrad(Lower *L, IterState *st, uint32_t k, uint32_t mi)
  * split over the TP ranks (Megatron's scatter/gather) and the sequence-splitting ranks. */
 static double boundary_bytes(const Lower *L, uint32_t k)
 {
-  const uint32_t u = L->chunk_end[k] - 1;
-  const MmUnit *un = &L->g->units[u];
+  const MmUnit *un = &L->g->units[L->chunk_end[k] - 1];
+  const uint32_t li = un->first_layer + un->n_layers - 1; /* the chunk's last layer */
   const MmBlockSetup *bs = &L->s->blocks[un->block];
   const MmBlock *b = &L->s->model->blocks[un->block];
-  const MmLayer *l = &L->g->layers[un->first_layer + un->n_layers - 1];
   /* an MoE layer's experts' output counts every token's top_k copies (at capacity); where the
    * layer combines them (a transformer layer's down-projection, an MoE MLP block's last layer)
    * the next stage gets one row per token, elsewhere (inside an MoE MLP block) the copies */
-  const uint32_t li = un->first_layer + un->n_layers - 1;
   const double copies = mm_plan_moe_combines(L->s, L->g, li) && b->top_k > 0 ? (double)b->top_k * b->capacity_factor : 1.0;
-  return bs->samples_per_micro * l->cost.out_bytes / copies / (double)bs->degree[MM_STRAT_TP] /
-         mm__place(L, un->first_layer + un->n_layers - 1)->seq_split;
+  return bs->samples_per_micro * L->g->layers[li].cost.out_bytes / copies / (double)bs->degree[MM_STRAT_TP] /
+         mm__place(L, li)->seq_split;
 }
 
 /* Stage offset from this stage to the one running chunk @k. */

@@ -44,8 +44,7 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
   if (pt->schedule > 0 && (MmPipeSchedule)(pt->schedule - 1) != c->pipeline.schedule) {
     const MmPipeSchedule k = (MmPipeSchedule)(pt->schedule - 1);
     cv->pipeline.schedule = k;
-    const int64_t v = k == MM_PIPE_DUALPIPEV ? (cv->pipeline.degree > 1 ? 2 : 1)
-                      : k == MM_PIPE_INTERLEAVED ? c->pipeline.virtual_stages : 1;
+    const int64_t v = mm_pipe_schedule_vstages(k, cv->pipeline.degree, c->pipeline.virtual_stages);
     if (v != cv->pipeline.virtual_stages) {
       cv->pipeline.virtual_stages = v;
       cv->pipeline.layers = NULL; /* sized for the file's chunks */
