@@ -510,6 +510,62 @@ START_TEST(test_zero_stages)
 }
 END_TEST
 
+/* Bytes and count of the gradient-accumulation passes in the critical program. */
+static double accum_bytes(const Sim *x, guint *n)
+{
+  const MmPlanProgram *p = mm_plan_class_program(x->plan, x->metrics.critical_class);
+  double b = 0;
+  *n = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++)
+    if (p->info[i].what == MM_OP_GRAD_ACCUM) {
+      b += p->info[i].bytes;
+      (*n)++;
+    }
+  return b;
+}
+
+START_TEST(test_grad_accumulation_separate)
+{
+  /* TP 2 x DDP 8 over 16 A100s, 64 samples of micro-batch 1: 8 micro-steps */
+  static const char *const M = "models/megatron-gpt-1.7b.json", *const H = "hardware/dgx-a100-2048.json";
+  static const char *const TP_DDP = "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":\"all\"}]";
+  g_autofree char *fused = config("pretrain", 64, "\"micro_batch\":1,", TP_DDP);
+  g_autofree char *sep = config("pretrain", 64, "\"micro_batch\":1,\"grad_accumulation\":\"separate\",", TP_DDP);
+  g_autofree char *sep32 = config("pretrain", 64,
+                                  "\"micro_batch\":1,\"grad_accumulation\":\"separate\",\"precision\":{\"grads\":\"fp32\"},",
+                                  TP_DDP);
+  g_autofree char *fsdp = config("pretrain", 64, "\"micro_batch\":1,\"grad_accumulation\":\"separate\",",
+                                 "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(M, H, fused, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(M, H, sep, 2);
+  g_autoptr(MmSimulation) c = mm_test_sim_ok(M, H, sep32, 2);
+  g_autoptr(MmSimulation) f = mm_test_sim_ok(M, H, fsdp, 2);
+  ck_assert_int_eq(b->scenario->micro_steps, 8);
+  guint na, nb, nc, nf;
+  ck_assert_double_eq(accum_bytes(a, &na), 0);
+  ck_assert_uint_eq(na, 0);
+  /* every micro-batch reads its fp16 gradients and reads and writes the fp16 buffer: 3 x the
+   * weights' bytes (the device's fp16 parameters: TP-sharded, replicated over DDP), per micro-step */
+  const double w = b->memory->total.weights;
+  ck_assert_double_eq_tol(accum_bytes(b, &nb), 8 * 3 * w, 1e-9 * w);
+  ck_assert_uint_eq(nb % 8, 0);
+  ck_assert_uint_gt(nb, 8 * 24); /* one per unit with parameters: at least the 24 layers */
+  /* an fp32 buffer: 2 + 2 x 4 bytes per 2-byte parameter */
+  ck_assert_double_eq_tol(accum_bytes(c, &nc), 8 * 5 * w, 1e-9 * w);
+  ck_assert_uint_eq(nc, nb);
+  /* FSDP reduce-scatters every micro-step: nothing accumulated locally */
+  ck_assert_double_eq(accum_bytes(f, &nf), 0);
+  /* the passes are backward compute on the critical path: the iteration grows by at least the fp16
+   * passes' time and no more than the backward compute did */
+  const double d_bwd = b->metrics.compute_by_phase_s[MM_PHASE_BWD] - a->metrics.compute_by_phase_s[MM_PHASE_BWD];
+  ck_assert_double_gt(d_bwd, 0);
+  ck_assert_double_eq_tol(b->metrics.compute_s - a->metrics.compute_s, d_bwd, 1e-9);
+  ck_assert_double_gt(b->metrics.iteration_time_s, a->metrics.iteration_time_s + 0.5 * d_bwd);
+  ck_assert_double_le(b->metrics.iteration_time_s, a->metrics.iteration_time_s + d_bwd + 1e-9);
+  ck_assert_double_gt(c->metrics.iteration_time_s, b->metrics.iteration_time_s);
+}
+END_TEST
+
 START_TEST(test_selective_recompute)
 {
   /* eager attention keeps s x s scores: selective recompute drops them and recomputes the cores */
@@ -1014,6 +1070,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_parallel_block_tp);
   tcase_add_test(tc, test_parallel_block_sp);
   tcase_add_test(tc, test_mtp_last_stage);
+  tcase_add_test(tc, test_grad_accumulation_separate);
   suite_add_tcase(s, tc);
   return s;
 }

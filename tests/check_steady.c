@@ -33,6 +33,8 @@ static const Case cases[] = {
   /* 1F1B */
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"recompute\":\"selective\",\"pipeline\":{\"degree\":8}," SP8_DDP(",\"zero\":2")), TRUE},
+  /* Megatron-LM 2021's separate gradient-accumulation pass after every backward */
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"grad_accumulation\":\"separate\",\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
   /* torchtitan's per-op checkpointing; activation offload (its copies on their own streams) */
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"recompute\":\"op_selective\",\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"offload_num_layers\":6,\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},

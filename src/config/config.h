@@ -511,6 +511,12 @@ typedef enum { MM_RECOMPUTE_NONE, MM_RECOMPUTE_FULL, MM_RECOMPUTE_SELECTIVE, MM_
 typedef enum { MM_MOE_DISPATCH_PER_EXPERT, MM_MOE_DISPATCH_PER_NODE } MmMoeDispatch;
 extern const char *const mm_moe_dispatch_names[];
 extern const char *const mm_recompute_names[];
+/* How a micro-batch's weight gradients join the gradient buffer: inside the weight-gradient GEMM
+ * (Megatron-Core's gradient_accumulation_fusion; FSDP's reduce-scatter) or by a separate
+ * elementwise add per parameter after each backward (Megatron-LM's DDP hook of 2021,
+ * main_grad.add_(grad); PyTorch autograd's .grad accumulation). */
+typedef enum { MM_GRAD_ACCUM_FUSED, MM_GRAD_ACCUM_SEPARATE } MmGradAccum;
+extern const char *const mm_grad_accum_names[];
 /* Megatron's --recompute-method for full recompute with --recompute-num-layers N: uniform
  * checkpoints the input of every group of N layers (all recomputed); block recomputes the first N
  * layers of each model chunk and keeps the others' activations; every is torchtitan's layer-level
@@ -586,6 +592,7 @@ typedef struct {
   gboolean fsdp_reshard;     /* FSDP: gather again for every micro-batch's forward and backward (else once) */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
+  MmGradAccum grad_accum;    /* weight gradients added to the gradient buffer in the GEMM or by a separate pass */
   gboolean overlap_param_gather; /* ZeRO-1/2: gather updated weights in the next forward (else after the step) */
   MmAlgorithm algorithm[MM_COLL_COUNT]; /* forced collective algorithms (MM_ALGO_AUTO: choose) */
   MmPipeline pipeline;

@@ -29,6 +29,7 @@ G_STATIC_ASSERT(G_N_ELEMENTS(mm_fp8_recipe_names) == MM_FP8_COUNT + 1);
 const char *const mm_pipe_schedule_names[] = {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "dualpipev", NULL};
 const char *const mm_cp_impl_names[] = {"ring", "all_gather", NULL};
 const char *const mm_moe_dispatch_names[] = {"per_expert", "per_node", NULL};
+const char *const mm_grad_accum_names[] = {"fused", "separate", NULL};
 const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p",
                                      "broadcast",  "permute",    NULL};
 const char *const mm_algorithm_names[] = {"auto", "ring", "tree", "direct", "two_phase", "halving_doubling",

@@ -66,6 +66,13 @@ static const MmField config_fields[] = {
   {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,
    "DDP: all-reduce each bucket as soon as its gradients exist (PyTorch DDP); false: all "
    "buckets after the backward pass (Megatron-LM before 2023)"},
+  {"grad_accumulation", MM_F_ENUM, FALSE, 0, 0, MM_GRAD_ACCUM_FUSED, mm_grad_accum_names, CFG(grad_accum), NULL,
+   "how each micro-batch's weight gradients join the gradient buffer (units not under FSDP, which reduce-scatters "
+   "them every micro-step). fused: the weight-gradient GEMM accumulates into it (Megatron-Core's "
+   "gradient_accumulation_fusion, Transformer Engine), no extra pass; separate: after every micro-batch's backward "
+   "an elementwise add per parameter reads the new gradient (the block's dtype) and the buffer and writes the "
+   "buffer (precision.grads): e + 2 x grads bytes per local parameter, memory bound (Megatron-LM's DDP hook "
+   "main_grad.add_(grad), as it ran in 2021; PyTorch autograd's .grad accumulation)"},
   {"overlap_param_gather", MM_F_BOOL, FALSE, 0, 0, 0, NULL, CFG(overlap_param_gather), NULL,
    "ZeRO-1/2 (Megatron's distributed optimizer): all-gather the updated parameters during the next "
    "iteration's forward pass, each layer's issued while the layer before it computes and waited for by its "

@@ -166,6 +166,36 @@ static uint32_t emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint3
 }
 
 
+/* "grad_accumulation": "separate": unit @u's new weight gradients (in its block's dtype) added to
+ * the gradient buffer (grads dtype) after micro-batch @micro's backward, as Megatron-LM's DDP
+ * param hook did in 2021 (main_grad.add_(grad), one kernel per parameter tensor; here one per
+ * layer with parameters): read e + read and write the buffer, memory bound. */
+double mm_plan_grad_accum_bytes(const MmScenario *s, guint b)
+{
+  const MmBlockSetup *bs = &s->blocks[b];
+  if (s->cfg->grad_accum != MM_GRAD_ACCUM_SEPARATE || bs->frozen || bs->degree[MM_STRAT_FSDP] > 1 ||
+      s->model->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG)
+    return 0;
+  return mm_dtype_bytes(s->model->blocks[b].dtype) + 2.0 * mm_dtype_bytes(bs->grad_dtype);
+}
+
+static uint32_t accumulate_grads(Lower *L, uint32_t u, uint32_t micro, uint32_t weights_done)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlockSetup *bs = &L->s->blocks[un->block];
+  const double bytes = mm__unit_params(L, u) * mm_plan_grad_accum_bytes(L->s, un->block);
+  uint32_t kernels = 0;
+  for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) kernels += L->g->layers[li].cost.params > 0;
+  const MmKernel add = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = bs->grad_dtype, .m = 1, .n = 1, .k = 1, .batch = 1};
+  MmOpInfo info = {.what = MM_OP_GRAD_ACCUM, .phase = MM_PHASE_BWD, .unit = u, .micro = micro,
+                   .first_layer = un->first_layer, .last_layer = un->first_layer + un->n_layers - 1,
+                   .kernels = kernels, .bytes = bytes,
+                   .time_s = mm_cost_kernel_s(&L->hw->device, &add, 0, bytes, NULL) + kernels * L->launch_s};
+  info.fixed_s = info.time_s;
+  const Deps d = mm__deps_one(weights_done);
+  return mm__emit(L, MM_STREAM_COMPUTE, &d, &info, NULL, MM_NO_COLL, 0, 0, 0);
+}
+
 /* Gradient synchronization of one unit after its backward. */
 void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_t weights_done)
 {
@@ -178,6 +208,7 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
   const double grads[2] = {L->unit_dense[u] * ge, L->unit_expert[u] * ge};
   if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_FSDP] <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
     return; /* sharded tables update in place */
+  if (mm_plan_grad_accum_bytes(L->s, b) > 0) weights_done = accumulate_grads(L, u, micro, weights_done);
   Deps d; /* only v[0, n) is read */
   mm__deps_set_one(&d, weights_done);
   if (bs->degree[MM_STRAT_FSDP] > 1) {

@@ -202,6 +202,7 @@ char *mm_plan_op_name(const MmPlan *p, const MmPlanProgram *prog, uint32_t op)
   if (in->what == MM_OP_COPY)
     return g_strdup_printf("%s activations %s%s", in->phase == MM_PHASE_FWD ? "offload" : "reload", unit, micro);
   if (in->what == MM_OP_HOST_STEP) return g_strdup("optimizer step (cpu)");
+  if (in->what == MM_OP_GRAD_ACCUM) return g_strdup_printf("accumulate gradients %s%s", unit, micro);
   if (in->what == MM_OP_HOST_COPY && in->phase == MM_PHASE_OPTIMIZER) return g_strdup("weights to device");
   if (in->what == MM_OP_HOST_COPY) return g_strdup_printf("gradients to host%s%s", unit ? " " : "", unit ? unit : "");
   if (in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_PP && in->coll == MM_COLL_P2P) {

@@ -330,6 +330,11 @@ double mm_plan_mp_exchange(const MmScenario *s, const MmGraph *g, guint b, MmPha
 /* Whether layer @li combines its MoE layer's routed copies (top_k per token) back into one row per
  * token: a transformer layer's expert down-projection, an MoE MLP block's last layer. */
 gboolean mm_plan_moe_combines(const MmScenario *s, const MmGraph *g, uint32_t li);
+/* HBM bytes per local parameter of block @b that "grad_accumulation": "separate" moves after every
+ * micro-batch's backward (the new gradient read in the block's dtype, the buffer read and written
+ * in the grads dtype); 0 where gradients are not accumulated by a separate pass (fused, FSDP,
+ * embedding_bag tables, frozen blocks). */
+double mm_plan_grad_accum_bytes(const MmScenario *s, guint b);
 
 /* ---- lowering: op streams ----------------------------------------------- */
 
@@ -351,9 +356,11 @@ extern const char *const mm_stream_names[];
 
 /* MM_OP_COPY: an activation copy between device and host memory (activation offload);
  * HOST_COPY: a copy between the device and host memory over the host link (optimizer offload);
- * HOST_STEP: the optimizer step on the CPU. None is device compute or a collective. */
+ * HOST_STEP: the optimizer step on the CPU. None is device compute or a collective.
+ * GRAD_ACCUM: a unit's weight gradients added to the gradient buffer after its backward
+ * ("grad_accumulation": "separate"); device compute, memory bound. */
 typedef enum { MM_OP_COMPUTE, MM_OP_LOOKUP, MM_OP_OPTIMIZER, MM_OP_COLLECTIVE, MM_OP_COPY, MM_OP_HOST_COPY,
-               MM_OP_HOST_STEP } MmOpWhat;
+               MM_OP_HOST_STEP, MM_OP_GRAD_ACCUM } MmOpWhat;
 
 /* Why a collective exists. */
 typedef enum {

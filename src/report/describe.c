@@ -244,6 +244,8 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "block", m->blocks[i].name);
     cJSON_AddStringToObject(o, "config_key", bs->entry->key);
+    /* "grad_accumulation": "separate": HBM bytes per local parameter after every micro-batch's backward */
+    cJSON_AddNumberToObject(o, "grad_accumulation_bytes_per_param", mm_plan_grad_accum_bytes(s, i));
     cJSON *lv = cJSON_AddArrayToObject(o, "levels");
     for (guint k = 0; k < bs->n_levels; k++) {
       cJSON *lo = cJSON_CreateObject();
@@ -390,6 +392,16 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
           " x %" G_GINT64_FORMAT " steps, recompute %s\n",
           s->cfg->name, s->cfg->path, mm_task_names[s->cfg->task], s->global_batch, s->micro_batch,
           s->micro_steps, mm_recompute_names[s->cfg->recompute]);
+  for (guint i = 0; i < m->n_blocks; i++)
+    if (mm_plan_grad_accum_bytes(s, i) > 0) {
+      fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward "
+                   "(grad_accumulation separate): %g bytes per local parameter of %s",
+              mm_plan_grad_accum_bytes(s, i), m->blocks[i].name);
+      for (guint j = i + 1; j < m->n_blocks; j++)
+        if (mm_plan_grad_accum_bytes(s, j) > 0) fprintf(out, ", %g of %s", mm_plan_grad_accum_bytes(s, j), m->blocks[j].name);
+      fprintf(out, "\n");
+      break;
+    }
   if (s->pp > 1)
     fprintf(out, "pipeline %" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT " devices (outermost), %s, %" G_GINT64_FORMAT
             " chunk%s per stage, %" G_GINT64_FORMAT " micro-batches\n",

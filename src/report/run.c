@@ -223,6 +223,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
+    case MM_OP_GRAD_ACCUM:
       compute_s += d;
       by_phase[in->phase] += d;
       comp[nc++] = (Span){a, b};
