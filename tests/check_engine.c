@@ -50,7 +50,7 @@ static uint32_t flow(Prog *p, uint32_t stream, MmTime latency, gboolean sequenti
   va_start(ap, n);
   MmEngineOp *o = &p->ops[p->n];
   *o = (MmEngineOp){.stream = stream, .dep_first = p->nd, .n_deps = (uint32_t)n_deps, .coll = MM_NO_COLL,
-                    .xfer_first = p->nx, .n_xfer = (uint16_t)n, .sequential = (uint16_t)sequential};
+                    .xfer_first = p->nx, .n_xfer = (uint16_t)n, .sequential = (uint8_t)sequential};
   if (n_deps) p->deps[p->nd++] = dep;
   for (int i = 0; i < n; i++) {
     p->xl[p->nx] = va_arg(ap, uint32_t);
@@ -73,7 +73,7 @@ static MmEngine *run1(Prog *p, uint32_t streams)
   static MmEngineProgram pr;
   static MmEngineClass cl;
   pr = prog(p, streams);
-  cl = (MmEngineClass){0, p->dur, 0, unit_bw};
+  cl = (MmEngineClass){0, p->dur, 0, unit_bw, 0};
   g_autoptr(GError) error = NULL;
   MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_msg(e != NULL, "%s", error ? error->message : "");
@@ -83,6 +83,78 @@ static MmEngine *run1(Prog *p, uint32_t streams)
 
 #define START(e, i) mm_engine_op_start(e, 0, i)
 #define END(e, i) mm_engine_op_end(e, 0, i)
+
+/* One class at @pace for its slowed ops (0: none). */
+static MmEngine *run_paced(Prog *p, uint32_t streams, double pace)
+{
+  static MmEngineProgram pr;
+  static MmEngineClass cl;
+  pr = prog(p, streams);
+  cl = (MmEngineClass){0, p->dur, 0, unit_bw, pace};
+  g_autoptr(GError) error = NULL;
+  MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
+  ck_assert_msg(e != NULL, "%s", error ? error->message : "");
+  ck_assert_msg(mm_engine_run(e, &error), "%s", error ? error->message : "");
+  return e;
+}
+
+/* Interference: a slowed op runs at the class's pace while an interfering op runs, at full pace
+ * otherwise; the work done at one pace carries over to the other (times by hand). */
+START_TEST(test_interference_paces)
+{
+  /* the interferer 0..50 over a 100 ps kernel at half pace: 25 done by 50, 75 more -> 125 */
+  Prog p = {0};
+  const uint32_t a = op(&p, 0, 100, 0), b = op(&p, 1, 50, 0);
+  p.ops[a].cil = MM_CIL_SLOWED;
+  p.ops[b].cil = MM_CIL_INTERFERES;
+  g_autoptr(MmEngine) e = run_paced(&p, 2, 0.5);
+  ck_assert_uint_eq(END(e, b), 50);
+  ck_assert_uint_eq(END(e, a), 125);
+  /* pace 0: no interference */
+  g_autoptr(MmEngine) f = run_paced(&p, 2, 0);
+  ck_assert_uint_eq(END(f, a), 100);
+
+  /* from 20 to 60 (after a 20 ps op on its stream): 20 done, 20 more at half pace, 60 left -> 120 */
+  Prog q = {0};
+  const uint32_t qa = op(&q, 0, 100, 0), qc = op(&q, 1, 20, 0), qb = op(&q, 1, 40, 1, qc);
+  q.ops[qa].cil = MM_CIL_SLOWED;
+  q.ops[qb].cil = MM_CIL_INTERFERES;
+  g_autoptr(MmEngine) g = run_paced(&q, 2, 0.5);
+  ck_assert_uint_eq(START(g, qb), 20);
+  ck_assert_uint_eq(END(g, qa), 120);
+
+  /* two interferers, 0..50 and 30..80: slowed until the last ends (40 done by 80) -> 140; a
+   * second kernel after it runs at full pace */
+  Prog r = {0};
+  const uint32_t ra = op(&r, 0, 100, 0), rb = op(&r, 1, 50, 0), rw = op(&r, 2, 30, 0), rc = op(&r, 2, 50, 1, rw);
+  const uint32_t rd = op(&r, 0, 10, 1, ra);
+  r.ops[ra].cil = r.ops[rd].cil = MM_CIL_SLOWED;
+  r.ops[rb].cil = r.ops[rc].cil = MM_CIL_INTERFERES;
+  g_autoptr(MmEngine) h = run_paced(&r, 3, 0.5);
+  ck_assert_uint_eq(END(h, rc), 80);
+  ck_assert_uint_eq(END(h, ra), 140);
+  ck_assert_uint_eq(END(h, rd), 150);
+
+  /* a kernel that starts while the interferer runs: from 10 to 50 at half pace (20 done), 80 more -> 130;
+   * an op with no role beside it is not slowed */
+  Prog s = {0};
+  const uint32_t sw = op(&s, 0, 10, 0), sa = op(&s, 0, 100, 1, sw), sb = op(&s, 1, 50, 0), sn = op(&s, 2, 70, 0);
+  s.ops[sa].cil = MM_CIL_SLOWED;
+  s.ops[sb].cil = MM_CIL_INTERFERES;
+  g_autoptr(MmEngine) k = run_paced(&s, 3, 0.5);
+  ck_assert_uint_eq(END(k, sa), 130);
+  ck_assert_uint_eq(END(k, sn), 70);
+
+  /* two slowed kernels at once, on two streams: both at half pace until 50 (25 done each) */
+  Prog t = {0};
+  const uint32_t ta = op(&t, 0, 100, 0), tb = op(&t, 1, 50, 0), tc = op(&t, 2, 60, 0);
+  t.ops[ta].cil = t.ops[tc].cil = MM_CIL_SLOWED;
+  t.ops[tb].cil = MM_CIL_INTERFERES;
+  g_autoptr(MmEngine) m = run_paced(&t, 3, 0.5);
+  ck_assert_uint_eq(END(m, tc), 85);
+  ck_assert_uint_eq(END(m, ta), 125);
+}
+END_TEST
 
 START_TEST(test_two_streams_overlap)
 {
@@ -164,7 +236,7 @@ START_TEST(test_collective_across_two_classes)
   uint32_t after = op(&p, 0, 1, 1, ar);
   MmTime d0[3] = {10, 2, 1}, d1[3] = {4, 3, 1};
   MmEngineProgram pr = prog(&p, 2);
-  MmEngineClass cls[2] = {{0, d0, 0, unit_bw}, {0, d1, 1, unit_bw}};
+  MmEngineClass cls[2] = {{0, d0, 0, unit_bw, 0}, {0, d1, 1, unit_bw, 0}};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, cls, 2, &error);
   ck_assert_ptr_nonnull(e);
@@ -189,9 +261,9 @@ START_TEST(test_symmetric_equals_per_device)
   uint32_t d = coll(&p, 2, 11, 2, 2, 1, b);
   op(&p, 0, 2, 1, d);
   MmEngineProgram pr = prog(&p, 3);
-  MmEngineClass one = {0, p.dur, 0, unit_bw};
+  MmEngineClass one = {0, p.dur, 0, unit_bw, 0};
   MmEngineClass four[4];
-  for (uint32_t i = 0; i < 4; i++) four[i] = (MmEngineClass){0, p.dur, i, unit_bw};
+  for (uint32_t i = 0; i < 4; i++) four[i] = (MmEngineClass){0, p.dur, i, unit_bw, 0};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e1 = mm_engine_new(&pr, 1, &one, 1, &error);
   g_autoptr(MmEngine) e4 = mm_engine_new(&pr, 1, four, 4, &error);
@@ -217,7 +289,7 @@ START_TEST(test_deadlock_is_reported)
   s.ops[s1].coll = 200;
   s.ops[s2].coll = 100;
   MmEngineProgram prs[2] = {prog(&r, 2), prog(&s, 2)};
-  MmEngineClass cls[2] = {{0, r.dur, 0, unit_bw}, {1, s.dur, 1, unit_bw}};
+  MmEngineClass cls[2] = {{0, r.dur, 0, unit_bw, 0}, {1, s.dur, 1, unit_bw, 0}};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(prs, 2, cls, 2, &error);
   ck_assert_ptr_nonnull(e);
@@ -232,7 +304,7 @@ START_TEST(test_invalid_program)
   op(&p, 0, 1, 0);
   op(&p, 0, 1, 1, 1); /* depends on itself */
   MmEngineProgram pr = prog(&p, 1);
-  MmEngineClass cl = {0, p.dur, 0, unit_bw};
+  MmEngineClass cl = {0, p.dur, 0, unit_bw, 0};
   g_autoptr(GError) error = NULL;
   MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_ptr_null(e);
@@ -241,7 +313,7 @@ START_TEST(test_invalid_program)
   Prog q = {0};
   op(&q, 5, 1, 0); /* stream out of range */
   MmEngineProgram pq = prog(&q, 2);
-  MmEngineClass cq = {0, q.dur, 0, unit_bw};
+  MmEngineClass cq = {0, q.dur, 0, unit_bw, 0};
   ck_assert_ptr_null(mm_engine_new(&pq, 1, &cq, 1, &error));
 }
 END_TEST
@@ -320,7 +392,7 @@ static MmEngine *run_caps(Prog *p, uint32_t streams, const double *cap, uint32_t
   static MmEngineProgram pr;
   static MmEngineClass cl;
   pr = (MmEngineProgram){p->ops, p->n, p->deps, streams, p->xl, p->xb, n};
-  cl = (MmEngineClass){0, p->dur, 0, cap};
+  cl = (MmEngineClass){0, p->dur, 0, cap, 0};
   g_autoptr(GError) error = NULL;
   MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_msg(e != NULL, "%s", error ? error->message : "");
@@ -470,7 +542,7 @@ START_TEST(test_bad_work_is_refused)
   Prog p = {0};
   flow(&p, 0, 0, FALSE, 0, 0, 1, bad_work_rows[_i].resource, 10.0);
   MmEngineProgram pr = {p.ops, p.n, p.deps, 1, p.xl, p.xb, 2};
-  MmEngineClass cl = {0, p.dur, 0, bad_work_rows[_i].cap};
+  MmEngineClass cl = {0, p.dur, 0, bad_work_rows[_i].cap, 0};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_msg(e == NULL, "%s accepted", bad_work_rows[_i].what);
@@ -511,7 +583,7 @@ static void two_stage_group_paths(gboolean broken)
   for (uint32_t d = 0; d < 8; d++) {
     const uint32_t program = d >= 4 ? 1 : d == 3 ? 2 : 0;
     const MmTime *dur = d >= 4 ? p1.dur : d == 1 ? slow0 : d == 3 ? slow0b : p0.dur;
-    fwd[d] = (MmEngineClass){program, dur, d, unit_bw};
+    fwd[d] = (MmEngineClass){program, dur, d, unit_bw, 0};
     rev[7 - d] = fwd[d];
   }
   g_autoptr(GError) error = NULL;
@@ -554,7 +626,7 @@ START_TEST(test_queue_many_pending_times)
     dur[2 * k + 1] = (k * 91) % N; /* 0 for k = 0 */
   }
   const MmEngineProgram pr = {ops, 2 * N, NULL, N, NULL, NULL, 0};
-  const MmEngineClass cl = {0, dur, 0, NULL};
+  const MmEngineClass cl = {0, dur, 0, NULL, 0};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert(e != NULL);
@@ -590,7 +662,7 @@ START_TEST(test_queue_order_and_buckets)
   g_autofree MmTime *dur = g_new0(MmTime, STREAMS);
   for (uint32_t k = 0; k < STREAMS; k++) ops[k] = (MmEngineOp){.stream = k, .coll = MM_NO_COLL};
   const MmEngineProgram pr = {ops, STREAMS, NULL, STREAMS, NULL, NULL, 0};
-  const MmEngineClass cl = {0, dur, 0, NULL};
+  const MmEngineClass cl = {0, dur, 0, NULL, 0};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert(e != NULL);
@@ -655,7 +727,7 @@ START_TEST(test_entity_bound_does_not_wrap)
   };
   const MmTime dur[2] = {0, 0};
   const MmEngineProgram p = {ops, 2, NULL, S, xl, xb, R};
-  const MmEngineClass c = {0, dur, 0, bw};
+  const MmEngineClass c = {0, dur, 0, bw, 0};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&p, 1, &c, 1, &error);
   ck_assert_msg(e != NULL, "%s", error ? error->message : "");
@@ -695,6 +767,7 @@ static Suite *engine_suite(void)
   tcase_add_test(tr, test_maxmin_sequential_phases);
   tcase_add_test(tr, test_maxmin_crossing_flows);
   tcase_add_test(tr, test_zero_work_is_fixed);
+  tcase_add_test(tr, test_interference_paces);
   tcase_add_test(tr, test_sharing_is_deterministic);
   tcase_add_loop_test(tr, test_bad_work_is_refused, 0, G_N_ELEMENTS(bad_work_rows));
   suite_add_tcase(s, tr);

@@ -22,7 +22,7 @@ START_TEST(test_prog_sharing)
     const uint32_t gemm = mm_fused_prog_op(&p, 0, 0, NULL, 0, gres, gwork, 2);
     const uint32_t copy = mm_fused_prog_op(&p, 1, 0, NULL, 0, cres, cwork, 2);
     MmEngineProgram prog = mm_fused_prog_view(&p, 3);
-    MmEngineClass cls = {0, (const MmTime *)(void *)p.dur->data, 0, cap};
+    MmEngineClass cls = {0, (const MmTime *)(void *)p.dur->data, 0, cap, 0};
     g_autoptr(GError) error = NULL;
     g_autoptr(MmEngine) e = mm_engine_new(&prog, 1, &cls, 1, &error);
     ck_assert_msg(e, "%s", error ? error->message : "");

@@ -180,7 +180,7 @@ START_TEST(test_engine_clock_overflow)
   uint32_t deps[1] = {1};
   MmTime dur[3] = {MM_TIME_MAX / 2 + 1, MM_TIME_MAX / 2 + 1, 1};
   MmEngineProgram pr = {ops, 3, deps, 2, NULL, NULL, 0};
-  MmEngineClass cl = {0, dur, 0, NULL};
+  MmEngineClass cl = {0, dur, 0, NULL, 0};
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
   ck_assert_ptr_nonnull(e);
@@ -199,7 +199,7 @@ START_TEST(test_engine_clock_overflow)
   double bw[1] = {1.0};
   MmTime fdur[1] = {5};
   MmEngineProgram fp = {fl, 1, deps, 1, link, bytes, 1};
-  MmEngineClass fc = {0, fdur, 0, bw};
+  MmEngineClass fc = {0, fdur, 0, bw, 0};
   g_autoptr(MmEngine) f = mm_engine_new(&fp, 1, &fc, 1, &error);
   ck_assert_ptr_nonnull(f);
   ck_assert(!mm_engine_run(f, &error));

@@ -566,6 +566,55 @@ START_TEST(test_grad_accumulation_separate)
 }
 END_TEST
 
+/* Interference in the lowering: compute kernels are the slowed ops, collectives (not pipeline or
+ * ring point-to-point transfers) on the communication streams the interfering ones; the run's
+ * interference is what the slowed kernels took beyond their own time, and the rest of the
+ * compute is exactly their own time. */
+START_TEST(test_interference_in_lowering)
+{
+  static const char *const M = "models/megatron-gpt-1.7b.json", *const H = "hardware/dgx-a100-2048.json";
+  g_autofree char *fsdp = config("pretrain", 64, "\"micro_batch\":2,", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autofree char *ddp = config("pretrain", 64, "\"micro_batch\":2,\"ddp_overlap\":false,", "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(M, H, fsdp, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(M, H, ddp, 2);
+  const MmPlanProgram *p = mm_plan_class_program(a->plan, a->metrics.critical_class);
+  g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)p->n_ops);
+  MmTime *t1 = t0 + p->n_ops;
+  mm_engine_class_times(a->engine, a->metrics.critical_class, t0, t1);
+  double extra = 0, own = 0;
+  guint slowed = 0, interfering = 0;
+  for (uint32_t i = 0; i < p->n_ops; i++) {
+    const MmEngineOp *o = &p->ops[i];
+    const MmOpInfo *in = &p->info[i];
+    if (o->cil == MM_CIL_SLOWED) {
+      slowed++;
+      ck_assert_uint_eq(o->stream, MM_STREAM_COMPUTE);
+      ck_assert_uint_ge(t1[i] - t0[i], p->dur[i]);
+      if (in->what != MM_OP_LOOKUP) {
+        extra += mm_time_to_s(t1[i] - t0[i] - p->dur[i]);
+        own += mm_time_to_s(p->dur[i]);
+      }
+    } else if (o->cil == MM_CIL_INTERFERES) {
+      interfering++;
+      ck_assert(o->stream == MM_STREAM_COMM_INTRA || o->stream == MM_STREAM_COMM_INTER);
+      ck_assert(in->what == MM_OP_COLLECTIVE && in->coll != MM_COLL_P2P && in->coll != MM_COLL_PERMUTE);
+    } else {
+      ck_assert(o->stream != MM_STREAM_COMPUTE || in->what == MM_OP_LOOKUP || in->fused || in->overlap);
+      ck_assert_uint_eq(t1[i] - t0[i] >= p->dur[i], TRUE);
+    }
+  }
+  ck_assert_uint_gt(slowed, 0);
+  ck_assert_uint_gt(interfering, 0);
+  /* FSDP's gathers run beside the layers before them: their kernels slowed by up to 18.9% */
+  ck_assert_double_gt(a->metrics.interference_compute_s, 0);
+  ck_assert_double_eq_tol(a->metrics.interference_compute_s, extra, 1e-9 * a->metrics.iteration_time_s);
+  ck_assert_double_eq_tol(a->metrics.compute_s - a->metrics.interference_compute_s, own, 1e-9 * a->metrics.compute_s);
+  ck_assert_double_le(extra, 0.189 * own * (1 + 1e-9));
+  /* DDP reducing after the backward: no kernel beside a collective */
+  ck_assert_double_eq(b->metrics.interference_compute_s, 0);
+}
+END_TEST
+
 START_TEST(test_selective_recompute)
 {
   /* eager attention keeps s x s scores: selective recompute drops them and recomputes the cores */
@@ -1071,6 +1120,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_parallel_block_sp);
   tcase_add_test(tc, test_mtp_last_stage);
   tcase_add_test(tc, test_grad_accumulation_separate);
+  tcase_add_test(tc, test_interference_in_lowering);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -76,7 +76,7 @@ static MmTime run_pipeline_w(MmPipeSchedule kind, guint p, guint v, guint m, MmT
     build_stage(&sp[s], kind, p, v, m, s, tf, tb, tw);
     progs[s] = (MmEngineProgram){(MmEngineOp *)(void *)sp[s].ops->data, sp[s].ops->len,
                                  (uint32_t *)(void *)sp[s].deps->data, S_COUNT, NULL, NULL, 0};
-    classes[s] = (MmEngineClass){s, (MmTime *)(void *)sp[s].dur->data, s, NULL};
+    classes[s] = (MmEngineClass){s, (MmTime *)(void *)sp[s].dur->data, s, NULL, 0};
     ck_assert_uint_eq(sp[s].busy, (MmTime)m * v * (tf + tb + tw));
   }
   g_autoptr(GError) error = NULL;

@@ -297,6 +297,7 @@ typedef struct {
   MmUtil dma_latency_s;    /* DIL: fixed cost of one batch of DMA copies (seconds) */
   MmUtil dma_contention;   /* CIL: share of the compute pipeline a running DMA copy costs a GEMM (caches, NoC) */
   MmUtil cu_comm_sm;       /* CIL: share of the SMs a compute-unit-driven (RCCL/NCCL) transfer occupies */
+  MmUtil collective_slowdown; /* CIL in the lowering: a compute kernel's extra time while a collective runs beside it */
   MmUtil heuristic_low;    /* FiCCO heuristic: OTB x MT below this x the machine's: uniform-fused-1d */
   MmUtil heuristic_high;   /* ... above this x the machine's: hetero-unfused-1d */
   MmUtil cmm_threshold_bytes; /* collective matmul: gathered operands below this stay serial (XLA threshold) */

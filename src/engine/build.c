@@ -314,6 +314,9 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   e->total_streams = (uint32_t)streams;
   e->st = g_new0(OpState, e->total_ops + 1);
   e->class_end = g_new0(MmTime, n_classes + 1);
+  e->interf = g_new0(uint32_t, 3 * (gsize)n_classes + 1);
+  e->slowed = e->interf + n_classes;
+  e->slowed_si = e->slowed + n_classes;
   e->streams = g_new0(Stream, e->total_streams + 1);
   mm__queue_init(e, e->total_streams * 2);
   e->bucketed = n_classes >= MM__BUCKETED_CLASSES;
@@ -383,6 +386,7 @@ void mm_engine_free(MmEngine *e)
   g_free(e->stream_base);
   g_free(e->st);
   g_free(e->class_end);
+  g_free(e->interf);
   g_free(e->streams);
   g_free(e->slot_first);
   g_free(e->slot_count);

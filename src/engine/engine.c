@@ -224,17 +224,69 @@ Event mm__queue_pop(MmEngine *e) { return queue_pop(e); }
 
 /* ---- simulation -------------------------------------------------------- */
 
-/* Starts op @op of class @c at now: fixed ops end after their duration; flows do
- * their work at their shares of the device's resources, then their tail. */
+/* Interference: the pace of class @c's slowed ops now. */
+static inline double cil_pace(const MmEngine *e, uint32_t c)
+{
+  const double p = e->classes[c].slow_pace;
+  return e->interf[c] > 0 && p > 0 ? p : 1.0;
+}
+
+/* The slowed op running on global stream @si keeps the work it has done at its pace and ends
+ * at @pace (a new live event). */
+static inline void cil_repace(MmEngine *e, uint32_t si, double pace)
+{
+  Stream *sp = &e->streams[si];
+  sp->rem = MAX(0.0, sp->rem - (double)(e->now - sp->upd) * sp->rate);
+  sp->upd = e->now;
+  sp->rate = pace;
+  mm__queue_push(e, mm__after_ps(e, sp->rem / pace), si);
+}
+
+/* Class @c's interfering ops went from none to some or back: its running slowed ops change
+ * pace (the lowering runs one at a time, on the compute stream: found without a search). */
+static void cil_retime(MmEngine *e, uint32_t c)
+{
+  const uint32_t n = e->slowed[c];
+  if (n == 0) return;
+  const double pace = cil_pace(e, c);
+  if (n & 1) {
+    cil_repace(e, e->slowed_si[c], pace);
+    return;
+  }
+  const ClassRt *k = &e->crt[c];
+  const uint32_t ns = e->programs[k->program].n_streams;
+  for (uint32_t s = 0; s < ns; s++) {
+    const uint32_t si = k->sbase + s * k->op_stride;
+    const Stream *sp = &e->streams[si];
+    if (sp->busy && !sp->work && sp->live != MM__NO_EVENT && k->ops[sp->op].cil == MM_CIL_SLOWED) cil_repace(e, si, pace);
+  }
+}
+
+/* Starts op @op of class @c at now: fixed ops end after their duration (slowed ops at their
+ * class's pace); flows do their work at their shares of the device's resources, then their tail. */
 static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
 {
   const ClassRt *k = &e->crt[c];
   OpState *st = &e->st[k->op_base + op * k->op_stride];
   st->start = e->now;
-  st->end = mm__after(e, fixed); /* final for fixed ops; updated when a flow ends */
+  st->end = mm__after(e, fixed); /* final for fixed ops; updated when a flow or a slowed op ends */
   const uint32_t si = k->sbase + k->ops[op].stream * k->op_stride;
-  if (k->ix->work_first[op + 1] > k->ix->work_first[op]) mm__flow_begin(e, c, op, si);
-  else mm__queue_push(e, st->end, si);
+  const uint8_t cil = k->ops[op].cil;
+  if (k->ix->work_first[op + 1] > k->ix->work_first[op]) {
+    mm__flow_begin(e, c, op, si);
+  } else if (G_UNLIKELY(cil == MM_CIL_SLOWED)) {
+    Stream *sp = &e->streams[si];
+    sp->rem = (double)fixed;
+    sp->upd = e->now;
+    sp->rate = cil_pace(e, c);
+    /* one running: found directly; more: by a search (their count doubled, no flag) */
+    e->slowed[c] = e->slowed[c] == 0 ? 3 : (e->slowed[c] & ~1u) + 2;
+    e->slowed_si[c] = si;
+    mm__queue_push(e, sp->rate == 1.0 ? st->end : mm__after_ps(e, sp->rem / sp->rate), si);
+  } else {
+    mm__queue_push(e, st->end, si);
+  }
+  if (G_UNLIKELY(cil == MM_CIL_INTERFERES) && e->interf[c]++ == 0 && e->classes[c].slow_pace > 0) cil_retime(e, c);
 }
 
 /* ---- collective groups --------------------------------------------------- */
@@ -287,6 +339,9 @@ static void complete(MmEngine *e, uint32_t c, uint32_t op)
   e->class_end[c] = e->now; /* completions come in time order */
   e->done++;
   streams[s * stride].busy = 0;
+  if (G_UNLIKELY(k->ops[op].cil == MM_CIL_SLOWED)) e->slowed[c] = e->slowed[c] <= 3 ? 0 : (e->slowed[c] & ~1u) - 2;
+  else if (G_UNLIKELY(k->ops[op].cil == MM_CIL_INTERFERES) && --e->interf[c] == 0 && e->classes[c].slow_pace > 0)
+    cil_retime(e, c);
   for (uint32_t i = ix->succ_first[op]; i < ix->succ_first[op + 1]; i++) {
     const uint32_t succ = ix->succ[i], ss = k->ops[succ].stream;
     if (--st[succ * stride].pending == 0 && ss != s) try_start(e, c, k, &streams[ss * stride]);
@@ -348,6 +403,7 @@ gboolean mm_engine_run(MmEngine *e, GError **error)
   memset(e->n_active, 0, sizeof(uint32_t) * e->n_classes);
   memset(e->res_users, 0, sizeof(uint32_t) * e->total_res);
   memset(e->class_end, 0, sizeof(MmTime) * e->n_classes);
+  memset(e->interf, 0, 2 * sizeof(uint32_t) * e->n_classes); /* and slowed */
   mm__queue_reset(e);
   e->seq = 0;
   e->done = 0;

@@ -59,7 +59,14 @@ static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
  * elsewhere leaves the rest of its share to the others). Work first, then the
  * tail: a flow releases its shares when its work is done, and its tail holds
  * none. Shares are recomputed whenever a flow of the device starts or finishes its
- * work. An op that carries no work (or only amounts <= 0) is fixed: it lasts its dur. */
+ * work. An op that carries no work (or only amounts <= 0) is fixed: it lasts its dur.
+ *
+ * Interference (cil): while a device runs an op marked MM_CIL_INTERFERES (a collective kernel
+ * occupying SMs, from its launch to its end), its fixed ops marked MM_CIL_SLOWED (compute
+ * kernels) progress at the class's slow_pace (fraction of their dur per ps) instead of 1: their
+ * end moves out whenever the first interfering op starts or the last one ends. A class whose
+ * slow_pace is 0 (or 1) has no interference. */
+typedef enum { MM_CIL_NONE, MM_CIL_SLOWED, MM_CIL_INTERFERES } MmCilRole;
 typedef struct {
   uint32_t stream;
   uint32_t dep_first; /* into the program's deps */
@@ -70,7 +77,8 @@ typedef struct {
   int32_t peer;       /* point-to-point: the other member's device-index offset (0: a level group) */
   uint32_t xfer_first; /* into the program's xfer_link / xfer_bytes: its (resource, amount) pairs */
   uint16_t n_xfer;
-  uint16_t sequential; /* its resources one after another, not all at once */
+  uint8_t sequential; /* its resources one after another, not all at once */
+  uint8_t cil;        /* MmCilRole */
 } MmEngineOp;
 
 typedef struct {
@@ -89,6 +97,7 @@ typedef struct {
   const MmTime *dur;      /* per op of its program: a fixed op's time, or a flow's tail after its work */
   uint32_t rep_device;    /* a member device: locates its collective groups */
   const double *link_bw;  /* per resource: work units per picosecond, bytes on links (NULL when no flows) */
+  double slow_pace;       /* pace of MM_CIL_SLOWED ops while an MM_CIL_INTERFERES op runs (0: no interference) */
 } MmEngineClass;
 
 typedef struct MmEngine MmEngine;

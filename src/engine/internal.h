@@ -156,6 +156,9 @@ struct MmEngine {
   double *flow_ps;   /* per active flow: ps for all its work at the shares */
 
   MmTime *class_end;      /* per class: the latest end of its ops (this run) */
+  uint32_t *interf;       /* per class: MM_CIL_INTERFERES ops running (this run) */
+  uint32_t *slowed;       /* per class: 2 x the MM_CIL_SLOWED ops running, + 1 while slowed_si names the only one */
+  uint32_t *slowed_si;    /* per class: the global stream of its one running slowed op */
 
   gboolean bucketed; /* the queue: buckets (see Bucket) where many classes run in step, else a heap of events */
   Event *eheap;

@@ -676,8 +676,9 @@ MmFusedResult *mm_fused_kernel_run(const MmHardware *hw, const MmFusedSpec *spec
     dv->items = g_array_new(FALSE, FALSE, sizeof(Item));
     build_device(&b, d, dv);
     progs[d] = mm_fused_prog_view(&dv->prog, res.n);
+    /* no interference term: the fused model prices its contention itself (CIL) */
     classes[d] = (MmEngineClass){(uint32_t)d, (const MmTime *)(void *)dv->prog.dur->data, (uint32_t)(d * s->stride),
-                                 res.cap};
+                                 res.cap, 0};
   }
   g_autoptr(GError) eerr = NULL;
   g_autoptr(MmEngine) e = mm_engine_new(progs, (uint32_t)C, classes, (uint32_t)C, &eerr);

@@ -407,7 +407,7 @@ static gboolean simulate(Ctx *x, MmOverlapSchedule s, MmOverlapRun *run, GError 
   g_assert(schedule_rows[s].s == s);
   schedule_rows[s].lower(x, s);
   MmEngineProgram prog = mm_fused_prog_view(&x->prog, x->res.n);
-  MmEngineClass cls = {0, (const MmTime *)(void *)x->prog.dur->data, 0, x->res.cap};
+  MmEngineClass cls = {0, (const MmTime *)(void *)x->prog.dur->data, 0, x->res.cap, 0}; /* its CIL is priced inside */
   GError *err = NULL;
   MmEngine *e = mm_engine_new(&prog, 1, &cls, 1, &err);
   if (!e || !mm_engine_run(e, &err)) {

@@ -235,7 +235,7 @@ static inline uint32_t mm__emit_start(Lower *L, MmStreamId stream, const Deps *d
   L->ops[idx] = (MmEngineOp){
     .stream = stream, .dep_first = L->n_deps, .n_deps = nd,
     .coll = coll == COLL_SELF ? idx : coll, .degree = (uint32_t)degree, .stride = (uint32_t)stride, .peer = peer,
-    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = (uint16_t)(sequential != 0),
+    .xfer_first = L->n_xfer, .n_xfer = (uint16_t)nx, .sequential = (uint8_t)(sequential != 0),
   };
   for (uint32_t i = 0; i < nx; i++) {
     L->xfer_link[L->n_xfer] = link[i];
@@ -252,7 +252,19 @@ static inline uint32_t mm__emit_start(Lower *L, MmStreamId stream, const Deps *d
  * nothing changes later), the stream's last op. Returns @idx. */
 static inline uint32_t mm__emit_finish(Lower *L, MmStreamId stream, uint32_t idx)
 {
+  const MmOpInfo *in = &L->info[idx];
   L->info[idx].chunk = (uint16_t)L->cur_chunk;
+  /* interference (engine.h): the device's compute kernels slow while a collective kernel runs;
+   * point-to-point transfers, host and offload copies (copy engines) and the ops the TP-overlap
+   * and fused models price themselves take no part */
+  if (in->fused == 0 && in->overlap == 0) {
+    if (stream == MM_STREAM_COMPUTE && in->what != MM_OP_COLLECTIVE && in->what != MM_OP_COPY &&
+        in->what != MM_OP_HOST_COPY && in->what != MM_OP_HOST_STEP)
+      L->ops[idx].cil = MM_CIL_SLOWED;
+    else if ((stream == MM_STREAM_COMM_INTRA || stream == MM_STREAM_COMM_INTER) && in->what == MM_OP_COLLECTIVE &&
+             in->coll != MM_COLL_P2P && in->coll != MM_COLL_PERMUTE)
+      L->ops[idx].cil = MM_CIL_INTERFERES;
+  }
   L->dur[idx] = mm_time_from_s(L->info[idx].fixed_s);
   L->n_ops++;
   L->last_on[stream] = idx;

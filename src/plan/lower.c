@@ -160,6 +160,8 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
   }
 
   const gboolean per_device = p->per_device = opt && opt->per_device;
+  /* compute beside a collective kernel: 1 / (1 + the device's collective_slowdown) of its pace */
+  const double slow_pace = 1.0 / (1.0 + s->hw->device.overlap.collective_slowdown.value);
   p->n_classes = per_device ? (uint32_t)s->devices : p->n_programs;
   p->classes = g_new(MmEngineClass, p->n_classes);
   p->class_count = g_new(int64_t, p->n_classes);
@@ -171,7 +173,7 @@ MmPlan *mm_plan_new(const MmScenario *s, const MmGraph *g, const MmPlanOptions *
       prog = st * per_stage + (cold ? 1 : 0);
     }
     const MmPlanProgram *pr = &p->programs[prog];
-    p->classes[c] = (MmEngineClass){prog, pr->dur, per_device ? c : pr->rep_device, p->link_bw};
+    p->classes[c] = (MmEngineClass){prog, pr->dur, per_device ? c : pr->rep_device, p->link_bw, slow_pace};
     p->class_count[c] = per_device ? 1 : pr->devices;
   }
 

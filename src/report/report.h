@@ -68,6 +68,9 @@ typedef struct {
   double samples_per_s, tokens_per_s;
   double mfu, model_flops;
   double compute_s;   /* serialized compute (GEMMs, attention, elementwise, optimizer) */
+  /* the parts of compute_s and of embedding_s that collectives running beside the kernels added
+   * (the device's overlap.collective_slowdown; docs/MODEL.md, "Interference") */
+  double interference_compute_s, interference_embedding_s;
   double embedding_s; /* serialized embedding lookups */
   double comm_s;      /* serialized collectives */
   double comm_by_kind_s[MM_COLL_COUNT];

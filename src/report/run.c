@@ -203,7 +203,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   uint32_t stream_ops[MM_STREAM_COUNT] = {0};
   double stream_busy[MM_STREAM_COUNT] = {0}, by_phase[MM_PHASE_COUNT] = {0}, by_kind[MM_COLL_COUNT] = {0},
          by_reason[MM_REASON_COUNT] = {0};
-  double compute_s = 0, embedding_s = 0, comm_s = 0, host_copy_s = 0, host_step_s = 0;
+  double compute_s = 0, embedding_s = 0, comm_s = 0, host_copy_s = 0, host_step_s = 0, slowed[2] = {0, 0};
   for (uint32_t i = 0; i < n; i++) {
     const MmOpInfo *in = &pr->info[i];
     const uint32_t st = pr->ops[i].stream;
@@ -220,6 +220,9 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
     }
     double d = mm_time_to_s(b - a);
     stream_busy[st] += d;
+    /* a slowed kernel's share of d beyond its own time (engine.h, interference) */
+    if (pr->ops[i].cil == MM_CIL_SLOWED && t1[i] - t0[i] > pr->dur[i])
+      slowed[pr->info[i].what == MM_OP_LOOKUP] += d * (double)(t1[i] - t0[i] - pr->dur[i]) / (double)(t1[i] - t0[i]);
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:
@@ -257,6 +260,8 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   for (int k = 0; k < MM_PHASE_COUNT; k++) r->compute_by_phase_s[k] += by_phase[k];
   for (int k = 0; k < MM_COLL_COUNT; k++) r->comm_by_kind_s[k] += by_kind[k];
   for (int k = 0; k < MM_REASON_COUNT; k++) r->comm_by_reason_s[k] += by_reason[k];
+  r->interference_compute_s += slowed[0];
+  r->interference_embedding_s += slowed[1];
   r->compute_s += compute_s;
   r->embedding_s += embedding_s;
   r->comm_s += comm_s;
@@ -412,6 +417,8 @@ cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics
   cJSON_AddNumberToObject(ov, "hidden_comm_s", r->hidden_comm_s);
   cJSON_AddNumberToObject(ov, "comm_active_s", r->comm_active_s);
   cJSON_AddNumberToObject(ov, "compute_active_s", r->compute_active_s);
+  cJSON_AddNumberToObject(ov, "interference_compute_s", r->interference_compute_s);
+  cJSON_AddNumberToObject(ov, "interference_embedding_s", r->interference_embedding_s);
   if (r->fused_groups > 0) {
     cJSON *fu = cJSON_AddObjectToObject(root, "fused");
     cJSON_AddNumberToObject(fu, "groups", r->fused_groups);
@@ -501,6 +508,12 @@ void mm_report_run_text(FILE *out, const MmPlan *p, const MmRunMetrics *r, const
   g_autofree char *hi = mm_fmt_seconds(r->hidden_comm_s);
   fprintf(out, "  exposed comm       %s (%.1f%% of communication time; %s hidden under compute)\n", ex,
           100.0 * r->exposed_comm_fraction, hi);
+  if (r->interference_compute_s + r->interference_embedding_s > 0) {
+    g_autofree char *in = mm_fmt_seconds(r->interference_compute_s + r->interference_embedding_s);
+    fprintf(out, "  interference       %s of the compute is kernels slowed by collectives beside them (%s's "
+                 "overlap.collective_slowdown %g)\n",
+            in, s->hw->device.name, s->hw->device.overlap.collective_slowdown.value);
+  }
   if (r->fused_groups > 0) {
     g_autofree char *fc = mm_fmt_seconds(r->fused_compute_s);
     g_autofree char *fm = mm_fmt_seconds(r->fused_comm_s);

@@ -125,6 +125,8 @@ static MmTime steady_period(const MmPlan *p, MmTime *const *t0, MmTime *const *t
 static void add_scaled(MmRunMetrics *r, const MmRunMetrics *w, double k)
 {
   r->compute_s += k * w->compute_s;
+  r->interference_compute_s += k * w->interference_compute_s;
+  r->interference_embedding_s += k * w->interference_embedding_s;
   r->embedding_s += k * w->embedding_s;
   r->comm_s += k * w->comm_s;
   for (int i = 0; i < MM_COLL_COUNT; i++) r->comm_by_kind_s[i] += k * w->comm_by_kind_s[i];
