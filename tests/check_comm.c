@@ -596,6 +596,14 @@ START_TEST(test_fit_layers)
   ck_assert_ptr_nonnull(strstr(text, "\"path\":\"$.intra_node.efficiency\",\"value\":0.78,\"unit\":\"fraction\","
                                      "\"from\":\"fit\""));
   ck_assert_ptr_nonnull(strstr(text, "\"without_provenance\":[\"$.inter_node.protocols.simple.latency_us\"]"));
+  /* the interference coefficient with its source, and the pace it gives */
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(hp, "interference");
+  const double slow = hw->device.overlap.collective_slowdown.value;
+  ck_assert_double_gt(slow, 0);
+  ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(in, "collective_slowdown")->valuedouble, slow);
+  ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(in, "compute_pace_beside_collective")->valuedouble,
+                          1 / (1 + slow), 1e-15);
+  ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItemCaseSensitive(in, "source")->valuestring, "arXiv:2507.03114"));
 }
 END_TEST
 

@@ -33,6 +33,13 @@ void mm_report_hardware_params_json(const MmHardware *hw, cJSON *root)
     if (p->kind == MM_PARAM_DEFAULT) cJSON_AddItemToArray(defaulted, cJSON_CreateString(r->path));
     if (p->kind == MM_PARAM_GIVEN) cJSON_AddItemToArray(uncited, cJSON_CreateString(r->path));
   }
+  /* interference (docs/MODEL.md): the device's slowdown of compute beside a collective */
+  const MmUtil *cs = &hw->device.overlap.collective_slowdown;
+  cJSON *in = cJSON_AddObjectToObject(o, "interference");
+  cJSON_AddNumberToObject(in, "collective_slowdown", cs->value);
+  cJSON_AddNumberToObject(in, "compute_pace_beside_collective", 1.0 / (1.0 + cs->value));
+  cJSON_AddStringToObject(in, "provenance", mm_provenance_names[cs->provenance]);
+  if (cs->source) cJSON_AddStringToObject(in, "source", cs->source);
 }
 
 /* "$.intra_node.protocols.ll.latency_us 0.5 us" lines, wrapped, for the parameters of @kind. */
@@ -74,4 +81,11 @@ void mm_report_hardware_params_text(FILE *out, const MmHardware *hw)
   fprintf(out, ", %u from the system file, %u at defaults\n", sys, params->len - fit - sys);
   print_kind(out, params, MM_PARAM_DEFAULT, "at defaults");
   print_kind(out, params, MM_PARAM_GIVEN, "given without provenance");
+  const MmUtil *cs = &hw->device.overlap.collective_slowdown;
+  if (cs->value > 0)
+    fprintf(out, "interference  compute kernels take %.4gx their time while a collective kernel runs beside them "
+                 "(%s overlap.collective_slowdown %g, %s)\n",
+            1.0 + cs->value, hw->device.name, cs->value, mm_provenance_names[cs->provenance]);
+  else
+    fprintf(out, "interference  none (%s overlap.collective_slowdown 0)\n", hw->device.name);
 }
