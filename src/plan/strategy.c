@@ -185,6 +185,14 @@ static void place_tp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlace
                      .bwd = sp ? MM_COLL_ALL_GATHER : MM_COLL_NONE, .reason = MM_REASON_TP, .mask = MASK(MM_STRAT_TP),
                      .fwd_bytes = out, .bwd_bytes = out};
     add_coll(p, &c);
+    if (b->kind == MM_BLOCK_MLP && !sp) {
+      /* an MLP block's layers are all row-parallel: each takes its slice of the replicated input and
+       * computes the gradient of that slice only; the layer before it (or the block feeding it) needs
+       * all of it: an AllGather of the input gradient in backward, the weight gradient beside it */
+      MmPlaceColl g2 = {.fwd = MM_COLL_NONE, .bwd = MM_COLL_ALL_GATHER, .reason = MM_REASON_TP, .input_grad_only = 1,
+                        .wgrad_beside = 1, .mask = MASK(MM_STRAT_TP), .bwd_bytes = n * l->cost.act_bytes};
+      add_coll(p, &g2);
+    }
   }
 }
 
