@@ -156,6 +156,49 @@ START_TEST(test_interference_paces)
 }
 END_TEST
 
+/* Interference slows fixed ops only: a flow or a collective marked slowed is refused (their
+ * pace is their shares' or their group's), as is a role out of range. */
+START_TEST(test_interference_roles_checked)
+{
+  for (int k = 0; k < 3; k++) {
+    Prog p = {0};
+    const uint32_t a = op(&p, 0, 100, 0);
+    const uint32_t x = k == 0 ? flow(&p, 1, 0, FALSE, 0, 0, 1, 0u, 10.0) : coll(&p, 1, 10, 1, 1, 0);
+    p.ops[a].cil = MM_CIL_SLOWED;
+    p.ops[x].cil = k == 2 ? 3 : MM_CIL_SLOWED;
+    MmEngineProgram pr = prog(&p, 2);
+    MmEngineClass cl = {0, p.dur, 0, unit_bw, 0.5};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, &cl, 1, &error);
+    ck_assert_ptr_null(e);
+    ck_assert(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID));
+    ck_assert_ptr_nonnull(strstr(error->message, "interference role"));
+  }
+}
+END_TEST
+
+/* A kernel whose end falls on the picosecond the last interferer ends keeps that end: a longer
+ * interferer never ends it sooner (a fraction of a picosecond of work left after several paces
+ * once pushed it one picosecond later; found by review) */
+START_TEST(test_interference_tie)
+{
+  const double pace = 1.0 / 1.189;
+  MmTime ends[2];
+  for (int k = 0; k < 2; k++) {
+    Prog p = {0};
+    const uint32_t a = op(&p, 0, 132873000, 0);
+    const uint32_t i1 = op(&p, 1, 5500718, 0);
+    const uint32_t i2 = op(&p, 1, 152485279 + (MmTime)k, 1, i1);
+    p.ops[a].cil = MM_CIL_SLOWED;
+    p.ops[i1].cil = p.ops[i2].cil = MM_CIL_INTERFERES;
+    g_autoptr(MmEngine) e = run_paced(&p, 2, pace);
+    ends[k] = END(e, a);
+  }
+  ck_assert_msg(ends[0] <= ends[1], "shorter interferer: %llu, longer: %llu", (unsigned long long)ends[0],
+                (unsigned long long)ends[1]);
+}
+END_TEST
+
 START_TEST(test_two_streams_overlap)
 {
   Prog p = {0};
@@ -768,6 +811,8 @@ static Suite *engine_suite(void)
   tcase_add_test(tr, test_maxmin_crossing_flows);
   tcase_add_test(tr, test_zero_work_is_fixed);
   tcase_add_test(tr, test_interference_paces);
+  tcase_add_test(tr, test_interference_roles_checked);
+  tcase_add_test(tr, test_interference_tie);
   tcase_add_test(tr, test_sharing_is_deterministic);
   tcase_add_loop_test(tr, test_bad_work_is_refused, 0, G_N_ELEMENTS(bad_work_rows));
   suite_add_tcase(s, tr);

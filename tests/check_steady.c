@@ -73,6 +73,27 @@ static const Case cases[] = {
    CFG(TOKENS_16M, ",\"recompute\":\"full\",\"pipeline\":{\"degree\":2,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":4},"
        SP8_DDP("")),
    TRUE},
+  /* interference: FSDP + pipelines, DDP overlap, separate gradient accumulation (found by review) */
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"grad_accumulation\":\"separate\",\"pipeline\":{\"degree\":4}," SP8_DDP(",\"zero\":1")), TRUE},
+  {LLAMA70, H100, 8,
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
+                   "\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  /* (settles slowly with interference: reduced at 24 periods) */
+  {LLAMA70, H100, 8,
+   CFG(TOKENS_16M, ",\"fsdp_reshard_after_forward\":true,\"pipeline\":{\"degree\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
+                   "\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  {LLAMA8, H100, 2,
+   CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"grad_accumulation\":\"separate\",\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
+                   "{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  {LLAMA8, H100, 4,
+   CFG(TOKENS_16M, ",\"grad_accumulation\":\"separate\",\"pipeline\":{\"degree\":2,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
+                   "{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   TRUE},
+  {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"grad_accumulation\":\"separate\",\"pipeline\":{\"degree\":4,\"schedule\":\"zb_h1\"}," SP8_DDP("")), FALSE},
   /* declined: TP overlap's fused groups; GPipe has no steady part; too few micro-steps to gain */
   {LLAMA70, H100, 16,
    CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8,"
@@ -121,6 +142,8 @@ START_TEST(test_steady_equals_full)
   ck_assert_uint_eq(a->events, b->events);
   SAME(a->compute_s, b->compute_s, "compute_s");
   SAME(a->embedding_s, b->embedding_s, "embedding_s");
+  SAME(a->interference_compute_s, b->interference_compute_s, "interference_compute_s");
+  SAME(a->interference_embedding_s, b->interference_embedding_s, "interference_embedding_s");
   SAME(a->comm_s, b->comm_s, "comm_s");
   SAME(a->comm_active_s, b->comm_active_s, "comm_active_s");
   SAME(a->compute_active_s, b->compute_active_s, "compute_active_s");
@@ -162,7 +185,7 @@ START_TEST(test_replays_equal_items)
       const MmOpInfo *ia = &a->info[i], *ib = &b->info[i];
       gboolean same = oa->stream == ob->stream && oa->n_deps == ob->n_deps && oa->coll == ob->coll &&
                       oa->degree == ob->degree && oa->stride == ob->stride && oa->peer == ob->peer &&
-                      oa->n_xfer == ob->n_xfer && oa->sequential == ob->sequential && a->dur[i] == b->dur[i];
+                      oa->n_xfer == ob->n_xfer && oa->sequential == ob->sequential && oa->cil == ob->cil && a->dur[i] == b->dur[i];
       for (uint32_t k = 0; same && k < oa->n_deps; k++) same = a->deps[oa->dep_first + k] == b->deps[ob->dep_first + k];
       for (uint32_t k = 0; same && k < oa->n_xfer; k++)
         same = a->xfer_link[oa->xfer_first + k] == b->xfer_link[ob->xfer_first + k] &&

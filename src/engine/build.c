@@ -107,6 +107,12 @@ static gboolean index_program(const MmEngineProgram *p, ProgIndex *ix, GError **
       g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "op %u: collective without a group", i);
       return FALSE;
     }
+    /* interference slows fixed ops only: a flow's pace is its shares', a collective's its group's */
+    if (op->cil > MM_CIL_INTERFERES || (op->cil == MM_CIL_SLOWED && (op->n_xfer > 0 || op->coll != MM_NO_COLL))) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID,
+                  "op %u: interference role %u (slowed ops carry no transfers and are no collectives)", i, op->cil);
+      return FALSE;
+    }
   }
   for (uint32_t i = 0; i < p->n_ops; i++) ix->succ_first[i + 1] += ix->succ_first[i];
   for (uint32_t s = 0; s < p->n_streams; s++) ix->stream_first[s + 1] += ix->stream_first[s];

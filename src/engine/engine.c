@@ -231,15 +231,19 @@ static inline double cil_pace(const MmEngine *e, uint32_t c)
   return e->interf[c] > 0 && p > 0 ? p : 1.0;
 }
 
-/* The slowed op running on global stream @si keeps the work it has done at its pace and ends
- * at @pace (a new live event). */
-static inline void cil_repace(MmEngine *e, uint32_t si, double pace)
+/* The slowed op of class @c running on global stream @si keeps the work it has done at its pace
+ * and ends at @pace (a new live event), unless it ends now (its event is queued: a fraction of a
+ * picosecond left must not push it one later). */
+static inline void cil_repace(MmEngine *e, uint32_t c, uint32_t si, double pace)
 {
   Stream *sp = &e->streams[si];
+  OpState *st = &e->st[mm__op_index(e, c, sp->op)];
+  if (st->end <= e->now) return;
   sp->rem = MAX(0.0, sp->rem - (double)(e->now - sp->upd) * sp->rate);
   sp->upd = e->now;
   sp->rate = pace;
-  mm__queue_push(e, mm__after_ps(e, sp->rem / pace), si);
+  st->end = mm__after_ps(e, sp->rem / pace);
+  mm__queue_push(e, st->end, si);
 }
 
 /* Class @c's interfering ops went from none to some or back: its running slowed ops change
@@ -250,7 +254,7 @@ static void cil_retime(MmEngine *e, uint32_t c)
   if (n == 0) return;
   const double pace = cil_pace(e, c);
   if (n & 1) {
-    cil_repace(e, e->slowed_si[c], pace);
+    cil_repace(e, c, e->slowed_si[c], pace);
     return;
   }
   const ClassRt *k = &e->crt[c];
@@ -258,7 +262,7 @@ static void cil_retime(MmEngine *e, uint32_t c)
   for (uint32_t s = 0; s < ns; s++) {
     const uint32_t si = k->sbase + s * k->op_stride;
     const Stream *sp = &e->streams[si];
-    if (sp->busy && !sp->work && sp->live != MM__NO_EVENT && k->ops[sp->op].cil == MM_CIL_SLOWED) cil_repace(e, si, pace);
+    if (sp->busy && sp->live != MM__NO_EVENT && k->ops[sp->op].cil == MM_CIL_SLOWED) cil_repace(e, c, si, pace);
   }
 }
 
@@ -282,7 +286,8 @@ static void launch(MmEngine *e, uint32_t c, uint32_t op, MmTime fixed)
     /* one running: found directly; more: by a search (their count doubled, no flag) */
     e->slowed[c] = e->slowed[c] == 0 ? 3 : (e->slowed[c] & ~1u) + 2;
     e->slowed_si[c] = si;
-    mm__queue_push(e, sp->rate == 1.0 ? st->end : mm__after_ps(e, sp->rem / sp->rate), si);
+    if (sp->rate != 1.0) st->end = mm__after_ps(e, sp->rem / sp->rate);
+    mm__queue_push(e, st->end, si);
   } else {
     mm__queue_push(e, st->end, si);
   }

@@ -102,14 +102,14 @@ void mm_simulation_free(MmSimulation *sim)
   g_free(sim);
 }
 
-/* The steady-state reduction: lowers enough micro-batches for 6 (then 12) whole periods on every
+/* The steady-state reduction: lowers enough micro-batches for 6 (then 12, then 24) whole periods on every
  * stage (the fill of the pipeline, three repeating periods and the last one before the cool-down
  * need 5-6 in most schedules); the first run whose periods repeat exactly stands for the iteration. FALSE (nothing kept)
  * when none did or it would not be shorter; an engine failure is an error. */
 static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan, MmEngine **engine,
                            MmRunMetrics *metrics, uint32_t *micro, GError **error)
 {
-  for (uint32_t periods = 6; periods <= 12; periods *= 2) {
+  for (uint32_t periods = 6; periods <= 24; periods *= 2) {
     MmPlanOptions opt = {.micro_steps = mm_plan_steady_micro_steps(s, periods)};
     if (opt.micro_steps == 0 || opt.micro_steps * 2 > s->micro_steps) return FALSE;
     g_autoptr(MmPlan) p = mm_plan_new(s, g, &opt);
