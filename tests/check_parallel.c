@@ -615,6 +615,33 @@ START_TEST(test_interference_in_lowering)
 }
 END_TEST
 
+/* TP over an MLP block's row-parallel layers: an AllReduce of each layer's output in forward and,
+ * in backward, an AllGather of each input gradient the block needs (all but the bottom MLP's
+ * first layer, whose input is the dense features), as large as the layer's input. */
+START_TEST(test_tp_mlp_backward_gathers)
+{
+  g_autofree char *c = g_strdup("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":65536,\"parallelism\":{"
+                                "\"mlp\":[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}],"
+                                "\"embedding_bag\":[{\"strategy\":\"mp\",\"degree\":\"all\",\"sharding\":\"table\"}]}}");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/dlrm-a.json", "hardware/zionex-a100-128.json", c, 0);
+  ck_assert_int_eq(x->scenario->micro_steps, 1);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_REDUCE, MM_REASON_TP, MM_PHASE_FWD), 20);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_GATHER, MM_REASON_TP, MM_PHASE_BWD), 19);
+  ck_assert_uint_eq(count_ops(x, MM_COLL_ALL_GATHER, MM_REASON_TP, MM_PHASE_FWD), 0);
+  /* each gathers the input of its layer: 512 samples per device x the layer's input width */
+  const MmGraph *g = x->graph;
+  double want = 0;
+  for (guint u = 0; u < g->n_units; u++) {
+    const MmUnit *un = &g->units[u];
+    const MmBlock *b = &x->scenario->model->blocks[un->block];
+    if (b->kind != MM_BLOCK_MLP || (un->index == 0 && b->n_inputs == 0)) continue;
+    const MmLayer *l = mm_test_layer(g, u, MM_ROLE_MLP_FC);
+    want += x->scenario->blocks[un->block].samples_per_micro * (double)l->cost.act_bytes;
+  }
+  ck_assert_double_eq_tol(coll_bytes(x, MM_COLL_ALL_GATHER, MM_REASON_TP, MM_PHASE_BWD), want, 1e-9 * want);
+}
+END_TEST
+
 START_TEST(test_selective_recompute)
 {
   /* eager attention keeps s x s scores: selective recompute drops them and recomputes the cores */
@@ -1121,6 +1148,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_mtp_last_stage);
   tcase_add_test(tc, test_grad_accumulation_separate);
   tcase_add_test(tc, test_interference_in_lowering);
+  tcase_add_test(tc, test_tp_mlp_backward_gathers);
   suite_add_tcase(s, tc);
   return s;
 }
