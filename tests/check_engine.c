@@ -68,22 +68,6 @@ static MmEngineProgram prog(Prog *p, uint32_t streams)
   return (MmEngineProgram){p->ops, p->n, p->deps, streams, p->xl, p->xb, 4};
 }
 
-static MmEngine *run1(Prog *p, uint32_t streams)
-{
-  static MmEngineProgram pr;
-  static MmEngineClass cl;
-  pr = prog(p, streams);
-  cl = (MmEngineClass){0, p->dur, 0, unit_bw, 0};
-  g_autoptr(GError) error = NULL;
-  MmEngine *e = mm_engine_new(&pr, 1, &cl, 1, &error);
-  ck_assert_msg(e != NULL, "%s", error ? error->message : "");
-  ck_assert_msg(mm_engine_run(e, &error), "%s", error ? error->message : "");
-  return e;
-}
-
-#define START(e, i) mm_engine_op_start(e, 0, i)
-#define END(e, i) mm_engine_op_end(e, 0, i)
-
 /* One class at @pace for its slowed ops (0: none). */
 static MmEngine *run_paced(Prog *p, uint32_t streams, double pace)
 {
@@ -97,6 +81,11 @@ static MmEngine *run_paced(Prog *p, uint32_t streams, double pace)
   ck_assert_msg(mm_engine_run(e, &error), "%s", error ? error->message : "");
   return e;
 }
+
+static MmEngine *run1(Prog *p, uint32_t streams) { return run_paced(p, streams, 0); }
+
+#define START(e, i) mm_engine_op_start(e, 0, i)
+#define END(e, i) mm_engine_op_end(e, 0, i)
 
 /* Interference: a slowed op runs at the class's pace while an interfering op runs, at full pace
  * otherwise; the work done at one pace carries over to the other (times by hand). */

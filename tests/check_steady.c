@@ -18,6 +18,7 @@ typedef struct {
 
 #define CFG(batch, rest) "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch_tokens\":" batch ",\"micro_batch\":1" rest "}"
 #define TOKENS_16M "16777216"
+#define TP8_FSDP "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
 #define SP8_DDP(zero) "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"" zero "}]}"
 
 /* micro-steps = sequences (2048 of 8192 tokens in 16M) / data-parallel ranks */
@@ -39,8 +40,7 @@ static const Case cases[] = {
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"recompute\":\"op_selective\",\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"offload_num_layers\":6,\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 8,
-   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"overlap_p2p\":true},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
-                   "\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"overlap_p2p\":true}," TP8_FSDP),
    TRUE},
   {LLAMA8, H100, 4,
    CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
@@ -77,13 +77,11 @@ static const Case cases[] = {
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"pipeline\":{\"degree\":4}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"grad_accumulation\":\"separate\",\"pipeline\":{\"degree\":4}," SP8_DDP(",\"zero\":1")), TRUE},
   {LLAMA70, H100, 8,
-   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
-                   "\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4}," TP8_FSDP),
    TRUE},
   /* (settles slowly with interference: reduced at 24 periods) */
   {LLAMA70, H100, 8,
-   CFG(TOKENS_16M, ",\"fsdp_reshard_after_forward\":true,\"pipeline\":{\"degree\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\","
-                   "\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
+   CFG(TOKENS_16M, ",\"fsdp_reshard_after_forward\":true,\"pipeline\":{\"degree\":2}," TP8_FSDP),
    TRUE},
   {LLAMA8, H100, 2,
    CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"grad_accumulation\":\"separate\",\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
