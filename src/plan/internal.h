@@ -259,7 +259,8 @@ static inline uint32_t mm__emit_finish(Lower *L, MmStreamId stream, uint32_t idx
    * and fused models price themselves take no part */
   if (in->fused == 0 && in->overlap == 0) {
     if (stream == MM_STREAM_COMPUTE && in->what != MM_OP_COLLECTIVE && in->what != MM_OP_COPY &&
-        in->what != MM_OP_HOST_COPY && in->what != MM_OP_HOST_STEP)
+        in->what != MM_OP_HOST_COPY && in->what != MM_OP_HOST_STEP && L->ops[idx].n_xfer == 0 &&
+        L->ops[idx].coll == MM_NO_COLL) /* fixed ops only (engine.h) */
       L->ops[idx].cil = MM_CIL_SLOWED;
     else if ((stream == MM_STREAM_COMM_INTRA || stream == MM_STREAM_COMM_INTER) && in->what == MM_OP_COLLECTIVE &&
              in->coll != MM_COLL_P2P && in->coll != MM_COLL_PERMUTE)
