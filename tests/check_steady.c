@@ -19,6 +19,7 @@ typedef struct {
 #define CFG(batch, rest) "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch_tokens\":" batch ",\"micro_batch\":1" rest "}"
 #define TOKENS_16M "16777216"
 #define TP8_FSDP "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
+#define TP2_DDP "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"
 #define SP8_DDP(zero) "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"" zero "}]}"
 
 /* micro-steps = sequences (2048 of 8192 tokens in 16M) / data-parallel ranks */
@@ -43,8 +44,7 @@ static const Case cases[] = {
    CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"overlap_p2p\":true}," TP8_FSDP),
    TRUE},
   {LLAMA8, H100, 4,
-   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
-                   "{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
+   CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":2}," TP2_DDP),
    TRUE},
   {LLAMA70, H100, 256, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":8}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 256, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), TRUE},
@@ -84,8 +84,7 @@ static const Case cases[] = {
    CFG(TOKENS_16M, ",\"fsdp_reshard_after_forward\":true,\"pipeline\":{\"degree\":2}," TP8_FSDP),
    TRUE},
   {LLAMA8, H100, 2,
-   CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"grad_accumulation\":\"separate\",\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"
-                   "{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
+   CFG(TOKENS_16M, ",\"ddp_overlap\":true,\"grad_accumulation\":\"separate\"," TP2_DDP),
    TRUE},
   {LLAMA8, H100, 4,
    CFG(TOKENS_16M, ",\"grad_accumulation\":\"separate\",\"pipeline\":{\"degree\":2,\"schedule\":\"interleaved_1f1b\",\"virtual_stages\":2},\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},"

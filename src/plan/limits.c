@@ -132,16 +132,10 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error)
       if (blocks[b].kind == MM_BLOCK_TRANSFORMER) blocks[b].count = 1;
     one_each.blocks = blocks;
   }
-  g_autoptr(MmGraph) g = NULL, decode = NULL;
-  if (sv->present) {
-    MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE};
-    MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE};
-    g = mm_graph_new_pass(&one_each, &prefill);
-    decode = mm_graph_new_pass(&one_each, &step);
-  } else {
-    const MmGraphPass eval = {.inference = s->cfg->task == MM_TASK_INFERENCE};
-    g = mm_graph_new_pass(&one_each, &eval);
-  }
+  MmGraphPass first, step;
+  const gboolean serving = mm_plan_graph_passes(s, &first, &step);
+  g_autoptr(MmGraph) g = mm_graph_new_pass(&one_each, &first);
+  g_autoptr(MmGraph) decode = serving ? mm_graph_new_pass(&one_each, &step) : NULL;
   g_autofree double *repeat = g_new(double, g->n_units + 1);
   double layers = 0, units = 0, params = 0;
   for (uint32_t u = 0; u < g->n_units; u++) {

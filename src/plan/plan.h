@@ -330,6 +330,10 @@ double mm_plan_mp_exchange(const MmScenario *s, const MmGraph *g, guint b, MmPha
 /* Whether layer @li combines its MoE layer's routed copies (top_k per token) back into one row per
  * token: a transformer layer's expert down-projection, an MoE MLP block's last layer. */
 gboolean mm_plan_moe_combines(const MmScenario *s, const MmGraph *g, uint32_t li);
+/* The graph passes scenario @s simulates: with a serving config its prefill (@first) and one
+ * decode step at the average context (@decode; returns TRUE); otherwise one pass in @first (a
+ * training iteration's, or the inference task's forward in eval mode: no dropout). */
+gboolean mm_plan_graph_passes(const MmScenario *s, MmGraphPass *first, MmGraphPass *decode);
 /* HBM bytes per local parameter of block @b that "grad_accumulation": "separate" moves after every
  * micro-batch's backward (the new gradient read in the block's dtype, the buffer read and written
  * in the grads dtype); 0 where gradients are not accumulated by a separate pass (fused, FSDP,

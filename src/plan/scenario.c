@@ -626,3 +626,16 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
   return g_steal_pointer(&s);
 }
 
+gboolean mm_plan_graph_passes(const MmScenario *s, MmGraphPass *first, MmGraphPass *decode)
+{
+  const MmServing *sv = &s->cfg->serving;
+  if (!sv->present) {
+    *first = (MmGraphPass){.inference = s->cfg->task == MM_TASK_INFERENCE};
+    return FALSE;
+  }
+  /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
+   * average prompt + output / 2 tokens) and appends one token */
+  *first = (MmGraphPass){sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE};
+  *decode = (MmGraphPass){1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE};
+  return TRUE;
+}

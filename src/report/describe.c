@@ -392,16 +392,13 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
           " x %" G_GINT64_FORMAT " steps, recompute %s\n",
           s->cfg->name, s->cfg->path, mm_task_names[s->cfg->task], s->global_batch, s->micro_batch,
           s->micro_steps, mm_recompute_names[s->cfg->recompute]);
+  g_autoptr(GString) accum = g_string_new(NULL);
   for (guint i = 0; i < m->n_blocks; i++)
-    if (mm_plan_grad_accum_bytes(s, i) > 0) {
-      fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward "
-                   "(grad_accumulation separate): %g bytes per local parameter of %s",
-              mm_plan_grad_accum_bytes(s, i), m->blocks[i].name);
-      for (guint j = i + 1; j < m->n_blocks; j++)
-        if (mm_plan_grad_accum_bytes(s, j) > 0) fprintf(out, ", %g of %s", mm_plan_grad_accum_bytes(s, j), m->blocks[j].name);
-      fprintf(out, "\n");
-      break;
-    }
+    if (mm_plan_grad_accum_bytes(s, i) > 0)
+      g_string_append_printf(accum, "%s%g of %s", accum->len ? ", " : "", mm_plan_grad_accum_bytes(s, i), m->blocks[i].name);
+  if (accum->len)
+    fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward (grad_accumulation "
+                 "separate): bytes per local parameter %s\n", accum->str);
   if (s->pp > 1)
     fprintf(out, "pipeline %" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT " devices (outermost), %s, %" G_GINT64_FORMAT
             " chunk%s per stage, %" G_GINT64_FORMAT " micro-batches\n",

@@ -222,7 +222,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
     stream_busy[st] += d;
     /* a slowed kernel's share of d beyond its own time (engine.h, interference) */
     if (pr->ops[i].cil == MM_CIL_SLOWED && t1[i] - t0[i] > pr->dur[i])
-      slowed[pr->info[i].what == MM_OP_LOOKUP] += d * (double)(t1[i] - t0[i] - pr->dur[i]) / (double)(t1[i] - t0[i]);
+      slowed[in->what == MM_OP_LOOKUP] += d * (double)(t1[i] - t0[i] - pr->dur[i]) / (double)(t1[i] - t0[i]);
     switch (in->what) {
     case MM_OP_COMPUTE:
     case MM_OP_OPTIMIZER:

@@ -142,19 +142,9 @@ static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_dev
 
 MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode)
 {
-  const MmServing *sv = &s->cfg->serving;
-  *decode = NULL;
-  if (!sv->present) {
-    /* the inference task: one forward pass in eval mode (no dropout) */
-    const MmGraphPass eval = {.inference = s->cfg->task == MM_TASK_INFERENCE};
-    return mm_graph_new_pass(s->model, &eval);
-  }
-  /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
-   * average prompt + output / 2 tokens) and appends one token */
-  MmGraphPass prefill = {sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE};
-  MmGraphPass step = {1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE};
-  *decode = mm_graph_new_pass(s->model, &step);
-  return mm_graph_new_pass(s->model, &prefill);
+  MmGraphPass first, step;
+  *decode = mm_plan_graph_passes(s, &first, &step) ? mm_graph_new_pass(s->model, &step) : NULL;
+  return mm_graph_new_pass(s->model, &first);
 }
 
 MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error)
