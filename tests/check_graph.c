@@ -333,12 +333,11 @@ START_TEST(test_residual_adds)
   g_autoptr(MmGraph) ge = mm_graph_new_pass(md, &eval);
   ck_assert(memcmp(&ge->total, &gs->total, sizeof(MmCost)) == 0);
   /* a MoE layer's one MLP dropout: on the routed experts' output, not also on its shared experts' */
-  g_autofree char *tm = g_strdup_printf("{\"name\":\"md\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\","
-                                        "\"count\":1,\"hidden\":1024,\"heads\":8,\"ffn\":512,\"experts\":8,"
-                                        "\"top_k\":2,\"shared_experts\":1,\"dropout\":%s}]}", "true");
-  g_autofree char *tn = g_strdup_printf("{\"name\":\"mn\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\","
-                                        "\"count\":1,\"hidden\":1024,\"heads\":8,\"ffn\":512,\"experts\":8,"
-                                        "\"top_k\":2,\"shared_experts\":1,\"dropout\":%s}]}", "false");
+  static const char *const moe_fmt = "{\"name\":\"m\",\"seq_len\":2048,\"blocks\":[{\"kind\":\"transformer\","
+                                     "\"count\":1,\"hidden\":1024,\"heads\":8,\"ffn\":512,\"experts\":8,"
+                                     "\"top_k\":2,\"shared_experts\":1,\"dropout\":%s}]}";
+  g_autofree char *tm = g_strdup_printf(moe_fmt, "true");
+  g_autofree char *tn = g_strdup_printf(moe_fmt, "false");
   g_autoptr(MmModel) mmd = parse_model(tm);
   g_autoptr(MmModel) mmn = parse_model(tn);
   g_autoptr(MmGraph) gmd = mm_graph_new(mmd);
