@@ -602,6 +602,64 @@ START_TEST(test_whatif_dlrm)
 }
 END_TEST
 
+/* The estimate's probes: the run takes their rows instead of simulating those points again, and
+ * writes the bytes it writes without them (any --jobs, a sharded run taking only its own). */
+static char *run_with_probes(const MmSweepSystem *sys, MmSweepProbes *pr, const char *name, guint jobs, guint shards)
+{
+  g_autofree char *dir = tmp(name);
+  volatile int stop = 0;
+  MmSweepOptions o = {.systems = sys, .n_systems = 1, .dir = dir, .jobs = jobs, .shard = 0, .shards = shards,
+                      .stop = &stop, .signature = "probes", .probes = pr};
+  MmSweepStats st;
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
+  ck_assert_uint_gt(st.simulated, 0);
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+  char *text = NULL;
+  ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+  return text;
+}
+
+START_TEST(test_probes_reused)
+{
+  g_autofree char *model = mm_test_src(DLRM[1]), *hw = mm_test_src(DLRM[3]), *cfg = mm_test_src(DLRM[5]);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
+  ck_assert_msg(in != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, NULL, &error);
+  ck_assert_msg(sp != NULL, "%s", error ? error->message : "");
+  MmSweepSystem sys = {in, sp, 0};
+  ck_assert_uint_eq(mm_sweep_systems_index(&sys, 1), sp->n_points);
+  /* the points that fit, every third of them (more than the probes hold: the rest are dropped) */
+  uint64_t fit[2 * MM_SWEEP_PROBES];
+  guint n = 0;
+  for (uint64_t i = 0; i < sp->n_points && n < G_N_ELEMENTS(fit); i += 3) {
+    MmSweepPoint p;
+    mm_sweep_space_point(sp, in->model, i, &p);
+    g_autoptr(MmSimulation) s = mm_simulation_prepare(in, &p.point, NULL);
+    if (s && s->memory->fits) fit[n++] = i;
+  }
+  ck_assert_uint_gt(n, MM_SWEEP_PROBES);
+  g_autoptr(MmSweepProbes) pr = mm_sweep_probe(&sys, 1, FALSE, fit, n, 2);
+  guint timed = 0;
+  ck_assert_double_gt(mm_sweep_probe_seconds(pr, &timed), 0);
+  ck_assert_uint_eq(timed, MM_SWEEP_PROBES);
+  ck_assert_uint_eq(mm_sweep_probes_left(pr), MM_SWEEP_PROBES);
+  g_autofree char *plain = run_with_probes(&sys, NULL, "probes-none", 1, 1);
+  g_autofree char *taken = run_with_probes(&sys, pr, "probes-taken", 3, 1);
+  ck_assert_str_eq(plain, taken);
+  ck_assert_uint_eq(mm_sweep_probes_left(pr), 0);
+  /* a shard of two takes the probes of its own points only */
+  g_autoptr(MmSweepProbes) pr2 = mm_sweep_probe(&sys, 1, FALSE, fit, n, 1);
+  g_autofree char *half = run_with_probes(&sys, pr2, "probes-shard", 2, 2);
+  g_autofree char *half_plain = run_with_probes(&sys, NULL, "probes-shard-none", 1, 2);
+  ck_assert_str_eq(half, half_plain);
+  guint even = 0;
+  for (guint k = 0; k < MM_SWEEP_PROBES; k++) even += fit[k] % 2 == 0;
+  ck_assert_uint_eq(mm_sweep_probes_left(pr2), MM_SWEEP_PROBES - even);
+}
+END_TEST
+
 /* Bad space files: exit 1, the file and the JSON path named. */
 /* A schedule dimension: a point's schedule gives what a config naming it gives (dualpipev with its two
  * chunks, interleaved_1f1b with the config's), and points.csv names it. */
@@ -698,6 +756,7 @@ int main(void)
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_space_dlrm);
+  tcase_add_test(tc, test_probes_reused);
   tcase_add_test(tc, test_same_bytes_any_jobs);
   tcase_add_test(tc, test_resume_after_cut);
   tcase_add_test(tc, test_resume_after_kill);

@@ -301,10 +301,12 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   if (!out_dir) out_dir = g_strdup("results/sweep");
 
   /* how long: up to 256 points spread over the space derived (which are valid, which fit), and
-   * 8 of those that fit, spread over them, simulated, on one thread (the first 8 that fit would
-   * sit at the space's start: in a space with pipeline degrees its cheapest points, and the
-   * estimate came out 7x short) */
-  double prep_s = 0, sim_s = 0;
+   * MM_SWEEP_PROBES of those that fit, spread over them, simulated on the sweep's threads (the
+   * first that fit would sit at the space's start: in a space with pipeline degrees its cheapest
+   * points, and the estimate came out 7x short); the run takes their rows instead of simulating
+   * them again */
+  const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
+  double prep_s = 0;
   guint probed = 0, fit = 0, timed = 0;
   const uint64_t probes = MIN(n_points, (uint64_t)256);
   uint64_t fits[256];
@@ -319,20 +321,12 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     probed++;
     if (s && (s->memory->fits || include_oom)) fits[fit++] = n_points * i / probes;
   }
-  for (guint j = 0; j < MIN(fit, 8u); j++) {
-    MmSweepPoint p;
-    uint64_t local = 0;
-    const MmSweepSystem *sy = &sys[mm_sweep_locate(sys, n_sys, fits[(guint64)j * fit / MIN(fit, 8u)], &local)];
-    mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
-    g_autoptr(MmSimulation) s = mm_simulation_prepare(sy->inputs, &p.point, NULL);
-    const gint64 t1 = g_get_monotonic_time();
-    if (s && mm_simulation_run(s, FALSE, NULL)) {
-      sim_s += (double)(g_get_monotonic_time() - t1) / 1e6;
-      timed++;
-    }
-  }
+  uint64_t timed_points[MM_SWEEP_PROBES];
+  const guint n_timed = MIN(fit, (guint)MM_SWEEP_PROBES);
+  for (guint j = 0; j < n_timed; j++) timed_points[j] = fits[(guint64)j * fit / n_timed];
+  g_autoptr(MmSweepProbes) probe = mm_sweep_probe(sys, n_sys, include_oom, timed_points, n_timed, threads);
+  const double sim_s = mm_sweep_probe_seconds(probe, &timed);
   const double per_point = probed ? prep_s / probed + (timed ? sim_s / timed * fit / probed : 0) : 0;
-  const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
   const double est = per_point * (double)n_points / shards / threads;
   if (mpi->rank == 0)
     fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s%s), about %.*f s on %u thread%s\n",
@@ -352,7 +346,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   g_autofree char *rank_dir = mpi->on ? g_strdup_printf("%s/rank-%d", out_dir, mpi->rank) : NULL;
   MmSweepOptions o = {.systems = sys, .n_systems = n_sys, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
                       .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
-                      .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig};
+                      .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig,
+                      .probes = probe};
   MmSweepStats st;
   gboolean ok = mm_sweep_run(&o, &st, &error);
   g_free(st.first_invalid);

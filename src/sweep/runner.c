@@ -21,9 +21,28 @@ typedef struct {
   char *why;
 } Slot;
 
+/* What evaluating a point needs: the systems, whether out-of-memory points are simulated, and
+ * each system's label for the system column. */
+typedef struct {
+  const MmSweepSystem *systems;
+  guint n_systems;
+  gboolean include_oom;
+  char **labels; /* per system: its system column */
+} Ctx;
+
+/* Points evaluated before the sweep (the estimate's timed probes): their slots, kept for the run. */
+struct MmSweepProbes {
+  uint64_t index[MM_SWEEP_PROBES];
+  Slot slot[MM_SWEEP_PROBES];
+  double seconds[MM_SWEEP_PROBES];
+  gboolean taken[MM_SWEEP_PROBES]; /* by the run */
+  guint n;
+  Ctx ctx;
+};
+
 typedef struct {
   const MmSweepOptions *o;
-  char **labels; /* per system: its system column */
+  Ctx ctx;
   GMutex lock;
   GCond cond;
   Slot slots[WINDOW];
@@ -53,9 +72,8 @@ static void num(GString *g, double v)
 /* Peak dense bf16 FLOP/s of an A100: the unit of normalized GPU-hours (NVIDIA A100 datasheet). */
 #define A100_PEAK_FLOPS 312e12
 
-static char *eval_point(const Run *run, uint64_t i, int *status, double *rate, char **why)
+static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, char **why)
 {
-  const MmSweepOptions *o = run->o;
   uint64_t local = 0;
   const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
   const MmSweepSystem *sy = &o->systems[k_sys];
@@ -80,7 +98,7 @@ static char *eval_point(const Run *run, uint64_t i, int *status, double *rate, c
   *status = simulate ? 0 : 1;
   GString *g = g_string_new("");
   g_string_append_printf(g, "%" G_GUINT64_FORMAT, i);
-  if (o->n_systems > 1) g_string_append_printf(g, ",%s", run->labels[k_sys]);
+  if (o->n_systems > 1) g_string_append_printf(g, ",%s", o->labels[k_sys]);
   g_string_append_printf(g, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                          ",%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
                          s->hw->nodes, s->devices, s->pp, mm_pipe_schedule_names[s->cfg->pipeline.schedule], s->vstages,
@@ -123,23 +141,95 @@ static char *eval_point(const Run *run, uint64_t i, int *status, double *rate, c
   return g_string_free(g, FALSE);
 }
 
+/* Evaluates point @i into @out (done). */
+static void eval_slot(const Ctx *c, uint64_t i, Slot *out)
+{
+  Slot s = {0};
+  s.row = eval_point(c, i, &s.status, &s.samples_per_s, &s.why);
+  s.done = TRUE;
+  *out = s;
+}
+
+/* The slot a probe computed for point @i, moved out (FALSE: none, or taken already). */
+static gboolean take_probe(MmSweepProbes *pr, uint64_t i, Slot *out)
+{
+  for (guint k = 0; pr && k < pr->n; k++)
+    if (pr->index[k] == i && !pr->taken[k]) {
+      *out = pr->slot[k];
+      pr->slot[k].row = pr->slot[k].why = NULL; /* the run owns them now */
+      pr->taken[k] = TRUE;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 static void work(gpointer data, gpointer user)
 {
   Run *r = user;
   const uint64_t i = GPOINTER_TO_SIZE(data) - 1;
-  int status;
-  double rate;
-  char *why = NULL;
-  char *row = eval_point(r, i, &status, &rate, &why);
+  Slot got;
+  eval_slot(&r->ctx, i, &got);
   g_mutex_lock(&r->lock);
-  Slot *s = &r->slots[(i / r->o->shards) % WINDOW];
-  s->row = row;
-  s->status = status;
-  s->samples_per_s = rate;
-  s->why = why;
-  s->done = TRUE;
+  r->slots[(i / r->o->shards) % WINDOW] = got;
   g_cond_broadcast(&r->cond);
   g_mutex_unlock(&r->lock);
+}
+
+static char **system_labels(const MmSweepSystem *sys, guint n)
+{
+  char **labels = g_new0(char *, n + 1);
+  for (guint k = 0; k < n; k++) labels[k] = mm_sweep_system_label(sys[k].inputs->hardware);
+  return labels;
+}
+
+static void probe_work(gpointer data, gpointer user)
+{
+  MmSweepProbes *pr = user;
+  const guint k = GPOINTER_TO_UINT(data) - 1;
+  const gint64 t0 = g_get_monotonic_time();
+  eval_slot(&pr->ctx, pr->index[k], &pr->slot[k]);
+  pr->seconds[k] = (double)(g_get_monotonic_time() - t0) / 1e6;
+}
+
+MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points,
+                              guint n, guint jobs)
+{
+  MmSweepProbes *pr = g_new0(MmSweepProbes, 1);
+  pr->ctx = (Ctx){sys, n_systems, include_oom, system_labels(sys, n_systems)};
+  pr->n = MIN(n, (guint)MM_SWEEP_PROBES);
+  memcpy(pr->index, points, sizeof(uint64_t) * pr->n);
+  GThreadPool *pool = g_thread_pool_new(probe_work, pr, (gint)MAX(1u, MIN(jobs, pr->n)), TRUE, NULL);
+  for (guint k = 0; k < pr->n; k++) g_thread_pool_push(pool, GUINT_TO_POINTER(k + 1), NULL);
+  g_thread_pool_free(pool, FALSE, TRUE);
+  return pr;
+}
+
+double mm_sweep_probe_seconds(const MmSweepProbes *pr, guint *simulated)
+{
+  double t = 0;
+  guint n = 0;
+  for (guint k = 0; pr && k < pr->n; k++)
+    if (pr->slot[k].status == 0) t += pr->seconds[k], n++;
+  *simulated = n;
+  return t;
+}
+
+guint mm_sweep_probes_left(const MmSweepProbes *pr)
+{
+  guint n = 0;
+  for (guint k = 0; pr && k < pr->n; k++) n += !pr->taken[k];
+  return n;
+}
+
+void mm_sweep_probes_free(MmSweepProbes *pr)
+{
+  if (!pr) return;
+  for (guint k = 0; k < pr->n; k++) {
+    g_free(pr->slot[k].row);
+    g_free(pr->slot[k].why);
+  }
+  g_strfreev(pr->ctx.labels);
+  g_free(pr);
 }
 
 /* The first index of this shard at or after @i. */
@@ -245,8 +335,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
-  r->labels = g_new0(char *, o->n_systems + 1);
-  for (guint k = 0; k < o->n_systems; k++) r->labels[k] = mm_sweep_system_label(o->systems[k].inputs->hardware);
+  r->ctx = (Ctx){o->systems, o->n_systems, o->include_oom, system_labels(o->systems, o->n_systems)};
   g_mutex_init(&r->lock);
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
@@ -260,7 +349,14 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   st->points = n;
   while (next_write < n) {
     while (!*o->stop && next_push < n && (next_push - next_write) / o->shards < WINDOW) {
-      g_thread_pool_push(pool, GSIZE_TO_POINTER(next_push + 1), NULL);
+      Slot probed;
+      if (take_probe(o->probes, next_push, &probed)) { /* evaluated by the estimate: no need to again */
+        g_mutex_lock(&r->lock);
+        r->slots[(next_push / o->shards) % WINDOW] = probed;
+        g_mutex_unlock(&r->lock);
+      } else {
+        g_thread_pool_push(pool, GSIZE_TO_POINTER(next_push + 1), NULL);
+      }
       next_push += o->shards;
     }
     if (next_write >= next_push) break; /* stopped before dispatching it */
@@ -303,7 +399,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
-  g_strfreev(r->labels);
+  g_strfreev(r->ctx.labels);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");
   if (fclose(out) != 0 || !ok) {

@@ -166,6 +166,21 @@ guint mm_sweep_locate(const MmSweepSystem *sys, guint n, uint64_t i, uint64_t *l
  * characters as spaces (the CSV is not quoted). (transfer full) */
 char *mm_sweep_system_label(const MmHardware *hw);
 
+/* Points of a sweep evaluated ahead of it, to time them (the run's estimate): each point's row
+ * as the run would write it, which the run then takes instead of evaluating the point again. */
+typedef struct MmSweepProbes MmSweepProbes;
+#define MM_SWEEP_PROBES 8
+
+/* Evaluates the sweep's points @points (up to MM_SWEEP_PROBES of them) on @jobs threads. (transfer full) */
+MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points,
+                              guint n, guint jobs);
+/* The seconds the probes that were simulated took (on their threads), their count in @simulated. */
+double mm_sweep_probe_seconds(const MmSweepProbes *pr, guint *simulated);
+/* Probes whose rows no run has taken (a run takes those of the points it writes). */
+guint mm_sweep_probes_left(const MmSweepProbes *pr);
+void mm_sweep_probes_free(MmSweepProbes *pr);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmSweepProbes, mm_sweep_probes_free)
+
 typedef struct {
   const MmSweepSystem *systems; /* (transfer none); more than one: points.csv has a system column */
   guint n_systems;
@@ -177,6 +192,7 @@ typedef struct {
   volatile int *stop;         /* set asynchronously (SIGINT): finish the points under way and return */
   gboolean progress;          /* a progress line on stderr */
   const char *signature;      /* what the sweep is of (inputs, space, options): DIR/sweep.json */
+  MmSweepProbes *probes;      /* points already evaluated (NULL: none); the run takes their rows */
 } MmSweepOptions;
 
 typedef struct {
