@@ -28,6 +28,9 @@ static const Case cases[] = {
   {LLAMA70, H100, 4, CFG(TOKENS_16M, "," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 4, CFG(TOKENS_16M, ",\"recompute\":\"full\"," SP8_DDP(",\"zero\":1")), TRUE},
   {LLAMA8, H100, 2, CFG(TOKENS_16M, ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), TRUE},
+  /* 8 micro-steps (128 sequences over 16 ranks): the first attempt, 5 of them, is under 3/4 */
+  {LLAMA8, H100, 2, CFG("1048576", ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), TRUE},
+  {LLAMA8, H100, 2, CFG("1048576", ",\"ddp_overlap\":true," TP2_DDP), TRUE},
   {LLAMA8, H100, 2,
    CFG(TOKENS_16M, ",\"ddp_overlap\":false,\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":4},"
                    "{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"),
@@ -48,6 +51,8 @@ static const Case cases[] = {
    TRUE},
   {LLAMA70, H100, 256, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":8}," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 256, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), TRUE},
+  /* 32 micro-steps of 16 stages: reduced to 21 */
+  {LLAMA70, H100, 256, CFG("4194304", ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), TRUE},
   /* context parallelism and a pipeline */
   {LLAMA70, H100, 32,
    CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4},\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},"
@@ -97,7 +102,10 @@ static const Case cases[] = {
                    "\"overlap\":\"async_tp\"},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"),
    FALSE},
   {LLAMA70, H100, 16, CFG(TOKENS_16M, ",\"pipeline\":{\"degree\":4,\"schedule\":\"gpipe\"}," SP8_DDP("")), FALSE},
-  {LLAMA70, H100, 256, CFG("4194304", ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), FALSE},
+  /* 24 micro-steps of 16 stages: the first attempt's 21 are over 3/4 of them (32: reduced, above) */
+  {LLAMA70, H100, 256, CFG("3145728", ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), FALSE},
+  /* 6 micro-steps: 5 would be over 3/4 of them */
+  {LLAMA8, H100, 2, CFG("786432", ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), FALSE},
   /* Llama 3 405B as published: 16 interleaved stages of 4 chunks, 128 micro-steps */
   {"models/llama3-405b.json", H100, 0, "configs/llama3-405b-pretrain.json", FALSE},
 };
