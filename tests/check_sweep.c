@@ -660,6 +660,36 @@ START_TEST(test_probes_reused)
 }
 END_TEST
 
+/* The points of a study share the graphs of the loaded model: the same graph object, and the
+ * answers of a point preparing its own; a point with its own sequence length builds its own. */
+START_TEST(test_graph_cache)
+{
+  g_autofree char *model = mm_test_src("models/llama3-8b.json"), *hw = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autofree char *cfg = mm_test_src("configs/llama3-8b-pretrain.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
+  ck_assert_msg(in != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmGraphCache) cache = mm_graph_cache_new();
+  const MmPoint pts[] = {{.nodes = 2}, {.nodes = 4, .micro_batch = 2, .recompute = 1 + MM_RECOMPUTE_FULL},
+                         {.nodes = 2, .seq_len = 4096}};
+  MmGraph *first = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(pts); i++) {
+    g_autoptr(MmSimulation) a = mm_simulation_prepare_cached(in, &pts[i], cache, &error);
+    g_autoptr(MmSimulation) b = mm_simulation_prepare(in, &pts[i], &error);
+    ck_assert_msg(a && b, "%s", error ? error->message : "");
+    const gboolean own_seq = pts[i].seq_len > 0;
+    ck_assert(a->graphs_shared == !own_seq && !b->graphs_shared);
+    if (!first) first = a->graph;
+    ck_assert(own_seq ? a->graph != first : a->graph == first);
+    ck_assert_uint_eq(a->graph->n_units, b->graph->n_units);
+    ck_assert_double_eq(a->memory->per_device_bytes, b->memory->per_device_bytes);
+    ck_assert(mm_simulation_run(a, FALSE, &error) && mm_simulation_run(b, FALSE, &error));
+    ck_assert_double_eq(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
+    ck_assert_double_eq(a->metrics.compute_s, b->metrics.compute_s);
+  }
+}
+END_TEST
+
 /* Bad space files: exit 1, the file and the JSON path named. */
 /* A schedule dimension: a point's schedule gives what a config naming it gives (dualpipev with its two
  * chunks, interleaved_1f1b with the config's), and points.csv names it. */
@@ -757,6 +787,7 @@ int main(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_space_dlrm);
   tcase_add_test(tc, test_probes_reused);
+  tcase_add_test(tc, test_graph_cache);
   tcase_add_test(tc, test_same_bytes_any_jobs);
   tcase_add_test(tc, test_resume_after_cut);
   tcase_add_test(tc, test_resume_after_kill);

@@ -110,7 +110,9 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
     }
   }
 
-  s->model = &s->model_view;
+  /* a view the point left as loaded: the loaded model itself (graphs built from it can be shared
+   * by the points of a study, mm_simulation_prepare_cached) */
+  s->model = s->view_blocks || s->model_view.n_blocks != m->n_blocks ? &s->model_view : m;
   s->hw = hv;
   s->cfg = cv;
   return TRUE;

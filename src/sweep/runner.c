@@ -28,6 +28,7 @@ typedef struct {
   guint n_systems;
   gboolean include_oom;
   char **labels; /* per system: its system column */
+  MmGraphCache *graphs; /* the points' shared graphs */
 } Ctx;
 
 /* Points evaluated before the sweep (the estimate's timed probes): their slots, kept for the run. */
@@ -80,7 +81,7 @@ static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, cha
   MmSweepPoint sp;
   mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmSimulation) sim = mm_simulation_prepare(sy->inputs, &sp.point, &error);
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp.point, o->graphs, &error);
   *status = 2;
   *rate = 0;
   if (!sim) {
@@ -195,7 +196,7 @@ MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolea
                               guint n, guint jobs)
 {
   MmSweepProbes *pr = g_new0(MmSweepProbes, 1);
-  pr->ctx = (Ctx){sys, n_systems, include_oom, system_labels(sys, n_systems)};
+  pr->ctx = (Ctx){sys, n_systems, include_oom, system_labels(sys, n_systems), mm_graph_cache_new()};
   pr->n = MIN(n, (guint)MM_SWEEP_PROBES);
   memcpy(pr->index, points, sizeof(uint64_t) * pr->n);
   GThreadPool *pool = g_thread_pool_new(probe_work, pr, (gint)MAX(1u, MIN(jobs, pr->n)), TRUE, NULL);
@@ -229,6 +230,7 @@ void mm_sweep_probes_free(MmSweepProbes *pr)
     g_free(pr->slot[k].why);
   }
   g_strfreev(pr->ctx.labels);
+  mm_graph_cache_free(pr->ctx.graphs);
   g_free(pr);
 }
 
@@ -335,7 +337,8 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
-  r->ctx = (Ctx){o->systems, o->n_systems, o->include_oom, system_labels(o->systems, o->n_systems)};
+  r->ctx = (Ctx){o->systems, o->n_systems, o->include_oom, system_labels(o->systems, o->n_systems),
+                 mm_graph_cache_new()};
   g_mutex_init(&r->lock);
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
@@ -400,6 +403,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
   g_strfreev(r->ctx.labels);
+  mm_graph_cache_free(r->ctx.graphs);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");
   if (fclose(out) != 0 || !ok) {

@@ -92,11 +92,11 @@ void mm_simulation_free(MmSimulation *sim)
   if (!sim) return;
   mm_engine_free(sim->decode_engine);
   mm_plan_free(sim->decode_plan);
-  mm_graph_free(sim->decode_graph);
+  if (!sim->graphs_shared) mm_graph_free(sim->decode_graph);
   mm_engine_free(sim->engine);
   mm_plan_free(sim->plan);
   mm_memory_free(sim->memory);
-  mm_graph_free(sim->graph);
+  if (!sim->graphs_shared) mm_graph_free(sim->graph);
   mm_scenario_free(sim->scenario);
   mm_inputs_free(sim->owned);
   g_free(sim);
@@ -155,7 +155,59 @@ MmGraph *mm_simulation_graphs(const MmScenario *s, MmGraph **decode)
   return mm_graph_new_pass(s->model, &first);
 }
 
-MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error)
+#define GRAPH_CACHE_SLOTS 4
+
+struct MmGraphCache {
+  GMutex lock;
+  struct {
+    const MmModel *model;
+    MmGraphPass pass;
+    MmGraph *graph;
+  } e[GRAPH_CACHE_SLOTS];
+  guint n;
+};
+
+MmGraphCache *mm_graph_cache_new(void)
+{
+  MmGraphCache *c = g_new0(MmGraphCache, 1);
+  g_mutex_init(&c->lock);
+  return c;
+}
+
+void mm_graph_cache_free(MmGraphCache *c)
+{
+  if (!c) return;
+  for (guint i = 0; i < c->n; i++) mm_graph_free(c->e[i].graph);
+  g_mutex_clear(&c->lock);
+  g_free(c);
+}
+
+static gboolean same_pass(const MmGraphPass *a, const MmGraphPass *b)
+{
+  return a->tokens == b->tokens && a->context == b->context && !a->kv_cache == !b->kv_cache &&
+         !a->last_logits == !b->last_logits && !a->decode == !b->decode && !a->inference == !b->inference;
+}
+
+/* @model's graph of @pass from @c, built on first use (under the lock: the other threads wait for
+ * it rather than build it too); NULL when the cache is full. */
+static MmGraph *cached_graph(MmGraphCache *c, const MmModel *model, const MmGraphPass *pass)
+{
+  MmGraph *g = NULL;
+  g_mutex_lock(&c->lock);
+  for (guint i = 0; i < c->n && !g; i++)
+    if (c->e[i].model == model && same_pass(&c->e[i].pass, pass)) g = c->e[i].graph;
+  if (!g && c->n < GRAPH_CACHE_SLOTS) {
+    g = mm_graph_new_pass(model, pass);
+    c->e[c->n].model = model;
+    c->e[c->n].pass = *pass;
+    c->e[c->n++].graph = g;
+  }
+  g_mutex_unlock(&c->lock);
+  return g;
+}
+
+MmSimulation *mm_simulation_prepare_cached(const MmInputs *in, const MmPoint *pt, MmGraphCache *cache,
+                                           GError **error)
 {
   g_return_val_if_fail(in, NULL);
   g_autoptr(MmSimulation) sim = g_new0(MmSimulation, 1);
@@ -166,9 +218,24 @@ MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GErro
   sim->model = s->model;
   sim->hardware = s->hw;
   sim->config = s->cfg;
-  sim->graph = mm_simulation_graphs(s, &sim->decode_graph);
+  if (cache && s->model == in->model) { /* the loaded model: its graphs are every such point's */
+    MmGraphPass first, step;
+    const gboolean serving = mm_plan_graph_passes(s, &first, &step);
+    MmGraph *g = cached_graph(cache, s->model, &first), *d = serving ? cached_graph(cache, s->model, &step) : NULL;
+    if (g && (d || !serving)) {
+      sim->graph = g;
+      sim->decode_graph = d;
+      sim->graphs_shared = TRUE;
+    }
+  }
+  if (!sim->graphs_shared) sim->graph = mm_simulation_graphs(s, &sim->decode_graph);
   sim->memory = mm_memory_new(s, sim->graph);
   return g_steal_pointer(&sim);
+}
+
+MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error)
+{
+  return mm_simulation_prepare_cached(in, pt, NULL, error);
 }
 
 gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)

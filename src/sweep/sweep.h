@@ -58,6 +58,7 @@ typedef struct {
   uint32_t steady_micro_steps; /* micro-batches simulated when that reduction applied, else 0 */
   /* serving only: one decode step, and the request-level figures */
   MmGraph *decode_graph;
+  gboolean graphs_shared;   /* graph and decode_graph belong to an MmGraphCache */
   MmPlan *decode_plan;
   MmEngine *decode_engine;
   MmRunMetrics decode_metrics;
@@ -67,6 +68,17 @@ typedef struct {
 /* Derives point @pt's scenario, graphs and memory (no plan or engine yet: a sweep prunes
  * points that do not fit here). (transfer full) */
 MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error);
+/* Graphs shared by the points of a study: a point's graph depends on its model and pass only, and
+ * points that leave the loaded model as it is (no seq_len of their own) build the same one. A
+ * handful of (model, pass) graphs, built on first use; thread-safe. */
+typedef struct MmGraphCache MmGraphCache;
+MmGraphCache *mm_graph_cache_new(void);
+void mm_graph_cache_free(MmGraphCache *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmGraphCache, mm_graph_cache_free)
+/* mm_simulation_prepare taking the graphs from @cache (NULL: building its own) where the point's
+ * model is the loaded one; @cache must outlive the result. (transfer full) */
+MmSimulation *mm_simulation_prepare_cached(const MmInputs *in, const MmPoint *pt, MmGraphCache *cache,
+                                           GError **error);
 /* Lowers and runs a prepared simulation. */
 gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error);
 
