@@ -23,6 +23,7 @@ typedef struct {
   const MmInputs *in;
   const MmSweepSpace *sp;
   const double *scale;
+  MmGraphCache *graphs; /* the points' shared graphs */
   GMutex lock;
   double best_rate;
   uint64_t best_point;
@@ -42,7 +43,7 @@ static void search_chunk(gpointer data, gpointer user)
     MmSweepPoint p;
     mm_sweep_space_point(x->sp, x->in->model, i, &p);
     memcpy(p.point.scale, x->scale, sizeof p.point.scale);
-    g_autoptr(MmSimulation) s = mm_simulation_prepare(x->in, &p.point, NULL);
+    g_autoptr(MmSimulation) s = mm_simulation_prepare_cached(x->in, &p.point, x->graphs, NULL);
     if (!s || !s->memory->fits || !mm_simulation_run(s, FALSE, NULL)) continue;
     if (!found || s->metrics.samples_per_s > rate) rate = s->metrics.samples_per_s, point = i, found = TRUE;
   }
@@ -54,7 +55,8 @@ static void search_chunk(gpointer data, gpointer user)
 
 static void best_point(const MmInputs *in, const MmSweepSpace *sp, guint jobs, MmWhatifRow *row)
 {
-  Search x = {.in = in, .sp = sp, .scale = row->scale};
+  g_autoptr(MmGraphCache) graphs = mm_graph_cache_new();
+  Search x = {.in = in, .sp = sp, .scale = row->scale, .graphs = graphs};
   g_mutex_init(&x.lock);
   GThreadPool *pool = g_thread_pool_new(search_chunk, &x, (gint)jobs, TRUE, NULL);
   for (uint64_t c = 0; c * CHUNK < sp->n_points; c++) g_thread_pool_push(pool, GSIZE_TO_POINTER(c + 1), NULL);
