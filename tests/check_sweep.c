@@ -613,6 +613,8 @@ static char *run_with_probes(const MmSweepSystem *sys, MmSweepProbes *pr, const 
   MmSweepStats st;
   g_autoptr(GError) error = NULL;
   ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
+  g_free(st.first_invalid);
+  g_free(st.first_failure);
   ck_assert_uint_gt(st.simulated, 0);
   g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
   char *text = NULL;
