@@ -326,7 +326,9 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   for (guint j = 0; j < n_timed; j++) timed_points[j] = fits[(guint64)j * fit / n_timed];
   g_autoptr(MmSweepProbes) probe = mm_sweep_probe(sys, n_sys, include_oom, timed_points, n_timed, threads);
   const double sim_s = mm_sweep_probe_seconds(probe, &timed);
-  const double per_point = probed ? prep_s / probed + (timed ? sim_s / timed * fit / probed : 0) : 0;
+  /* a point that does not fit costs its preparation; one that does, a probe's whole evaluation */
+  const double fit_share = probed ? (double)fit / probed : 0, prep = probed ? prep_s / probed : 0;
+  const double per_point = timed ? prep * (1 - fit_share) + sim_s / timed * fit_share : prep;
   const double est = per_point * (double)n_points / shards / threads;
   if (mpi->rank == 0)
     fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s%s), about %.*f s on %u thread%s\n",

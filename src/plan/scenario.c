@@ -26,6 +26,12 @@ static double factor(const MmPoint *pt, MmScale k)
 
 /* The point's views of the inputs: shallow copies (strings and arrays borrowed) with the
  * overridden fields replaced; what changes inside an array (block seq_len) is copied. */
+/* Whether a config's seq_len sets @b's (blocks that process the sequence). */
+static inline gboolean seq_block(const MmBlock *b)
+{
+  return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_TOKEN_EMBEDDING || b->kind == MM_BLOCK_LM_HEAD;
+}
+
 static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
                              const MmPoint *pt, GError **error)
 {
@@ -73,14 +79,15 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
   /* multi-token prediction modules train only: inference runs the model without them (DeepSeek-V3
    * report Sec. 2.2: "we can directly discard these MTP modules") */
   if (cv->task == MM_TASK_INFERENCE && m->n_blocks > 1 && m->blocks[m->n_blocks - 1].mtp) s->model_view.n_blocks--;
-  if (cv->seq_len > 0) {
+  gboolean new_seq = cv->seq_len > 0 && cv->seq_len != m->seq_len;
+  for (guint i = 0; i < m->n_blocks && cv->seq_len > 0 && !new_seq; i++)
+    new_seq = seq_block(&m->blocks[i]) && m->blocks[i].seq_len != cv->seq_len;
+  if (new_seq) { /* (a seq_len the model has already leaves it as loaded) */
     s->view_blocks = g_memdup2(m->blocks, sizeof(MmBlock) * m->n_blocks);
     s->model_view.blocks = s->view_blocks;
     s->model_view.seq_len = cv->seq_len;
     for (guint i = 0; i < m->n_blocks; i++) {
-      MmBlock *b = &s->view_blocks[i];
-      if (b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_TOKEN_EMBEDDING || b->kind == MM_BLOCK_LM_HEAD)
-        b->seq_len = cv->seq_len;
+      if (seq_block(&s->view_blocks[i])) s->view_blocks[i].seq_len = cv->seq_len;
     }
   }
 

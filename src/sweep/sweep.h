@@ -69,7 +69,8 @@ typedef struct {
  * points that do not fit here). (transfer full) */
 MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GError **error);
 /* Graphs shared by the points of a study: a point's graph depends on its model and pass only, and
- * points that leave the loaded model as it is (no seq_len of their own) build the same one. A
+ * points that leave the loaded model as it is build the same one (not: a sequence length the
+ * model's blocks do not have, from the point or the config; inference dropping MTP modules). A
  * handful of (model, pass) graphs, built on first use; thread-safe. */
 typedef struct MmGraphCache MmGraphCache;
 MmGraphCache *mm_graph_cache_new(void);
