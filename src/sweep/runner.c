@@ -16,7 +16,7 @@
 typedef struct {
   char *row;
   gboolean done;
-  int status; /* 0 ok, 1 oom (pruned), 2 rejected by the scenario, 3 failed (internal) */
+  int status; /* 0 ok, 1 oom (pruned), 2 rejected by the scenario, 3 failed (internal), 4 skipped (stopped first) */
   double samples_per_s;
   char *why;
 } Slot;
@@ -168,8 +168,8 @@ static void work(gpointer data, gpointer user)
 {
   Run *r = user;
   const uint64_t i = GPOINTER_TO_SIZE(data) - 1;
-  Slot got;
-  eval_slot(&r->ctx, i, &got);
+  Slot got = {.done = TRUE, .status = 4};
+  if (!*r->o->stop) eval_slot(&r->ctx, i, &got); /* else interrupted before it started: the writer stops here */
   g_mutex_lock(&r->lock);
   r->slots[(i / r->o->shards) % WINDOW] = got;
   g_cond_broadcast(&r->cond);
@@ -369,6 +369,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     Slot got = *s;
     *s = (Slot){0};
     g_mutex_unlock(&r->lock);
+    if (got.status == 4) break; /* stopped (SIGINT): the rows so far are written; --resume goes on from here */
     if (got.status == 3) {
       st->failed++;
       if (!st->first_failure) st->first_failure = g_steal_pointer(&got.why);
