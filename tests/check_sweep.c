@@ -603,13 +603,15 @@ START_TEST(test_whatif_dlrm)
 END_TEST
 
 /* The estimate's probes: the run takes their rows instead of simulating those points again, and
- * writes the bytes it writes without them (any --jobs, a sharded run taking only its own). */
-static char *run_with_probes(const MmSweepSystem *sys, MmSweepProbes *pr, const char *name, guint jobs, guint shards)
+ * writes the bytes it writes without them (any --jobs, a sharded run taking only its own, a
+ * resumed run only those past where it resumes). */
+static char *run_with_probes(const MmSweepSystem *sys, MmSweepProbes *pr, const char *name, guint jobs, guint shards,
+                             gboolean resume)
 {
   g_autofree char *dir = tmp(name);
   volatile int stop = 0;
   MmSweepOptions o = {.systems = sys, .n_systems = 1, .dir = dir, .jobs = jobs, .shard = 0, .shards = shards,
-                      .stop = &stop, .signature = "probes", .probes = pr};
+                      .resume = resume, .stop = &stop, .signature = "probes", .probes = pr};
   MmSweepStats st;
   g_autoptr(GError) error = NULL;
   ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
@@ -647,18 +649,33 @@ START_TEST(test_probes_reused)
   ck_assert_double_gt(mm_sweep_probe_seconds(pr, &timed), 0);
   ck_assert_uint_eq(timed, MM_SWEEP_PROBES);
   ck_assert_uint_eq(mm_sweep_probes_left(pr), MM_SWEEP_PROBES);
-  g_autofree char *plain = run_with_probes(&sys, NULL, "probes-none", 1, 1);
-  g_autofree char *taken = run_with_probes(&sys, pr, "probes-taken", 3, 1);
+  g_autofree char *plain = run_with_probes(&sys, NULL, "probes-none", 1, 1, FALSE);
+  g_autofree char *taken = run_with_probes(&sys, pr, "probes-taken", 3, 1, FALSE);
   ck_assert_str_eq(plain, taken);
   ck_assert_uint_eq(mm_sweep_probes_left(pr), 0);
   /* a shard of two takes the probes of its own points only */
   g_autoptr(MmSweepProbes) pr2 = mm_sweep_probe(&sys, 1, FALSE, fit, n, 1);
-  g_autofree char *half = run_with_probes(&sys, pr2, "probes-shard", 2, 2);
-  g_autofree char *half_plain = run_with_probes(&sys, NULL, "probes-shard-none", 1, 2);
+  g_autofree char *half = run_with_probes(&sys, pr2, "probes-shard", 2, 2, FALSE);
+  g_autofree char *half_plain = run_with_probes(&sys, NULL, "probes-shard-none", 1, 2, FALSE);
   ck_assert_str_eq(half, half_plain);
   guint even = 0;
   for (guint k = 0; k < MM_SWEEP_PROBES; k++) even += fit[k] % 2 == 0;
   ck_assert_uint_eq(mm_sweep_probes_left(pr2), MM_SWEEP_PROBES - even);
+  /* --resume after a cut inside the fifth probe's row: that row is dropped and the run resumes at
+   * or before its point, so the last four probes are taken and the first four, written already,
+   * are not */
+  g_autofree char *row = g_strdup_printf("\n%" G_GUINT64_FORMAT ",", fit[4]);
+  const char *at = strstr(plain, row);
+  ck_assert_ptr_nonnull(at);
+  g_autofree char *rdir = tmp("probes-resume");
+  g_autofree char *rcsv = g_build_filename(rdir, "points.csv", NULL), *rsig = g_build_filename(rdir, "sweep.json", NULL);
+  g_autofree char *partial = g_strndup(plain, (gsize)(at - plain) + strlen(row) + 2);
+  ck_assert(g_mkdir_with_parents(rdir, 0755) == 0);
+  ck_assert(g_file_set_contents(rsig, "probes", -1, NULL) && g_file_set_contents(rcsv, partial, -1, NULL));
+  g_autoptr(MmSweepProbes) pr3 = mm_sweep_probe(&sys, 1, FALSE, fit, n, 2);
+  g_autofree char *resumed = run_with_probes(&sys, pr3, "probes-resume", 2, 1, TRUE);
+  ck_assert_str_eq(resumed, plain);
+  ck_assert_uint_eq(mm_sweep_probes_left(pr3), 4);
 }
 END_TEST
 
