@@ -19,6 +19,7 @@ typedef struct {
 #define CFG(batch, rest) "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch_tokens\":" batch ",\"micro_batch\":1" rest "}"
 #define TOKENS_16M "16777216"
 #define TP8_FSDP "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
+#define FSDP_ALL "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"
 #define TP2_DDP "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}"
 #define SP8_DDP(zero) "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"" zero "}]}"
 
@@ -27,9 +28,9 @@ static const Case cases[] = {
   /* gradient accumulation (no pipeline): TP 8 + DDP over 4 nodes -> 512 micro-steps */
   {LLAMA70, H100, 4, CFG(TOKENS_16M, "," SP8_DDP("")), TRUE},
   {LLAMA70, H100, 4, CFG(TOKENS_16M, ",\"recompute\":\"full\"," SP8_DDP(",\"zero\":1")), TRUE},
-  {LLAMA8, H100, 2, CFG(TOKENS_16M, ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), TRUE},
+  {LLAMA8, H100, 2, CFG(TOKENS_16M, "," FSDP_ALL), TRUE},
   /* 8 micro-steps (128 sequences over 16 ranks): the first attempt, 5 of them, is under 3/4 */
-  {LLAMA8, H100, 2, CFG("1048576", ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), TRUE},
+  {LLAMA8, H100, 2, CFG("1048576", "," FSDP_ALL), TRUE},
   {LLAMA8, H100, 2, CFG("1048576", ",\"ddp_overlap\":true," TP2_DDP), TRUE},
   {LLAMA8, H100, 2,
    CFG(TOKENS_16M, ",\"ddp_overlap\":false,\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":4},"
@@ -105,7 +106,7 @@ static const Case cases[] = {
   /* 24 micro-steps of 16 stages: the first attempt's 21 are over 3/4 of them (32: reduced, above) */
   {LLAMA70, H100, 256, CFG("3145728", ",\"pipeline\":{\"degree\":16}," SP8_DDP("")), FALSE},
   /* 6 micro-steps: 5 would be over 3/4 of them */
-  {LLAMA8, H100, 2, CFG("786432", ",\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}"), FALSE},
+  {LLAMA8, H100, 2, CFG("786432", "," FSDP_ALL), FALSE},
   /* Llama 3 405B as published: 16 interleaved stages of 4 chunks, 128 micro-steps */
   {"models/llama3-405b.json", H100, 0, "configs/llama3-405b-pretrain.json", FALSE},
 };

@@ -24,14 +24,14 @@ static double factor(const MmPoint *pt, MmScale k)
   return pt->scale[k] > 0 ? pt->scale[k] : 1.0;
 }
 
-/* The point's views of the inputs: shallow copies (strings and arrays borrowed) with the
- * overridden fields replaced; what changes inside an array (block seq_len) is copied. */
 /* Whether a config's seq_len sets @b's (blocks that process the sequence). */
 static inline gboolean seq_block(const MmBlock *b)
 {
   return b->kind == MM_BLOCK_TRANSFORMER || b->kind == MM_BLOCK_TOKEN_EMBEDDING || b->kind == MM_BLOCK_LM_HEAD;
 }
 
+/* The point's views of the inputs: shallow copies (strings and arrays borrowed) with the
+ * overridden fields replaced; what changes inside an array (block seq_len) is copied. */
 static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *hw, const MmParallelConfig *c,
                              const MmPoint *pt, GError **error)
 {
@@ -86,9 +86,8 @@ static gboolean derive_views(MmScenario *s, const MmModel *m, const MmHardware *
     s->view_blocks = g_memdup2(m->blocks, sizeof(MmBlock) * m->n_blocks);
     s->model_view.blocks = s->view_blocks;
     s->model_view.seq_len = cv->seq_len;
-    for (guint i = 0; i < m->n_blocks; i++) {
+    for (guint i = 0; i < m->n_blocks; i++)
       if (seq_block(&s->view_blocks[i])) s->view_blocks[i].seq_len = cv->seq_len;
-    }
   }
 
   MmHardware *hv = &s->hw_view;
