@@ -575,7 +575,7 @@ START_TEST(test_h100_attention_published)
   ck_assert(cb.compute.util == ub.compute.util && cb.compute.util != dev->util_gemm.value);
   ck_assert_double_eq_tol(cbs / ubs, 0.5, 1e-12);
   g_autofree char *cbt = mm_cost_factor_text(&cb.compute);
-  ck_assert_msg(strstr(cbt, "bwd (no causal point of this pass)") != NULL, "%s", cbt);
+  ck_assert_msg(strstr(cbt, "bwd fa3 (no causal point of this pass)") != NULL, "%s", cbt);
 
   /* outside: 32k tokens (above 16k), head dim 256 (above 128), 4 heads x sequences (below 16),
    * eager attention: the scalar utilization.gemm */
@@ -590,6 +590,68 @@ START_TEST(test_h100_attention_published)
     const double t = mm_cost_kernel_s(dev, &out[i], 1e12, 0, &why);
     ck_assert_msg(why.compute.curve == NULL && why.compute.outside != NULL, "kernel %u is covered", i);
     ck_assert(t == 1e12 / (dev->peak_flops[MM_DTYPE_BF16] * scalar));
+  }
+}
+END_TEST
+
+/* The run's attention kernel picks its own points of H100's curve: FlashAttention-2's and cuDNN's
+ * bars of the same figures (FlashAttention-3 paper, Figures 5 and 6), FlashAttention-3's when the run
+ * names none (the curve's default_kernel) or fa3; a device whose curve names no kernels (A100's eager
+ * points) times a flash kernel of any name with its scalar, as before. */
+START_TEST(test_h100_attention_kernels)
+{
+  g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
+  ck_assert_ptr_nonnull(hw);
+  const MmDevice *dev = &hw->device;
+  static const struct {
+    MmAttnKernel impl;
+    double s, d;
+    gboolean bwd, causal;
+    double tflops; /* the bar of that kernel */
+  } rows[] = {
+    {MM_ATTN_KERNEL_FA2, 1024, 64, FALSE, FALSE, 306},    /* Figure 5(a) */
+    {MM_ATTN_KERNEL_FA2, 8192, 128, FALSE, TRUE, 333},    /* Figure 5(d) */
+    {MM_ATTN_KERNEL_FA2, 8192, 128, TRUE, FALSE, 318},    /* Figure 6(b) */
+    {MM_ATTN_KERNEL_CUDNN, 2048, 128, FALSE, FALSE, 617}, /* Figure 5(c) */
+    {MM_ATTN_KERNEL_CUDNN, 4096, 64, FALSE, TRUE, 363},   /* Figure 5(b) */
+    {MM_ATTN_KERNEL_CUDNN, 512, 64, TRUE, FALSE, 266},    /* Figure 6(a) */
+    {MM_ATTN_KERNEL_FA3, 8192, 128, FALSE, TRUE, 602},    /* Figure 5(d), named */
+    {MM_ATTN_KERNEL_DEFAULT, 8192, 128, FALSE, TRUE, 602}, /* the same, by default */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    const double s = rows[i].s, d = rows[i].d, seqs = 16384.0 / s, heads = 2048.0 / d, c = rows[i].causal ? 0.5 : 1.0;
+    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, d, heads * seqs);
+    k.flash = TRUE, k.bwd = rows[i].bwd, k.causal = rows[i].causal, k.impl = rows[i].impl;
+    const double per_head = k.bwd ? 10.0 * s * s * d + 10.0 * s * s : 4.0 * s * s * d + 5.0 * s * s;
+    MmCostWhy why;
+    const double got = mm_cost_kernel_s(dev, &k, c * per_head * heads * seqs, 0, &why);
+    const double want = (k.bwd ? 2.5 : 1.0) * 4.0 * s * s * d * heads * seqs * c / (rows[i].tflops * 1e12);
+    ck_assert_msg(why.compute.curve != NULL, "row %u: not on the curve", i);
+    ck_assert_msg(fabs(got / want - 1.0) < 5e-6, "row %u: %.9g s, published %.9g s", i, got, want);
+    const int named = rows[i].impl ? (int)rows[i].impl : MM_ATTN_KERNEL_FA3;
+    ck_assert_int_eq(why.compute.curve->points[why.compute.point].kernel, named);
+    g_autofree char *text = mm_cost_factor_text(&why.compute);
+    ck_assert_msg(strstr(text, mm_attn_kernel_names[named]) != NULL, "%s", text);
+  }
+  /* a causal FlashAttention-2 backward takes FlashAttention-2's unmasked backward, not FA3's */
+  MmKernel cb = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64);
+  cb.flash = cb.bwd = cb.causal = TRUE, cb.impl = MM_ATTN_KERNEL_FA2;
+  MmCostWhy w;
+  mm_cost_kernel_s(dev, &cb, 1e12, 0, &w);
+  ck_assert(w.compute.other_mask && w.compute.curve->points[w.compute.point].kernel == MM_ATTN_KERNEL_FA2);
+  ck_assert_double_eq_tol(w.compute.util, 310.0 / 989.4 * 129.0 / 128.0, 1e-6);
+
+  /* A100: eager points only, no kernel names: a flash kernel of any name takes the scalar */
+  g_autofree char *ap = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autoptr(MmHardware) a100 = mm_hardware_load(ap, &error);
+  ck_assert_ptr_nonnull(a100);
+  for (int impl = 0; impl < MM_ATTN_KERNEL_COUNT; impl++) {
+    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 2048, 2048, 128, 64);
+    k.flash = TRUE, k.impl = (MmAttnKernel)impl;
+    const double t = mm_cost_kernel_s(&a100->device, &k, 1e12, 0, &w);
+    ck_assert(w.compute.curve == NULL && t == 1e12 / (a100->device.peak_flops[MM_DTYPE_BF16] * a100->device.util_gemm.value));
   }
 }
 END_TEST
@@ -707,6 +769,34 @@ static const BadCurve bad_curves[] = {
   {"the same eager shape and pass twice",
    "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
    "\"eager\":true},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6,\"eager\":true}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[2]"},
+  {"a kernel on a gemm point",
+   "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"kernel\":\"fa2\"}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemm.bf16.points[0]"},
+  {"eager and kernel",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"eager\":true,\"kernel\":\"cudnn\"}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[0]"},
+  {"an unknown kernel",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"kernel\":\"fa4\"}]}}}",
+   MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.efficiency.attention.bf16.points[0].kernel"},
+  {"a default_kernel no point measured",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"default_kernel\":\"fa3\",\"points\":[{\"m\":2,"
+   "\"n\":1,\"k\":1,\"util\":0.5,\"kernel\":\"fa2\"},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.default_kernel"},
+  {"a default_kernel on a gemm curve",
+   "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"default_kernel\":\"fa2\"," PTS "}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemm.bf16.default_kernel"},
+  {"a default_kernel on a memory curve",
+   "{\"hbm\":{\"lookup\":{\"provenance\":\"paper\",\"default_kernel\":\"cudnn\",\"points\":[{\"bytes\":1e3,"
+   "\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.hbm.lookup.default_kernel"},
+  {"the same shape and kernel twice",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"kernel\":\"fa2\"},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.6,\"kernel\":\"fa3\"},{\"m\":2,\"n\":1,\"k\":1,"
+   "\"util\":0.6,\"kernel\":\"fa2\"}]}}}",
    MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[2]"},
   {"unknown memory kind", "{\"hbm\":{\"norm\":{}}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.efficiency.hbm"},
   {"memory points out of order",
@@ -1001,6 +1091,7 @@ static Suite *cost_suite(void)
   tcase_add_test(tc, test_a100_eager_attention);
   tcase_add_test(tc, test_attention_descriptor_flags);
   tcase_add_test(tc, test_h100_attention_published);
+  tcase_add_test(tc, test_h100_attention_kernels);
   tcase_add_test(tc, test_describe_attention_backward);
   tcase_add_loop_test(tc, test_bad_efficiency, 0, G_N_ELEMENTS(bad_curves));
   tcase_add_test(tc, test_every_curve_slot_parses);

@@ -105,6 +105,19 @@ typedef enum { MM_INTERACTION_DOT, MM_INTERACTION_CONCAT } MmInteractionOp;
 typedef enum { MM_FFN_GELU, MM_FFN_RELU, MM_FFN_SWIGLU, MM_FFN_GEGLU } MmFfnKind;
 typedef enum { MM_NORM_LAYERNORM, MM_NORM_RMSNORM } MmNormKind;
 typedef enum { MM_ATTN_FLASH, MM_ATTN_EAGER } MmAttnImpl;
+/* Which flash-attention kernel a run's software calls (the config's "attention_kernel"), and which
+ * one an attention curve's point measured (its "kernel"): FlashAttention-2 (PyTorch SDPA's flash
+ * backend, flash-attn 2.x), FlashAttention-3 (flash-attn's hopper/ build), cuDNN's fused attention
+ * (Transformer Engine's FusedAttention, SDPA's cudnn backend). DEFAULT: the
+ * kernel the curve names as its default_kernel (a point without "kernel" when it names none). */
+typedef enum {
+  MM_ATTN_KERNEL_DEFAULT,
+  MM_ATTN_KERNEL_FA2,
+  MM_ATTN_KERNEL_FA3,
+  MM_ATTN_KERNEL_CUDNN,
+  MM_ATTN_KERNEL_COUNT
+} MmAttnKernel;
+extern const char *const mm_attn_kernel_names[]; /* NULL-terminated: "default", "fa2", "fa3", "cudnn" */
 /* Sequential (x + Attn(LN x), then + MLP(LN x')) or parallel attention and MLP read by one
  * normalized input (GPT-J, PaLM, Falcon-7B) or by two norms of the same input (GPT-NeoX's
  * gpt_j_residual): y = x + Attn(LN1 x) + MLP(LN2 x). */
@@ -242,6 +255,7 @@ typedef struct {
    * kernels are forward and unmasked. bwd holds the "pass" key's index in mm_kernel_pass_names
    * (fwd 0, bwd 1). */
   gboolean bwd, causal, eager;
+  int kernel; /* attention points only: the MmAttnKernel measured (0: unnamed) */
 } MmEffPoint;
 
 extern const char *const mm_kernel_pass_names[]; /* NULL-terminated: "fwd", "bwd" */
@@ -253,6 +267,7 @@ typedef struct {
   char *source;
   MmEffPoint *points;       /* memory curves: sorted by bytes, strictly increasing */
   guint n_points;
+  int default_kernel;       /* attention curves: the MmAttnKernel whose points time a run that names none */
 } MmEffCurve;
 
 /* A fitted efficiency model of one kernel kind (and dtype, for compute) from a calibration
@@ -588,6 +603,7 @@ typedef struct {
                                  * period (every); 0: all */
   int64_t offload_num_layers;   /* activation offload to host: the first N layers of each chunk (0: none) */
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
+  MmAttnKernel attention_kernel; /* the flash-attention kernel the run's software calls (DEFAULT: the device's) */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   gboolean fsdp_reshard;     /* FSDP: gather again for every micro-batch's forward and backward (else once) */

@@ -87,6 +87,7 @@ static const MmField efficiency_fields[] = {
 typedef struct {
   int provenance;
   char *source;
+  int default_kernel;
 } CurveRaw;
 
 static const MmField curve_fields[] = {
@@ -96,6 +97,10 @@ static const MmField curve_fields[] = {
    "citation or calibration run"},
   {"points", MM_F_ARRAY, TRUE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "measured points, at least one (compute: {m, n, k, batch, util}; hbm: {bytes, util})"},
+  {"default_kernel", MM_F_ENUM, FALSE, 0, 0, MM_ATTN_KERNEL_DEFAULT, mm_attn_kernel_names,
+   (gssize)offsetof(CurveRaw, default_kernel), NULL,
+   "attention curves whose points name their kernel: the kernel whose points time a run whose config names no "
+   "attention_kernel (it must have points here); default: the points that name none"},
   MM_FIELDS_END,
 };
 
@@ -117,6 +122,10 @@ static const MmField compute_point_fields[] = {
    "dV, dQ and dK backward), whose FLOPs it counts as the kernel's (the softmax's included); the softmax, mask "
    "and dropout passes are priced at HBM bandwidth beside them, one after another. A point times only eager "
    "kernels if set, only flash kernels if not; never with causal (eager kernels compute the whole matrix)"},
+  {"kernel", MM_F_ENUM, FALSE, 0, 0, MM_ATTN_KERNEL_DEFAULT, mm_attn_kernel_names, PT(kernel), NULL,
+   "attention curves, flash points: the implementation measured (fa2, fa3, cudnn); a point times only "
+   "kernels of a run calling that one (the config's attention_kernel, else the curve's default_kernel). Default: "
+   "unnamed, for the runs that name none on a curve without default_kernel"},
   MM_FIELDS_END,
 };
 
@@ -347,6 +356,7 @@ static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *
   c->source = raw.source;
   if (!ok) return FALSE;
   c->provenance = (MmProvenance)raw.provenance;
+  c->default_kernel = raw.default_kernel;
   const cJSON *pts = cJSON_GetObjectItemCaseSensitive(obj, "points");
   g_autofree char *pp = g_strdup_printf("%s.points", jp);
   int n = cJSON_GetArraySize(pts);
@@ -364,7 +374,7 @@ static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *
     for (guint j = 0; compute && j < c->n_points; j++) {
       const MmEffPoint *q = &c->points[j];
       if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch && q->bwd == p->bwd &&
-          q->causal == p->causal && q->eager == p->eager) {
+          q->causal == p->causal && q->eager == p->eager && q->kernel == p->kernel) {
         mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip, "the same shape as %s[%u]", pp, j);
         return FALSE;
       }
@@ -378,6 +388,25 @@ static gboolean parse_curve(const MmJsonCtx *ctx, const cJSON *obj, const char *
     c->n_points++;
   }
   return TRUE;
+}
+
+/* A curve's default_kernel: attention curves only, and one with points of that kernel. */
+static gboolean curve_default_ok(const MmJsonCtx *ctx, const MmEffCurve *c, int kind, const char *cp, GError **error)
+{
+  g_autofree char *dp = g_strdup_printf("%s.default_kernel", cp);
+  const char *name = mm_attn_kernel_names[c->default_kernel];
+  if (kind != MM_KERNEL_ATTENTION) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                  "default_kernel \"%s\" on a %s curve; it names a flash-attention kernel (expected it on an "
+                  "attention curve only)", name, kind < 0 ? "memory" : mm_kernel_kind_names[kind]);
+    return FALSE;
+  }
+  for (guint i = 0; i < c->n_points; i++)
+    if (c->points[i].kernel == c->default_kernel) return TRUE;
+  mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
+                "default_kernel \"%s\", but no point of the curve has kernel \"%s\" (expected a kernel the points "
+                "measured)", name, name);
+  return FALSE;
 }
 
 /* The optional "efficiency" object: compute curves by kind and dtype, memory curves by kind. */
@@ -413,10 +442,17 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
       for (guint i = 0; i < c->n_points; i++) {
         const MmEffPoint *p = &c->points[i];
         g_autofree char *ip = g_strdup_printf("%s.points[%u]", cp, i);
-        if (k != MM_KERNEL_ATTENTION && (p->bwd || p->causal || p->eager)) {
+        if (k != MM_KERNEL_ATTENTION && (p->bwd || p->causal || p->eager || p->kernel)) {
           mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
-                        "pass, causal and eager describe attention kernels only; a %s point is forward and unmasked",
+                        "pass, causal, eager and kernel describe attention kernels only; a %s point is forward, "
+                        "unmasked and of no named attention kernel",
                         mm_kernel_kind_names[k]);
+          return FALSE;
+        }
+        if (p->eager && p->kernel) {
+          mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, ip,
+                        "eager and kernel together; kernel names a flash-attention implementation, and an eager "
+                        "point times cuBLAS batched GEMMs (expected one of the two)");
           return FALSE;
         }
         if (p->eager && p->causal) {
@@ -426,6 +462,7 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
           return FALSE;
         }
       }
+      if (c->default_kernel && !curve_default_ok(ctx, c, k, cp, error)) return FALSE;
     }
   }
   const cJSON *hbm = cJSON_GetObjectItemCaseSensitive(eff, "hbm");
@@ -438,6 +475,7 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
     MmEffCurve *c = out->memory_eff[k] = g_new0(MmEffCurve, 1);
     c->name = g_strdup_printf("hbm.%s", mm_kernel_kind_names[k]);
     if (!parse_curve(ctx, cj, cp, FALSE, c, error)) return FALSE;
+    if (c->default_kernel && !curve_default_ok(ctx, c, -1, cp, error)) return FALSE;
   }
   return TRUE;
 }

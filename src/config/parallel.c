@@ -52,6 +52,13 @@ static const MmField config_fields[] = {
    "the first N transformer or mlp layers of each model chunk keep for backward are copied to host memory "
    "after their forward and back before their backward, over the host link and beside the compute; "
    "0: none. Needs recompute none (Megatron-Core rejects both together) and a training task"},
+  {"attention_kernel", MM_F_ENUM, FALSE, 0, 0, MM_ATTN_KERNEL_DEFAULT, mm_attn_kernel_names, CFG(attention_kernel),
+   NULL,
+   "the flash-attention kernel the run's software calls, which times attention from that kernel's measured points "
+   "in the device's attention curve: fa2 (FlashAttention-2: PyTorch SDPA's flash backend, flash-attn 2.x), fa3 "
+   "(FlashAttention-3, flash-attn's hopper build), cudnn (cuDNN fused attention: Transformer Engine's "
+   "FusedAttention, which it prefers on Hopper, and SDPA's cudnn backend); default: the curve's default_kernel. A device whose curve has no point of the kernel named times attention "
+   "with its utilization.gemm scalar (describe says which)"},
   {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",

@@ -18,12 +18,21 @@ static gboolean eager(const MmKernel *k)
   return k->kind == MM_KERNEL_ATTENTION && !k->flash;
 }
 
-/* Whether point @p describes kernel @k's pass, mask and kind of kernel: attention points name
- * them (an eager kernel takes only eager points, which time its batched GEMMs; a flash kernel
- * only the others); other kinds are forward, unmasked and not eager (device.c rejects the keys). */
-static gboolean point_matches(const MmEffPoint *p, const MmKernel *k, gboolean causal)
+/* The attention kernel whose points time @k on curve @c: the one the run calls, else the curve's
+ * default; none for eager attention and other kinds (their points name none, device.c). */
+static int wanted_kernel(const MmEffCurve *c, const MmKernel *k)
 {
-  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == causal;
+  if (k->kind != MM_KERNEL_ATTENTION || eager(k)) return MM_ATTN_KERNEL_DEFAULT;
+  return k->impl != MM_ATTN_KERNEL_DEFAULT ? (int)k->impl : c->default_kernel;
+}
+
+/* Whether point @p of curve @c describes kernel @k's pass, mask and kind of kernel: attention
+ * points name them (an eager kernel takes only eager points, which time its batched GEMMs; a flash
+ * kernel only the others, of the implementation it runs); other kinds are forward, unmasked and
+ * not eager (device.c rejects the keys). */
+static gboolean point_matches(const MmEffCurve *c, const MmEffPoint *p, const MmKernel *k, gboolean causal)
+{
+  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == causal && p->kernel == wanted_kernel(c, k);
 }
 
 /* The mask whose points time flash kernel @k: its own, or, where the curve has no point of @k's
@@ -35,8 +44,8 @@ static gboolean lookup_mask(const MmEffCurve *c, const MmKernel *k)
   if (k->kind != MM_KERNEL_ATTENTION || eager(k)) return k->causal;
   gboolean own = FALSE, other = FALSE;
   for (guint i = 0; i < c->n_points; i++) {
-    own = own || point_matches(&c->points[i], k, k->causal);
-    other = other || point_matches(&c->points[i], k, !k->causal);
+    own = own || point_matches(c, &c->points[i], k, k->causal);
+    other = other || point_matches(c, &c->points[i], k, !k->causal);
   }
   return own || !other ? k->causal : !k->causal;
 }
@@ -70,7 +79,7 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
   shape_of(k->m, k->n, k->k, k->batch, x);
   for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(&c->points[i], k, mask)) continue;
+    if (!point_matches(c, &c->points[i], k, mask)) continue;
     double p[DIMS];
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) lo[d] = MIN(lo[d], p[d]), hi[d] = MAX(hi[d], p[d]);
@@ -79,7 +88,7 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
     if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
   double best = INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(&c->points[i], k, mask)) continue;
+    if (!point_matches(c, &c->points[i], k, mask)) continue;
     double p[DIMS], dist = 0;
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) {
@@ -198,9 +207,10 @@ char *mm_cost_factor_text(const MmCostFactor *f)
   if (f->curve) {
     const MmEffPoint *p = &f->curve->points[f->point];
     g_autofree char *at = p->bytes > 0 ? g_strdup_printf("bytes=%.6g", p->bytes)
-                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g%s%s%s", p->m, p->n, p->k,
+                                       : g_strdup_printf("m=%.6g n=%.6g k=%.6g batch=%.6g%s%s%s%s%s", p->m, p->n, p->k,
                                                          p->batch, p->bwd ? " bwd" : "", p->causal ? " causal" : "",
-                                                         p->eager ? " eager" : "");
+                                                         p->eager ? " eager" : "", p->kernel ? " " : "",
+                                                         p->kernel ? mm_attn_kernel_names[p->kernel] : "");
     return g_strdup_printf("curve %s (%s) %s %s%s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
                            p->bytes > 0 ? "from" : "at", at,
                            f->other_mask ? (p->causal ? " (no unmasked point of this pass)" : " (no causal point of this pass)")

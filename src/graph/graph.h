@@ -78,6 +78,7 @@ typedef struct {
    * which measured flash curves do not describe), its backward pass, and a causal mask over a
    * whole sequence (q == kv: the kernel skips the masked half, see the executed FLOPs) */
   gboolean flash, bwd, causal;
+  MmAttnKernel impl; /* flash attention only: the kernel the run calls (src/plan sets it from the config) */
 } MmKernel;
 
 /* The three kernels of a layer's iteration. */

@@ -99,6 +99,7 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
   const MmKernelShare share = {.samples = n, .work = wf, .split = l->tp == MM_TP_REPLICATED ? 1.0 : 1.0 / tp,
                                .groups = l->expert && ep > 1 ? 1.0 / ep : 1.0};
   mm_kernel_for_part(l, part, &share, kernel_dtype(s, bs, l), &out->kernel);
+  if (out->kernel.kind == MM_KERNEL_ATTENTION && out->kernel.flash) out->kernel.impl = s->cfg->attention_kernel;
   out->flops = flops;
   out->model_flops = mflops;
   out->bytes = bytes;

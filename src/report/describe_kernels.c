@@ -36,6 +36,8 @@ static cJSON *kernel_json(const MmKernel *k)
   cJSON_AddNumberToObject(o, "n", k->n);
   cJSON_AddNumberToObject(o, "k", k->k);
   cJSON_AddNumberToObject(o, "batch", k->batch);
+  if (k->kind == MM_KERNEL_ATTENTION && k->flash && k->impl)
+    cJSON_AddStringToObject(o, "attention_kernel", mm_attn_kernel_names[k->impl]);
   return o;
 }
 
@@ -69,6 +71,7 @@ static cJSON *factor_json(const MmCostFactor *f)
       if (p->bwd) cJSON_AddStringToObject(po, "pass", mm_kernel_pass_names[1]);
       if (p->causal) cJSON_AddBoolToObject(po, "causal", TRUE);
       if (p->eager) cJSON_AddBoolToObject(po, "eager", TRUE);
+      if (p->kernel) cJSON_AddStringToObject(po, "kernel", mm_attn_kernel_names[p->kernel]);
     }
     cJSON_AddNumberToObject(po, "util", p->util);
     if (f->other_mask) cJSON_AddBoolToObject(o, "other_mask", TRUE);
