@@ -253,9 +253,15 @@ START_TEST(test_attention_pass_and_mask)
   MmCostWhy why;
   mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
   ck_assert(why.compute.curve == c);
-  k.causal = TRUE; /* the curve has causal forward points: the unmasked ones never stand in for them */
+  ck_assert(!why.compute.longer);
+  k.causal = TRUE; /* the curve has causal forward points: the unmasked ones never stand in for them; 2048
+                    * tokens are longer than the causal ones measured, whose longest (1024) it takes */
   double t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
-  ck_assert(why.compute.outside == c && t == 1e12 / (300e12 * 0.7) && !why.compute.other_mask);
+  ck_assert(why.compute.curve == c && why.compute.point == 2 && why.compute.longer && !why.compute.other_mask);
+  ck_assert(t == 1e12 / (300e12 * 0.4));
+  k.m = k.n = 512; /* shorter than measured: never extended, the scalar */
+  t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
+  ck_assert(why.compute.outside == c && t == 1e12 / (300e12 * 0.7) && !why.compute.longer);
   /* an eager kernel of a covered shape: the scalar */
   k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 1024, 1024, 128, 16);
   t = mm_cost_kernel_s(&dev, &k, 1e12, 0, &why);
@@ -577,13 +583,28 @@ START_TEST(test_h100_attention_published)
   g_autofree char *cbt = mm_cost_factor_text(&cb.compute);
   ck_assert_msg(strstr(cbt, "bwd fa3 (no causal point of this pass)") != NULL, "%s", cbt);
 
-  /* outside: 32k tokens (above 16k), head dim 256 (above 128), 4 heads x sequences (below 16),
-   * eager attention: the scalar utilization.gemm */
+  /* longer than measured: 32k queries and 128k keys (a context-parallel chunk) take the 16k point of
+   * their pass and mask (Figure 5(d): 616 TFLOP/s), flagged; the head width and batch still bound */
+  MmKernel lk = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 32768, 131072, 128, 16);
+  lk.flash = lk.causal = TRUE;
+  MmCostWhy lw;
+  mm_cost_kernel_s(dev, &lk, 1e12, 0, &lw);
+  ck_assert(lw.compute.curve != NULL && lw.compute.longer && !lw.compute.other_mask);
+  ck_assert(lw.compute.curve->points[lw.compute.point].m == 16384 && lw.compute.curve->points[lw.compute.point].causal);
+  ck_assert_double_eq_tol(lw.compute.util, 616.0 / 989.4 * 517.0 / 512.0, 1e-6);
+  g_autofree char *lt = mm_cost_factor_text(&lw.compute);
+  ck_assert_msg(strstr(lt, "longer than the longest sequence measured") != NULL, "%s", lt);
+  MmCostWhy sw; /* within the curve: not flagged */
+  h100_attention_s(dev, 16384, 128, 1, FALSE, TRUE, &sw);
+  ck_assert(sw.compute.curve != NULL && !sw.compute.longer);
+
+  /* outside: head dim 256 (above 128), 4 heads x sequences (below 16), 256 tokens (below 512),
+   * eager attention (32k tokens: eager points are never extended): the scalar utilization.gemm */
   const double scalar = dev->util_gemm.value;
-  MmKernel out[] = {kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 32768, 32768, 128, 16),
+  MmKernel out[] = {kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 256, 256, 128, 64),
                     kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 256, 64),
                     kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 4),
-                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 4096, 4096, 128, 64)};
+                    kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 32768, 32768, 128, 64)};
   for (guint i = 0; i < G_N_ELEMENTS(out); i++) out[i].flash = i != 3;
   for (guint i = 0; i < G_N_ELEMENTS(out); i++) {
     MmCostWhy why;

@@ -589,7 +589,9 @@ void mm__device_write_schema(FILE *out)
   mm_json_write_schema(out, "`efficiency`",
                        "Optional measured curves (a calibration run writes them). A compute curve "
                        "(`efficiency.KIND.DTYPE`) applies to kernels of that kind and dtype whose m, n, k and "
-                       "batch each lie within the range its points span: the utilization of the nearest point "
+                       "batch each lie within the range its points span (a flash attention kernel longer than the longest "
+                       "sequence measured takes that length: its m and n, and only those, are extended past the points): "
+                       "the utilization of the nearest point "
                        "in log space (squared distance over log2 m, n, k, batch; the first listed wins a tie). "
                        "Attention points also name their pass (`fwd`, `bwd`), mask (`causal`) and kind of kernel "
                        "(`eager`: separate batched GEMMs, else a flash kernel): only points of a kernel's own "

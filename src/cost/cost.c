@@ -71,11 +71,12 @@ static double eager_gemm_bytes(const MmKernel *k)
  * answers with its closest measurement, never an extrapolation. @other_mask: the points were
  * the other mask's (lookup_mask). */
 static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point,
-                               gboolean *other_mask)
+                               gboolean *other_mask, gboolean *longer)
 {
   double x[DIMS], lo[DIMS], hi[DIMS];
   const gboolean mask = lookup_mask(c, k);
   *other_mask = mask != k->causal;
+  *longer = FALSE;
   shape_of(k->m, k->n, k->k, k->batch, x);
   for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
@@ -84,6 +85,13 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) lo[d] = MIN(lo[d], p[d]), hi[d] = MAX(hi[d], p[d]);
   }
+  /* a flash kernel's queries and keys beyond the longest measured sequence take its length: a flash
+   * kernel's efficiency saturates with the sequence (each query block streams over more keys of the
+   * same work), and the published curves are flat at their long end (FlashAttention-2/3, cuDNN on
+   * H100: 8k to 16k tokens within 2.8%); this is the one dimension extended past the points */
+  if (k->kind == MM_KERNEL_ATTENTION && !eager(k))
+    for (int d = 0; d < 2; d++)
+      if (x[d] > hi[d] && hi[d] >= lo[d]) x[d] = hi[d], *longer = TRUE;
   for (int d = 0; d < DIMS; d++)
     if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
   double best = INFINITY;
@@ -151,6 +159,7 @@ static void factor(MmCostFactor *f, const MmUtil *scalar, const char *scalar_nam
   f->name = covered ? curve->name : scalar_name;
   f->point = covered ? point : -1;
   f->other_mask = FALSE;
+  f->longer = FALSE;
 }
 
 double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, double bytes, MmCostWhy *why)
@@ -160,11 +169,12 @@ double mm_cost_kernel_s(const MmDevice *dev, const MmKernel *k, double flops, do
   double cu = 0, mu = 0;
   int cp = -1, mp = -1;
   const MmEffCurve *cc = dev->compute_eff[k->kind][k->dtype], *mc = dev->memory_eff[k->kind];
-  gboolean other = FALSE;
-  gboolean c_ok = flops > 0 && cc && compute_lookup(cc, k, &cu, &cp, &other);
+  gboolean other = FALSE, longer = FALSE;
+  gboolean c_ok = flops > 0 && cc && compute_lookup(cc, k, &cu, &cp, &other, &longer);
   gboolean m_ok = bytes > 0 && mc && memory_lookup(mc, bytes, &mu, &mp);
   factor(&w.compute, &dev->util_gemm, "utilization.gemm", flops > 0 ? cc : NULL, c_ok, cu, cp);
   w.compute.other_mask = c_ok && other;
+  w.compute.longer = c_ok && longer;
   factor(&w.memory, &dev->util_hbm, "utilization.hbm", bytes > 0 ? mc : NULL, m_ok, mu, mp);
   /* calibration fits, where the device has them, replace both */
   const MmEffFit *cf = dev->compute_fit[k->kind][k->dtype];
@@ -211,11 +221,11 @@ char *mm_cost_factor_text(const MmCostFactor *f)
                                                          p->batch, p->bwd ? " bwd" : "", p->causal ? " causal" : "",
                                                          p->eager ? " eager" : "", p->kernel ? " " : "",
                                                          p->kernel ? mm_attn_kernel_names[p->kernel] : "");
-    return g_strdup_printf("curve %s (%s) %s %s%s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
+    return g_strdup_printf("curve %s (%s) %s %s%s%s: %.4g", f->name, mm_provenance_names[f->curve->provenance],
                            p->bytes > 0 ? "from" : "at", at,
                            f->other_mask ? (p->causal ? " (no unmasked point of this pass)" : " (no causal point of this pass)")
                                          : "",
-                           f->util);
+                           f->longer ? " (longer than the longest sequence measured)" : "", f->util);
   }
   g_autofree char *outside = f->outside ? g_strdup_printf("outside curve %s: ", f->outside->name) : g_strdup("");
   return g_strdup_printf("%sscalar %s %.4g (%s)", outside, f->name, f->util,

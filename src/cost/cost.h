@@ -19,6 +19,8 @@ typedef struct {
   int point;                /* compute: the nearest point; memory: the point at or below the bytes; -1: none */
   gboolean other_mask;      /* attention: the point is of the other mask (the curve has none of the
                              * kernel's own mask for its pass) */
+  gboolean longer;          /* flash attention: the kernel's sequence is longer than the longest measured,
+                             * whose efficiency it takes (the curves are flat there) */
 } MmCostFactor;
 
 /* Why a kernel takes the time it does: both factors, both times, which one bounds it. */

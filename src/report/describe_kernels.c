@@ -75,6 +75,7 @@ static cJSON *factor_json(const MmCostFactor *f)
     }
     cJSON_AddNumberToObject(po, "util", p->util);
     if (f->other_mask) cJSON_AddBoolToObject(o, "other_mask", TRUE);
+    if (f->longer) cJSON_AddBoolToObject(o, "longer", TRUE);
   }
   if (f->outside) cJSON_AddStringToObject(o, "outside_curve", f->outside->name);
   return o;
