@@ -269,6 +269,8 @@ static const BadCase bad_cases[] = {
   {"zero on a tp level", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8,\"zero\":1}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default[0].zero", NULL},
   {"ZeRO stage 3 on ddp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":3}]}}", MM_CONFIG_ERROR_RANGE, "$.parallelism.default[0].zero", NULL},
   {"sequence parallel on ddp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\",\"sequence_parallel\":true}]}}", MM_CONFIG_ERROR_INCONSISTENT, "sequence_parallel", NULL},
+  {"fsdp on a tp level", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8,\"fsdp\":true}]}}", MM_CONFIG_ERROR_INCONSISTENT, "fsdp", NULL},
+  {"fsdp on a cp level not a boolean", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"cp\",\"degree\":8,\"fsdp\":\"yes\"}]}}", MM_CONFIG_ERROR_TYPE, "fsdp", NULL},
   {"kv exchange on tp", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8,\"kv_exchange\":\"ring\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "kv_exchange", NULL},
   {"virtual stages without interleaving", K_CONFIG, CFG_HEAD "\"pipeline\":{\"degree\":4,\"virtual_stages\":2}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.pipeline.virtual_stages", NULL},
   {"unknown schedule", K_CONFIG, CFG_HEAD "\"pipeline\":{\"degree\":4,\"schedule\":\"zb\"}," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.pipeline.schedule", NULL},

@@ -392,6 +392,56 @@ START_TEST(test_context_parallel)
 }
 END_TEST
 
+/* FSDP sharded over the cp ranks too (torchtitan's dp_shard_cp mesh, the cp level's "fsdp": true): FSDP 4 x
+ * CP 2 holds what FSDP 8 holds of weights, gradients and optimizer states, gathers and reduce-scatters
+ * over all 8 ranks and all-reduces nothing over cp; with the cp ranks as replicas it holds twice as much
+ * and all-reduces its gradient shards over cp; CP 8 without an fsdp level shards over the cp ranks
+ * alone. The sequence split (activations, attention work) is the same either way. */
+START_TEST(test_cp_shards_with_fsdp)
+{
+  static const char *const LONG =
+    "{\"name\":\"long\",\"seq_len\":32768,\"blocks\":[{\"kind\":\"transformer\",\"count\":4,\"hidden\":4096,"
+    "\"heads\":32,\"kv_heads\":8,\"ffn\":14336,\"ffn_kind\":\"swiglu\",\"norm\":\"rmsnorm\"}]}";
+  static const char *const levels[] = {
+    "[{\"strategy\":\"fsdp\",\"degree\":4},{\"strategy\":\"cp\",\"degree\":2,\"fsdp\":true}]",
+    "[{\"strategy\":\"fsdp\",\"degree\":8}]",
+    "[{\"strategy\":\"fsdp\",\"degree\":4},{\"strategy\":\"cp\",\"degree\":2}]",
+    "[{\"strategy\":\"cp\",\"degree\":8,\"fsdp\":true}]",
+  };
+  MmSimulation *x[G_N_ELEMENTS(levels)];
+  for (guint i = 0; i < G_N_ELEMENTS(levels); i++) {
+    g_autofree char *c = config("pretrain", 8, "", levels[i]);
+    x[i] = mm_test_sim_ok(LONG, "hardware/dgx-a100-2048.json", c, 1);
+  }
+  const MmMemoryParts *a = &x[0]->memory->total, *f8 = &x[1]->memory->total, *rep = &x[2]->memory->total,
+                      *c8 = &x[3]->memory->total;
+  const double held_a = a->weights + a->gradients + a->optimizer;
+  ck_assert_double_eq_tol(held_a, f8->weights + f8->gradients + f8->optimizer, 1e-9 * held_a);
+  ck_assert_double_eq_tol(c8->weights + c8->gradients + c8->optimizer, held_a, 1e-9 * held_a);
+  ck_assert_double_eq_tol(rep->weights + rep->gradients + rep->optimizer, 2.0 * held_a, 1e-9 * held_a);
+  ck_assert_double_eq_tol(a->activations, rep->activations, 1e-9 * a->activations);
+  /* the group: 8 ranks, the gathered bytes of FSDP 8's; no gradient all-reduce over cp */
+  ck_assert_int_eq(x[0]->scenario->blocks[0].fsdp_shards, 8);
+  ck_assert_int_eq(x[2]->scenario->blocks[0].fsdp_shards, 4);
+  ck_assert_int_eq(x[3]->scenario->blocks[0].fsdp_shards, 8);
+  const double ag = coll_bytes(x[1], MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1);
+  ck_assert_double_gt(ag, 0);
+  ck_assert_double_eq_tol(coll_bytes(x[0], MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), ag, 1e-9 * ag);
+  ck_assert_double_eq_tol(coll_bytes(x[3], MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), ag, 1e-9 * ag);
+  ck_assert_uint_gt(count_ops(x[3], MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, MM_PHASE_BWD), 0);
+  ck_assert_uint_eq(count_ops(x[0], MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+  ck_assert_uint_eq(count_ops(x[3], MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+  ck_assert_uint_gt(count_ops(x[2], MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1), 0);
+  ck_assert_uint_eq(mm_plan_grad_replicas(x[0]->scenario, 0, FALSE) & MM_STRAT_MASK(MM_STRAT_CP), 0);
+  ck_assert_uint_ne(mm_plan_grad_replicas(x[2]->scenario, 0, FALSE) & MM_STRAT_MASK(MM_STRAT_CP), 0);
+  /* describe shows the group */
+  g_autoptr(cJSON) doc = mm_report_describe_json(x[0]->graph, NULL, x[0]->scenario, x[0]->memory);
+  g_autofree char *text = cJSON_PrintUnformatted(doc);
+  ck_assert_msg(strstr(text, "\"fsdp_group\":{\"strategies\":[\"fsdp\",\"cp\"],\"shards\":8}") != NULL, "%s", text);
+  for (guint i = 0; i < G_N_ELEMENTS(levels); i++) mm_simulation_free(x[i]);
+}
+END_TEST
+
 /* DeepSpeed-Ulysses, added as one strategy row: an All2All before and after each attention
  * core (q, k, v of the local tokens; the output), the sequence split everywhere else, the
  * weights replicated (gradients averaged over the group); the same FLOPs per device as 8-way
@@ -1133,6 +1183,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_fp8_dispatch);
   tcase_add_test(tc, test_sequence_parallel);
   tcase_add_test(tc, test_context_parallel);
+  tcase_add_test(tc, test_cp_shards_with_fsdp);
   tcase_add_test(tc, test_ulysses_sequence_parallel);
   tcase_add_test(tc, test_placement_sums_match_memory);
   tcase_add_test(tc, test_zero_stages);

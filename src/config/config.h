@@ -484,6 +484,7 @@ typedef struct {
   gboolean experts_sharded;   /* tp levels of MoE blocks: every rank holds a slice of every expert */
   int zero;             /* ddp levels: ZeRO stage 0 (plain), 1 (optimizer states sharded), 2 (+ gradients) */
   MmCpImpl cp_impl;     /* cp levels */
+  gboolean cp_fsdp;     /* cp levels: FSDP shards over these ranks too (torchtitan's dp_shard_cp mesh) */
   MmOverlap overlap;    /* tp, ep and mp levels: bulk or a decomposed overlap */
   double overlap_min_bytes; /* tp overlap: collectives with a smaller full buffer stay bulk */
   int64_t overlap_chunks;   /* ep pipelined, mp fused: pieces the exchange and its compute are split into */

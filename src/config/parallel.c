@@ -227,6 +227,7 @@ typedef struct {
   gboolean sequence_parallel;
   int64_t zero;
   int kv_exchange;
+  gboolean fsdp;
   int experts;
   int overlap;
   double overlap_min_MiB;
@@ -291,6 +292,11 @@ static const MmField level_fields[] = {
   {"kv_exchange", MM_F_ENUM, FALSE, 0, 0, MM_CP_RING, mm_cp_impl_names, (gssize)offsetof(LevelRaw, kv_exchange),
    NULL, "cp levels: ring (ring attention: K/V chunks passed around the group, overlapped with attention "
    "blocks) or all_gather (K/V gathered before attention, as Llama 3)"},
+  {"fsdp", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(LevelRaw, fsdp), NULL,
+   "cp levels: FSDP shards the block's weights, gradients and optimizer states over these ranks too, as "
+   "torchtitan does (FSDP over its dp_shard x cp mesh): all-gathers and reduce-scatters span the fsdp and cp "
+   "ranks together, and no gradient all-reduce runs over cp; without an fsdp level the cp ranks alone shard "
+   "them (torchtitan's FSDP 1, CP 8). false: cp ranks hold replicas and all-reduce their gradients"},
   {"overlap", MM_F_ENUM, FALSE, 0, 0, MM_OVERLAP_BULK, mm_overlap_names, (gssize)offsetof(LevelRaw, overlap), NULL,
    "how the level's collectives overlap the GEMMs they feed (docs/tp-overlap.md). tp levels with sequence "
    "parallelism: bulk (one collective, then the GEMM), collective_matmul (XLA: AllGather+GEMM and GEMM+ReduceScatter "
@@ -404,6 +410,7 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
   out->experts_sharded = raw.experts == 1;
   out->zero = (int)raw.zero;
   out->cp_impl = (MmCpImpl)raw.kv_exchange;
+  out->cp_fsdp = raw.fsdp;
   out->overlap = (MmOverlap)raw.overlap;
   out->overlap_min_bytes = raw.overlap_min_MiB * 1048576.0;
   out->overlap_chunks = raw.overlap_chunks;
@@ -411,7 +418,7 @@ static gboolean parse_level(const MmJsonCtx *ctx, const cJSON *obj, const char *
     const char *key;
     MmStrategy only;
   } scoped[] = {{"sequence_parallel", MM_STRAT_TP}, {"experts", MM_STRAT_TP}, {"zero", MM_STRAT_DDP},
-                {"kv_exchange", MM_STRAT_CP}};
+                {"kv_exchange", MM_STRAT_CP}, {"fsdp", MM_STRAT_CP}};
   for (guint k = 0; k < G_N_ELEMENTS(scoped); k++) {
     if (((present >> mm_json_field_index(level_fields, scoped[k].key)) & 1) && out->strategy != scoped[k].only &&
         !(scoped[k].only == MM_STRAT_TP && given == MM_STRAT_SP)) {

@@ -18,7 +18,7 @@ void mm__precompute_units(Lower *L)
   for (uint32_t u = 0; u < g->n_units; u++) {
     const MmUnit *un = &g->units[u];
     const MmBlockSetup *bs = &L->s->blocks[un->block];
-    L->fsdp_unit[u] = bs->degree[MM_STRAT_FSDP] > 1 && un->cost.params > 0;
+    L->fsdp_unit[u] = bs->fsdp_shards > 1 && un->cost.params > 0;
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
       L->unit_dense[u] = L->unit_dense[u - 1];
       L->unit_expert[u] = L->unit_expert[u - 1];
@@ -26,7 +26,7 @@ void mm__precompute_units(Lower *L)
     }
     for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
       const MmLayer *l = &g->layers[li];
-      double p = (double)l->cost.params * mm__place(L, li)->param_frac * (double)bs->degree[MM_STRAT_FSDP];
+      double p = (double)l->cost.params * mm__place(L, li)->param_frac * (double)bs->fsdp_shards;
       if (l->expert) L->unit_expert[u] += p;
       else L->unit_dense[u] += p;
     }
@@ -85,7 +85,7 @@ void mm__emit_gather(Lower *L, const Deps *d)
   const GatherItem *it = &L->gq[i];
   const MmUnit *un = &L->g->units[it->unit];
   double bytes = mm__unit_params(L, it->unit) * mm_dtype_bytes(L->m->blocks[un->block].dtype);
-  L->gq_op[i] = mm__emit_coll(L, un->block, MASK(MM_STRAT_FSDP), MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,
+  L->gq_op[i] = mm__emit_coll(L, un->block, L->s->blocks[un->block].fsdp_mask, MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,
                           it->micro, it->bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
 }
 

@@ -33,7 +33,7 @@ uint32_t mm__block_last_unit(const Lower *L, guint b)
 static double owned_params(const Lower *L, guint b, double dense, double expert)
 {
   return (dense / mm_plan_zero_shards(L->s, b, FALSE) + expert / mm_plan_zero_shards(L->s, b, TRUE)) /
-         (double)L->s->blocks[b].degree[MM_STRAT_FSDP];
+         (double)L->s->blocks[b].fsdp_shards;
 }
 
 /* Gradients go to the host in backward (@phase bwd), updated weights come back after the CPU step
@@ -173,7 +173,7 @@ static uint32_t emit_sparse_sync(Lower *L, guint b, int level, uint32_t u, uint3
 double mm_plan_grad_accum_bytes(const MmScenario *s, guint b)
 {
   const MmBlockSetup *bs = &s->blocks[b];
-  if (s->cfg->grad_accum != MM_GRAD_ACCUM_SEPARATE || bs->frozen || bs->degree[MM_STRAT_FSDP] > 1 ||
+  if (s->cfg->grad_accum != MM_GRAD_ACCUM_SEPARATE || bs->frozen || bs->fsdp_shards > 1 ||
       s->model->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG)
     return 0;
   return mm_dtype_bytes(s->model->blocks[b].dtype) + 2.0 * mm_dtype_bytes(bs->grad_dtype);
@@ -206,14 +206,14 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
   const gboolean last_micro = micro + 1 == L->nm;
   const double ge = mm_dtype_bytes(bs->grad_dtype);
   const double grads[2] = {L->unit_dense[u] * ge, L->unit_expert[u] * ge};
-  if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->degree[MM_STRAT_FSDP] <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
+  if (L->m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG && bs->fsdp_shards <= 1 && bs->degree[MM_STRAT_DDP] <= 1)
     return; /* sharded tables update in place */
   if (mm_plan_grad_accum_bytes(L->s, b) > 0) weights_done = accumulate_grads(L, u, micro, weights_done);
   Deps d; /* only v[0, n) is read */
   mm__deps_set_one(&d, weights_done);
-  if (bs->degree[MM_STRAT_FSDP] > 1) {
+  if (bs->fsdp_shards > 1) {
     /* FSDP reduce-scatters every micro-step; HSDP then all-reduces the shard across replicas */
-    uint32_t rs = mm__emit_coll(L, b, MASK(MM_STRAT_FSDP), MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
+    uint32_t rs = mm__emit_coll(L, b, bs->fsdp_mask, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
                             u, micro, MM_PHASE_BWD);
     if (!last_micro) return;
     Deps done, r;
@@ -223,7 +223,7 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
       const uint32_t mask = L->grad_mask[2 * b + (guint)x];
       if (mm_plan_mask_degree(bs, mask) <= 1) continue; /* no replicas: mm__emit_coll would emit nothing */
       mm__deps_add(L, &done, mm__emit_coll(L, b, mask, MM_COLL_ALL_REDUCE, MM_REASON_DDP,
-                                           grads[x] / (double)bs->degree[MM_STRAT_FSDP], &r, u, micro, MM_PHASE_BWD));
+                                           grads[x] / (double)bs->fsdp_shards, &r, u, micro, MM_PHASE_BWD));
     }
     offload_grads(L, b, grads[0], grads[1], &done, u, micro);
   } else if (last_micro && bs->degree[MM_STRAT_DDP] > 1 && sparse_level(L, b) >= 0) {

@@ -86,9 +86,9 @@ static void busiest_stage_s(const MmScenario *s, const MmGraph *g, const double 
       }
       const double e = mm_dtype_bytes(s->model->blocks[l->block].dtype);
       const double held = (double)l->cost.params * pl.param_frac;
-      const double fsdp = (double)bs->degree[MM_STRAT_FSDP];
+      const double fsdp = (double)bs->fsdp_shards;
       if (fsdp > 1) /* the weights gathered for the forward, and again for the backward */
-        layer_comm[li] += (bwd_in ? 2 : 1) * coll_s(s, &links, l->block, MASK(MM_STRAT_FSDP), MM_COLL_ALL_GATHER,
+        layer_comm[li] += (bwd_in ? 2 : 1) * coll_s(s, &links, l->block, bs->fsdp_mask, MM_COLL_ALL_GATHER,
                                                     held * fsdp * e);
       layer_grad[li] = bwd_w ? held * mm_dtype_bytes(bs->grad_dtype) : 0;
     }

@@ -76,7 +76,7 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
     const double pf = p.param_frac, af = p.act_frac;
     double params = (double)l->cost.params * pf;
     double z = mm_plan_zero_shards(s, bi, l->expert);
-    um->params_local += params * (double)bs->degree[MM_STRAT_FSDP];
+    um->params_local += params * (double)bs->fsdp_shards;
     um->parts.weights += params * e;
     /* delayed scaling keeps each GEMM weight's FP8 copy and its transpose for the iteration */
     if (trained && c->fp8_recipe == MM_FP8_DELAYED && mm_plan_fp8_recipe(s, bs) &&
@@ -87,7 +87,7 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       if (b->kind == MM_BLOCK_EMBEDDING_BAG) {
         /* fused backward + optimizer (FBGEMM TBE, as TorchRec and ZionEX): rows are updated in
          * place; only the gradient of the pooled outputs is materialized */
-        double pooled = samples * l->cost.out_bytes / e * ge * pf * (double)bs->degree[MM_STRAT_FSDP];
+        double pooled = samples * l->cost.out_bytes / e * ge * pf * (double)bs->fsdp_shards;
         grads = MIN(grads, pooled);
       }
       um->parts.gradients += grads;
@@ -239,7 +239,7 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       }
       bp->kv_cache += unit_kv_cache(s, g, u);
       transient = MAX(transient, um[u].transient);
-      if (bs->degree[MM_STRAT_FSDP] > 1) {
+      if (bs->fsdp_shards > 1) {
         const double e = mm_dtype_bytes(m->blocks[bi].dtype);
         fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * um[u].params_local * e);
         fsdp_held += um[u].params_local * e; /* without resharding: every layer stays gathered */

@@ -56,6 +56,8 @@ typedef struct {
   gboolean experts_sharded;               /* without ep: experts split over the TP ranks, not spread */
   int zero;                               /* ZeRO stage of its ddp levels (0: plain DDP) */
   MmCpImpl cp_impl;
+  uint32_t fsdp_mask;                     /* the strategies FSDP shards over: fsdp, and cp where its levels say fsdp */
+  int64_t fsdp_shards;                    /* the ranks of that group (1: no FSDP) */
   MmOverlap tp_overlap, ep_overlap, mp_overlap; /* of its tp, ep, mp levels (bulk: none) */
   double tp_overlap_min_bytes;            /* tp overlap: smaller AllGathers / ReduceScatters stay bulk */
   int64_t overlap_chunks;                 /* ep pipelined, mp fused: pieces */

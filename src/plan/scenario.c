@@ -246,6 +246,12 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     bs->zero = l->zero;
   }
   if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP] <= 1) bs->zero = 0;
+  /* FSDP's group: its own levels, and the cp levels that shard with it (torchtitan's dp_shard_cp) */
+  bs->fsdp_mask = MM_STRAT_MASK(MM_STRAT_FSDP);
+  for (guint i = 0; i < bs->n_levels; i++)
+    if (bs->levels[i].strategy == MM_STRAT_CP && bs->levels[i].cp_fsdp && bs->levels[i].degree > 1)
+      bs->fsdp_mask |= MM_STRAT_MASK(MM_STRAT_CP);
+  bs->fsdp_shards = mm_plan_mask_degree(bs, bs->fsdp_mask);
 
   /* Each level's strategy row: the block kinds it applies to, then its own checks. */
   for (guint i = 0; i < bs->n_levels; i++) {
@@ -304,6 +310,9 @@ static gboolean resolve_experts(const MmJsonCtx *ctx, const MmScenario *s, const
             "levels place attention and the dense layers only)";
     else if (l->strategy == MM_STRAT_FSDP)
       why = "fsdp levels are not modelled with parallel folding (\"experts\"); use ddp with \"zero\"";
+    else if (l->strategy == MM_STRAT_CP && l->cp_fsdp)
+      why = "cp levels sharding with fsdp (\"fsdp\": true) are not modelled with parallel folding (\"experts\")",
+      field = "fsdp";
     else if (l->strategy == MM_STRAT_TP && l->experts_sharded)
       why = "with the top-level \"experts\" the expert layout is its etp; remove \"experts\": \"sharded\"",
       field = "experts";

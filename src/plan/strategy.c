@@ -278,6 +278,7 @@ static void place_cp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlace
   const double cp = degree(s, bi, MM_STRAT_CP), tp = degree(s, bi, MM_STRAT_TP);
   p->work_frac /= cp;
   p->act_frac /= cp;
+  if (bs->fsdp_mask & MASK(MM_STRAT_CP)) p->param_frac /= cp; /* FSDP shards over the cp ranks too */
   if (l->role != MM_ROLE_ATTN_CORE) return;
   /* per exchange step, the K and V chunk one rank holds (its share of the kv heads under TP) */
   const double width = b->kv_lora_rank > 0 ? (double)b->heads * (double)(b->head_dim + b->v_head_dim) / tp
@@ -407,6 +408,8 @@ void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlaceme
 
 uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert)
 {
+  /* cp ranks sharding with FSDP reduce-scatter their gradients in its group: not replicas */
+  const uint32_t sharded = s->blocks[b].fsdp_mask & ~MASK(MM_STRAT_FSDP);
   if (expert && mm_plan_folded(&s->blocks[b])) return MM_MASK_EXPERTS | MASK(MM_STRAT_DDP); /* EDP */
   static gsize once = 0;
   static uint32_t masks[2]; /* dense, expert: fixed by the rows */
@@ -417,7 +420,7 @@ uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert)
     }
     g_once_init_leave(&once, 1);
   }
-  return masks[expert ? 1 : 0];
+  return masks[expert ? 1 : 0] & ~sharded;
 }
 
 gboolean mm_plan_data_parallel(MmStrategy st)

@@ -157,6 +157,7 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
     g_string_append_printf(str, "%s(%s%s %" G_GINT64_FORMAT " %s", i ? ", " : "", name, zero, l->degree,
                            group_scope(s, bs, i));
     if (l->overlap != MM_OVERLAP_BULK) g_string_append_printf(str, ", overlap %s", mm_overlap_names[l->overlap]);
+    if (l->strategy == MM_STRAT_CP && l->cp_fsdp) g_string_append(str, ", fsdp-sharded");
     g_string_append(str, ")");
   }
   g_string_append(str, ")");
@@ -257,8 +258,10 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
         cJSON_AddStringToObject(lo, "sharding", mm_shard_names[bs->levels[k].sharding]);
       if (bs->levels[k].strategy == MM_STRAT_TP) cJSON_AddBoolToObject(lo, "sequence_parallel", bs->levels[k].sequence_parallel);
       if (bs->levels[k].strategy == MM_STRAT_DDP) cJSON_AddNumberToObject(lo, "zero", bs->levels[k].zero);
-      if (bs->levels[k].strategy == MM_STRAT_CP)
+      if (bs->levels[k].strategy == MM_STRAT_CP) {
         cJSON_AddStringToObject(lo, "kv_exchange", mm_cp_impl_names[bs->levels[k].cp_impl]);
+        cJSON_AddBoolToObject(lo, "fsdp", bs->levels[k].cp_fsdp);
+      }
       if (bs->levels[k].overlap != MM_OVERLAP_BULK) {
         cJSON_AddStringToObject(lo, "overlap", mm_overlap_names[bs->levels[k].overlap]);
         if (bs->levels[k].strategy == MM_STRAT_TP)
@@ -280,6 +283,9 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
         cJSON_AddItemToArray(el, lo);
       }
     }
+    cJSON *fg = cJSON_AddObjectToObject(o, "fsdp_group");
+    cJSON_AddItemToObject(fg, "strategies", strategy_mask_json(bs->fsdp_mask));
+    cJSON_AddNumberToObject(fg, "shards", (double)bs->fsdp_shards);
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
     cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
     cJSON_AddItemToObject(gr, "expert", strategy_mask_json(mm_plan_grad_replicas(s, i, TRUE)));
