@@ -594,6 +594,20 @@ START_TEST(test_h100_attention_published)
   ck_assert_double_eq_tol(lw.compute.util, 616.0 / 989.4 * 517.0 / 512.0, 1e-6);
   g_autofree char *lt = mm_cost_factor_text(&lw.compute);
   ck_assert_msg(strstr(lt, "longer than the longest sequence measured") != NULL, "%s", lt);
+  /* head width 128 at 32 heads x sequences: the 16k points are d 64 at batch 32 and d 128 at batch 16; the
+   * kernel's own width answers (Figure 5(d), 616), never the other width's point of its batch */
+  lk.batch = 32;
+  mm_cost_kernel_s(dev, &lk, 1e12, 0, &lw);
+  ck_assert(lw.compute.curve->points[lw.compute.point].k == 128 && lw.compute.longer);
+  ck_assert_double_eq_tol(lw.compute.util, 616.0 / 989.4 * 517.0 / 512.0, 1e-6);
+  /* within the curve too: 2k tokens, head width 128, batch 256 (d 64's point at 2k has batch 256, one
+   * log2 step away in k; d 128's has 128, one step away in batch: a tie the first listed, d 64, won)
+   * takes d 128's (Figure 5(c): 625) */
+  MmKernel wk = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, 2048, 2048, 128, 256);
+  wk.flash = TRUE;
+  mm_cost_kernel_s(dev, &wk, 1e12, 0, &lw);
+  ck_assert(lw.compute.curve != NULL && lw.compute.curve->points[lw.compute.point].k == 128);
+  ck_assert_double_eq_tol(lw.compute.util, 625.0 / 989.4 * 517.0 / 512.0, 1e-6);
   MmCostWhy sw; /* within the curve: not flagged */
   h100_attention_s(dev, 16384, 128, 1, FALSE, TRUE, &sw);
   ck_assert(sw.compute.curve != NULL && !sw.compute.longer);
@@ -805,13 +819,28 @@ static const BadCurve bad_curves[] = {
    MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.efficiency.attention.bf16.points[0].kernel"},
   {"a default_kernel no point measured",
    "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"default_kernel\":\"fa3\",\"points\":[{\"m\":2,"
-   "\"n\":1,\"k\":1,\"util\":0.5,\"kernel\":\"fa2\"},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5}]}}}",
+   "\"n\":1,\"k\":1,\"util\":0.5,\"kernel\":\"fa2\"},{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,\"kernel\":\"cudnn\"}]}}}",
    MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.default_kernel"},
   {"a default_kernel on a gemm curve",
    "{\"gemm\":{\"bf16\":{\"provenance\":\"paper\",\"default_kernel\":\"fa2\"," PTS "}}}",
    MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.gemm.bf16.default_kernel"},
   {"a default_kernel on a memory curve",
    "{\"hbm\":{\"lookup\":{\"provenance\":\"paper\",\"default_kernel\":\"cudnn\",\"points\":[{\"bytes\":1e3,"
+   "\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.hbm.lookup.default_kernel"},
+  {"an unnamed flash point on a curve with default_kernel",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"default_kernel\":\"fa3\",\"points\":[{\"m\":2,"
+   "\"n\":1,\"k\":1,\"util\":0.5,\"kernel\":\"fa3\"},{\"m\":4,\"n\":1,\"k\":1,\"util\":0.5}]}}}",
+   MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.attention.bf16.points[1]"},
+  {"a point of kernel default",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"points\":[{\"m\":2,\"n\":1,\"k\":1,\"util\":0.5,"
+   "\"kernel\":\"default\"}]}}}",
+   MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.efficiency.attention.bf16.points[0].kernel"},
+  {"default_kernel default",
+   "{\"attention\":{\"bf16\":{\"provenance\":\"paper\",\"default_kernel\":\"default\"," PTS "}}}",
+   MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.efficiency.attention.bf16.default_kernel"},
+  {"default_kernel default on a memory curve",
+   "{\"hbm\":{\"lookup\":{\"provenance\":\"paper\",\"default_kernel\":\"default\",\"points\":[{\"bytes\":1e3,"
    "\"util\":0.5}]}}}",
    MM_CONFIG_ERROR_INCONSISTENT, "$.efficiency.hbm.lookup.default_kernel"},
   {"the same shape and kernel twice",

@@ -439,6 +439,24 @@ START_TEST(test_cp_shards_with_fsdp)
   g_autofree char *text = cJSON_PrintUnformatted(doc);
   ck_assert_msg(strstr(text, "\"fsdp_group\":{\"strategies\":[\"fsdp\",\"cp\"],\"shards\":8}") != NULL, "%s", text);
   for (guint i = 0; i < G_N_ELEMENTS(levels); i++) mm_simulation_free(x[i]);
+
+  /* cp levels disagreeing on fsdp: rejected at the second one */
+  g_autofree char *mixed = config("pretrain", 8, "", "[{\"strategy\":\"cp\",\"degree\":2,\"fsdp\":true},"
+                                                     "{\"strategy\":\"cp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) bad = mm_test_sim(LONG, "hardware/dgx-a100-2048.json", mixed, NULL, &error);
+  ck_assert(bad == NULL && error != NULL);
+  ck_assert_msg(strstr(error->message, "$.parallelism.default[1].fsdp") != NULL, "%s", error->message);
+
+  /* HSDP with ZeRO-1 over ddp (FSDP 2 x CP 2 sharded, ddp 2): the updated weights gathered over ddp
+   * are this rank's FSDP shard, as many bytes as the gradient shard all-reduced over ddp (bf16 both) */
+  g_autofree char *hz = config("pretrain", 8, "\"precision\":{\"grads\":\"bf16\"},",
+                               "[{\"strategy\":\"fsdp\",\"degree\":2},{\"strategy\":\"cp\",\"degree\":2,\"fsdp\":true},"
+                               "{\"strategy\":\"ddp\",\"degree\":2,\"zero\":1}]");
+  g_autoptr(MmSimulation) h = mm_test_sim_ok(LONG, "hardware/dgx-a100-2048.json", hz, 1);
+  const double ar = coll_bytes(h, MM_COLL_ALL_REDUCE, MM_REASON_DDP, -1);
+  ck_assert_double_gt(ar, 0);
+  ck_assert_double_eq_tol(coll_bytes(h, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), ar, 1e-9 * ar);
 }
 END_TEST
 

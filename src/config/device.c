@@ -401,12 +401,47 @@ static gboolean curve_default_ok(const MmJsonCtx *ctx, const MmEffCurve *c, int 
                   "attention curve only)", name, kind < 0 ? "memory" : mm_kernel_kind_names[kind]);
     return FALSE;
   }
-  for (guint i = 0; i < c->n_points; i++)
-    if (c->points[i].kernel == c->default_kernel) return TRUE;
+  gboolean found = FALSE;
+  for (guint i = 0; i < c->n_points; i++) {
+    const MmEffPoint *p = &c->points[i];
+    found = found || p->kernel == c->default_kernel;
+    if (!p->eager && p->kernel == MM_ATTN_KERNEL_DEFAULT) {
+      g_autofree char *kp = g_strdup_printf("%s.points[%u]", cp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, kp,
+                    "a flash point without \"kernel\" on a curve with default_kernel \"%s\": no run would take it "
+                    "(expected every flash point to name its kernel: fa2, fa3 or cudnn)", name);
+      return FALSE;
+    }
+  }
+  if (found) return TRUE;
   mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
                 "default_kernel \"%s\", but no point of the curve has kernel \"%s\" (expected a kernel the points "
                 "measured)", name, name);
   return FALSE;
+}
+
+/* "default" is what a config says for "the device's kernel"; a measured point or a curve's default names
+ * an implementation: reject it there (the enum table shares the name). */
+static gboolean named_kernels_ok(const MmJsonCtx *ctx, const cJSON *cj, const MmEffCurve *c, const char *cp,
+                                 GError **error)
+{
+  const cJSON *dk = cJSON_GetObjectItemCaseSensitive(cj, "default_kernel");
+  g_autofree char *dp = g_strdup_printf("%s.default_kernel", cp);
+  const char *what = "\"default\" names no implementation (expected fa2, fa3 or cudnn)";
+  if (dk && c->default_kernel == MM_ATTN_KERNEL_DEFAULT) {
+    mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, dp, "%s", what);
+    return FALSE;
+  }
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(cj, "points");
+  guint i = 0;
+  for (const cJSON *it = pts ? pts->child : NULL; it && i < c->n_points; it = it->next, i++) {
+    if (cJSON_GetObjectItemCaseSensitive(it, "kernel") && c->points[i].kernel == MM_ATTN_KERNEL_DEFAULT) {
+      g_autofree char *kp = g_strdup_printf("%s.points[%u].kernel", cp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_UNKNOWN_VALUE, ctx, kp, "%s; omit the key for an unnamed point", what);
+      return FALSE;
+    }
+  }
+  return TRUE;
 }
 
 /* The optional "efficiency" object: compute curves by kind and dtype, memory curves by kind. */
@@ -462,6 +497,7 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
           return FALSE;
         }
       }
+      if (!named_kernels_ok(ctx, cj, c, cp, error)) return FALSE;
       if (c->default_kernel && !curve_default_ok(ctx, c, k, cp, error)) return FALSE;
     }
   }
@@ -475,7 +511,9 @@ static gboolean parse_efficiency(const MmJsonCtx *ctx, const cJSON *eff, MmDevic
     MmEffCurve *c = out->memory_eff[k] = g_new0(MmEffCurve, 1);
     c->name = g_strdup_printf("hbm.%s", mm_kernel_kind_names[k]);
     if (!parse_curve(ctx, cj, cp, FALSE, c, error)) return FALSE;
-    if (c->default_kernel && !curve_default_ok(ctx, c, -1, cp, error)) return FALSE;
+    if ((c->default_kernel || cJSON_GetObjectItemCaseSensitive(cj, "default_kernel")) &&
+        !curve_default_ok(ctx, c, -1, cp, error))
+      return FALSE;
   }
   return TRUE;
 }
@@ -591,7 +629,8 @@ void mm__device_write_schema(FILE *out)
                        "(`efficiency.KIND.DTYPE`) applies to kernels of that kind and dtype whose m, n, k and "
                        "batch each lie within the range its points span (a flash attention kernel longer than the longest "
                        "sequence measured takes that length: its m and n, and only those, are extended past the points): "
-                       "the utilization of the nearest point "
+                       "the utilization of the nearest point (for attention, of the kernel's own head width k where the "
+                       "curve measured it) "
                        "in log space (squared distance over log2 m, n, k, batch; the first listed wins a tie). "
                        "Attention points also name their pass (`fwd`, `bwd`), mask (`causal`) and kind of kernel "
                        "(`eager`: separate batched GEMMs, else a flash kernel): only points of a kernel's own "

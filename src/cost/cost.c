@@ -68,8 +68,10 @@ static double eager_gemm_bytes(const MmKernel *k)
 /* Compute curve: covers a kernel whose m, n, k and batch each lie within the range spanned by
  * the points of its pass and mask; then the util of the nearest of those points by squared
  * distance over log2 of the four (the first listed wins a tie). A grid of measured shapes thus
- * answers with its closest measurement, never an extrapolation. @other_mask: the points were
- * the other mask's (lookup_mask). */
+ * answers with its closest measurement, never an extrapolation. An attention kernel whose head
+ * width (k) the curve measured takes the nearest point of that width: the head width picks the
+ * kernel's tiles, so a point of another width is never nearer than one of its own. @other_mask:
+ * the points were the other mask's (lookup_mask). */
 static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *util, int *point,
                                gboolean *other_mask, gboolean *longer)
 {
@@ -79,8 +81,10 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
   *longer = FALSE;
   shape_of(k->m, k->n, k->k, k->batch, x);
   for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
+  gboolean own_width = FALSE;
   for (guint i = 0; i < c->n_points; i++) {
     if (!point_matches(c, &c->points[i], k, mask)) continue;
+    own_width = own_width || (k->kind == MM_KERNEL_ATTENTION && c->points[i].k == k->k);
     double p[DIMS];
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) lo[d] = MIN(lo[d], p[d]), hi[d] = MAX(hi[d], p[d]);
@@ -96,7 +100,7 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
     if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
   double best = INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(c, &c->points[i], k, mask)) continue;
+    if (!point_matches(c, &c->points[i], k, mask) || (own_width && c->points[i].k != k->k)) continue;
     double p[DIMS], dist = 0;
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) {

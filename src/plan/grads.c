@@ -300,7 +300,8 @@ static void param_gather_emit(Lower *L, uint32_t u)
   if (L->param_gather[2 * u] != NONE || L->param_gather[2 * u + 1] != NONE || !gathered_in_forward(L, b)) return;
   const double e = mm_dtype_bytes(L->m->blocks[b].dtype);
   for (int x = 0; x < 2; x++) {
-    const double params = x ? L->unit_expert[u] : L->unit_dense[u];
+    /* the ZeRO shards of this rank's FSDP shard are gathered (unit_* are before FSDP) */
+    const double params = (x ? L->unit_expert[u] : L->unit_dense[u]) / (double)L->s->blocks[b].fsdp_shards;
     if (params > 0)
       L->param_gather[2 * u + x] = mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_GATHER,
                                                  MM_REASON_ZERO, params * e, NULL, u, 0, MM_PHASE_FWD);
@@ -375,7 +376,7 @@ void mm__emit_optimizer(Lower *L)
     if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG || gathered_in_forward(L, b) ||
         !stage_block_params(L, b, &dense, &expert))
       continue;
-    const double e = mm_dtype_bytes(m->blocks[b].dtype);
+    const double e = mm_dtype_bytes(m->blocks[b].dtype) / (double)bs->fsdp_shards; /* of this rank's FSDP shard */
     Deps od = mm__deps_one(mm_plan_offloaded(L->s, b) ? to_device : opt);
     mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od,
                   MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);

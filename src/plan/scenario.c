@@ -245,13 +245,26 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     }
     bs->zero = l->zero;
   }
-  if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * bs->degree[MM_STRAT_CP] <= 1) bs->zero = 0;
   /* FSDP's group: its own levels, and the cp levels that shard with it (torchtitan's dp_shard_cp) */
   bs->fsdp_mask = MM_STRAT_MASK(MM_STRAT_FSDP);
-  for (guint i = 0; i < bs->n_levels; i++)
-    if (bs->levels[i].strategy == MM_STRAT_CP && bs->levels[i].cp_fsdp && bs->levels[i].degree > 1)
-      bs->fsdp_mask |= MM_STRAT_MASK(MM_STRAT_CP);
+  int cp_fsdp = -1;
+  for (guint i = 0; i < bs->n_levels; i++) {
+    const MmLevel *l = &bs->levels[i];
+    if (l->strategy != MM_STRAT_CP || l->degree <= 1) continue;
+    if (cp_fsdp >= 0 && cp_fsdp != l->cp_fsdp) {
+      g_autofree char *fp = g_strdup_printf("%s[%u].fsdp", jp, i);
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, fp,
+                    "every cp level of a list must say the same fsdp (%s here, %s before): the cp ranks shard with "
+                    "FSDP or all hold replicas", l->cp_fsdp ? "true" : "false", cp_fsdp ? "true" : "false");
+      return FALSE;
+    }
+    cp_fsdp = l->cp_fsdp;
+    if (l->cp_fsdp) bs->fsdp_mask |= MM_STRAT_MASK(MM_STRAT_CP);
+  }
   bs->fsdp_shards = mm_plan_mask_degree(bs, bs->fsdp_mask);
+  /* ZeRO shards over the gradient replicas: ddp, ep and the cp ranks outside FSDP's group */
+  const int64_t cp_replicas = bs->fsdp_mask & MM_STRAT_MASK(MM_STRAT_CP) ? 1 : bs->degree[MM_STRAT_CP];
+  if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * cp_replicas <= 1) bs->zero = 0;
 
   /* Each level's strategy row: the block kinds it applies to, then its own checks. */
   for (guint i = 0; i < bs->n_levels; i++) {
@@ -638,6 +651,18 @@ MmScenario *mm_scenario_new(const MmModel *m0, const MmHardware *hw0, const MmPa
                   mm_pipe_schedule_names[c->pipeline.schedule], mm_recompute_names[c->recompute],
                   c->offload_num_layers);
     return NULL;
+  }
+  if (c->attention_kernel != MM_ATTN_KERNEL_DEFAULT) {
+    gboolean flash = FALSE;
+    for (guint b = 0; b < s->model->n_blocks; b++)
+      flash = flash || (s->model->blocks[b].kind == MM_BLOCK_TRANSFORMER && s->model->blocks[b].attention == MM_ATTN_FLASH);
+    if (!flash) {
+      mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.attention_kernel",
+                    "\"%s\" names a flash-attention kernel, but %s (%s) has no flash attention (its transformer "
+                    "blocks say \"attention\": \"eager\", or it has none); remove the key",
+                    mm_attn_kernel_names[c->attention_kernel], s->model->name, s->model->path);
+      return NULL;
+    }
   }
   if (!mm__scenario_check_limits(s, error)) return NULL;
   return g_steal_pointer(&s);

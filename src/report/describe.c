@@ -157,7 +157,7 @@ static char *strategy_text(const MmScenario *s, const MmBlockSetup *bs)
     g_string_append_printf(str, "%s(%s%s %" G_GINT64_FORMAT " %s", i ? ", " : "", name, zero, l->degree,
                            group_scope(s, bs, i));
     if (l->overlap != MM_OVERLAP_BULK) g_string_append_printf(str, ", overlap %s", mm_overlap_names[l->overlap]);
-    if (l->strategy == MM_STRAT_CP && l->cp_fsdp) g_string_append(str, ", fsdp-sharded");
+    if (l->strategy == MM_STRAT_CP && l->cp_fsdp && l->degree > 1) g_string_append(str, ", fsdp-sharded");
     g_string_append(str, ")");
   }
   g_string_append(str, ")");
