@@ -525,22 +525,35 @@ END_TEST
  * head forward, half of it causal, and 2.5x that backward; madmax executes 4 s^2 d + 5 s^2 per
  * head forward (the softmax), half of it causal, and 10 s^2 d + 10 s^2 backward (five matmuls and
  * the softmax twice). Expected times are the paper's FLOPs over the paper's TFLOPs/s. */
-static double h100_attention_s(const MmDevice *dev, double s, double d, double seqs, gboolean bwd, gboolean causal,
-                               MmCostWhy *why)
+static double h100_kernel_s(const MmDevice *dev, double s, double d, double seqs, gboolean bwd, gboolean causal,
+                            MmAttnKernel impl, MmCostWhy *why)
 {
   const double heads = 2048.0 / d, c = causal ? 0.5 : 1.0;
   MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, d, heads * seqs);
-  k.flash = TRUE, k.bwd = bwd, k.causal = causal;
+  k.flash = TRUE, k.bwd = bwd, k.causal = causal, k.impl = impl;
   const double per_head = bwd ? 10.0 * s * s * d + 10.0 * s * s : 4.0 * s * s * d + 5.0 * s * s;
   return mm_cost_kernel_s(dev, &k, c * per_head * heads * seqs, 0, why);
 }
 
-START_TEST(test_h100_attention_published)
+static double h100_attention_s(const MmDevice *dev, double s, double d, double seqs, gboolean bwd, gboolean causal,
+                               MmCostWhy *why)
+{
+  return h100_kernel_s(dev, s, d, seqs, bwd, causal, MM_ATTN_KERNEL_DEFAULT, why);
+}
+
+/* hardware/dgx-h100-2048.json, loaded (transfer full) */
+static MmHardware *h100(void)
 {
   g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
-  ck_assert_ptr_nonnull(hw);
+  MmHardware *hw = mm_hardware_load(p, &error);
+  ck_assert_msg(hw != NULL, "%s", error ? error->message : "");
+  return hw;
+}
+
+START_TEST(test_h100_attention_published)
+{
+  g_autoptr(MmHardware) hw = h100();
   const MmDevice *dev = &hw->device;
   ck_assert_ptr_nonnull(dev->compute_eff[MM_KERNEL_ATTENTION][MM_DTYPE_BF16]);
   static const struct {
@@ -635,10 +648,7 @@ END_TEST
  * points) times a flash kernel of any name with its scalar, as before. */
 START_TEST(test_h100_attention_kernels)
 {
-  g_autofree char *p = mm_test_src("hardware/dgx-h100-2048.json");
-  g_autoptr(GError) error = NULL;
-  g_autoptr(MmHardware) hw = mm_hardware_load(p, &error);
-  ck_assert_ptr_nonnull(hw);
+  g_autoptr(MmHardware) hw = h100();
   const MmDevice *dev = &hw->device;
   static const struct {
     MmAttnKernel impl;
@@ -657,12 +667,9 @@ START_TEST(test_h100_attention_kernels)
   };
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
     const double s = rows[i].s, d = rows[i].d, seqs = 16384.0 / s, heads = 2048.0 / d, c = rows[i].causal ? 0.5 : 1.0;
-    MmKernel k = kern(MM_KERNEL_ATTENTION, MM_DTYPE_BF16, s, s, d, heads * seqs);
-    k.flash = TRUE, k.bwd = rows[i].bwd, k.causal = rows[i].causal, k.impl = rows[i].impl;
-    const double per_head = k.bwd ? 10.0 * s * s * d + 10.0 * s * s : 4.0 * s * s * d + 5.0 * s * s;
     MmCostWhy why;
-    const double got = mm_cost_kernel_s(dev, &k, c * per_head * heads * seqs, 0, &why);
-    const double want = (k.bwd ? 2.5 : 1.0) * 4.0 * s * s * d * heads * seqs * c / (rows[i].tflops * 1e12);
+    const double got = h100_kernel_s(dev, s, d, seqs, rows[i].bwd, rows[i].causal, rows[i].impl, &why);
+    const double want = (rows[i].bwd ? 2.5 : 1.0) * 4.0 * s * s * d * heads * seqs * c / (rows[i].tflops * 1e12);
     ck_assert_msg(why.compute.curve != NULL, "row %u: not on the curve", i);
     ck_assert_msg(fabs(got / want - 1.0) < 5e-6, "row %u: %.9g s, published %.9g s", i, got, want);
     const int named = rows[i].impl ? (int)rows[i].impl : MM_ATTN_KERNEL_FA3;
@@ -680,6 +687,7 @@ START_TEST(test_h100_attention_kernels)
 
   /* A100: eager points only, no kernel names: a flash kernel of any name takes the scalar */
   g_autofree char *ap = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autoptr(GError) error = NULL;
   g_autoptr(MmHardware) a100 = mm_hardware_load(ap, &error);
   ck_assert_ptr_nonnull(a100);
   for (int impl = 0; impl < MM_ATTN_KERNEL_COUNT; impl++) {
