@@ -57,8 +57,10 @@ static const MmField config_fields[] = {
    "the flash-attention kernel the run's software calls, which times attention from that kernel's measured points "
    "in the device's attention curve: fa2 (FlashAttention-2: PyTorch SDPA's flash backend, flash-attn 2.x), fa3 "
    "(FlashAttention-3, flash-attn's hopper build), cudnn (cuDNN fused attention: Transformer Engine's "
-   "FusedAttention, which it prefers on Hopper, and SDPA's cudnn backend); default: the curve's default_kernel. A device whose curve has no point of the kernel named times attention "
-   "with its utilization.gemm scalar (describe says which)"},
+   "FusedAttention, which it prefers on Hopper, and SDPA's cudnn backend); default: the curve's default_kernel. "
+   "A device whose curve has no point of the kernel named times attention with its utilization.gemm scalar, and "
+   "one with a calibration fit of attention with that fit (the kernel calibrate measured), whatever the name "
+   "(describe says which). Naming a kernel for a model without flash attention is an error"},
   {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",
