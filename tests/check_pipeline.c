@@ -626,6 +626,20 @@ START_TEST(test_tied_embedding_gradient)
   ck_assert_int_eq(found[1], 0);
   ck_assert_int_eq(found[2], 0);
   ck_assert_int_eq(found[3], 1);
+  /* its bytes: the stage's copy of the gradient, the TP slice (vocab x hidden x fp16 / tp), and under
+   * FSDP its shard, the reduce-scatter having run (found by review: it moved the whole slice) */
+  g_autofree char *fs = pp_config(4, "1f1b", 1, 16, "[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"fsdp\",\"degree\":2}]");
+  g_autoptr(MmSimulation) f = mm_test_sim_ok("models/megatron-gpt-7.5b.json", fast, fs, 0);
+  const MmBlock *head = &a->model->blocks[a->model->n_blocks - 1];
+  const double slice = (double)head->vocab * (double)head->hidden * 2.0;
+  for (int k = 0; k < 2; k++) {
+    const MmSimulation *x = k ? f : a;
+    double bytes = 0;
+    for (uint32_t i = 0; i < x->plan->programs[0].n_ops; i++)
+      if (x->plan->programs[0].info[i].reason == MM_REASON_PP && x->plan->programs[0].info[i].coll == MM_COLL_ALL_REDUCE)
+        bytes += x->plan->programs[0].info[i].bytes;
+    ck_assert_double_eq_tol(bytes, slice / (k ? 2.0 * 2.0 : 4.0), 1e-6 * slice);
+  }
 }
 END_TEST
 

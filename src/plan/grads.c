@@ -262,8 +262,9 @@ void mm__emit_tied(Lower *L)
     if (ks == 0) return; /* head and embedding share a stage (dualpipev: always) */
     if (L->stage != 0 && L->stage != ks) return;
     const MmBlockSetup *bs = &L->s->blocks[b];
+    /* the stage's copy of the tied gradient: its TP slice, and under FSDP its shard (the reduce-scatter ran) */
     const double bytes = (double)bk->vocab * (double)bk->hidden * mm_dtype_bytes(bs->grad_dtype) /
-                         (double)bs->degree[MM_STRAT_TP];
+                         (double)bs->degree[MM_STRAT_TP] / (double)bs->fsdp_shards;
     const int64_t delta = (int64_t)ks * (L->stage == 0 ? 1 : -1);
     Deps d = mm__deps_all_streams(L);
     mm__emit_pair(L, MM_STREAM_COUNT, MM_COLL_ALL_REDUCE, TRUE, COLL_TIED, delta, bytes, &d, L->g->block_first_unit[b],
