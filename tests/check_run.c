@@ -272,17 +272,12 @@ START_TEST(test_attention_kernel)
   ck_assert_msg(t[1] < t[2] && t[2] < t[3], "fa3 %.6g s, cudnn %.6g s, fa2 %.6g s", t[1], t[2], t[3]);
   ck_assert_msg(t[3] / t[1] > 1.05, "fa2 over fa3: %.4f", t[3] / t[1]);
   /* a model without flash attention: naming a kernel is an error, not a silent no-op */
-  g_autofree char *mp = mm_test_src("models/megatron-gpt-1.7b.json");
-  g_autofree char *hp = mm_test_src("hardware/dgx-a100-2048.json");
-  g_autofree char *cp = mm_test_write("eager-kernel.json", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,"
-                                                        "\"attention_kernel\":\"fa2\",\"parallelism\":{\"default\":"
-                                                        "[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}");
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmModel) m = mm_model_load(mp, &error);
-  g_autoptr(MmHardware) hw = mm_hardware_load(hp, &error);
-  g_autoptr(MmParallelConfig) c = mm_parallel_load(cp, &error);
-  ck_assert(m && hw && c);
-  g_autoptr(MmScenario) bad = mm_scenario_new(m, hw, c, NULL, &error);
+  g_autoptr(MmSimulation) bad =
+    mm_test_sim("models/megatron-gpt-1.7b.json", "hardware/dgx-a100-2048.json",
+                "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,\"attention_kernel\":\"fa2\","
+                "\"parallelism\":{\"default\":[{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}",
+                NULL, &error);
   ck_assert(bad == NULL && error != NULL);
   ck_assert_msg(strstr(error->message, "$.attention_kernel") != NULL && strstr(error->message, "no flash attention"),
                 "%s", error->message);

@@ -26,13 +26,13 @@ static int wanted_kernel(const MmEffCurve *c, const MmKernel *k)
   return k->impl != MM_ATTN_KERNEL_DEFAULT ? (int)k->impl : c->default_kernel;
 }
 
-/* Whether point @p of curve @c describes kernel @k's pass, mask and kind of kernel: attention
- * points name them (an eager kernel takes only eager points, which time its batched GEMMs; a flash
- * kernel only the others, of the implementation it runs); other kinds are forward, unmasked and
+/* Whether point @p describes kernel @k's pass, mask and kind of kernel: attention points name them
+ * (an eager kernel takes only eager points, which time its batched GEMMs; a flash kernel only the
+ * others, of the implementation @want it runs, wanted_kernel); other kinds are forward, unmasked and
  * not eager (device.c rejects the keys). */
-static gboolean point_matches(const MmEffCurve *c, const MmEffPoint *p, const MmKernel *k, gboolean causal)
+static gboolean point_matches(const MmEffPoint *p, const MmKernel *k, gboolean causal, int want)
 {
-  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == causal && p->kernel == wanted_kernel(c, k);
+  return p->eager == eager(k) && p->bwd == k->bwd && p->causal == causal && p->kernel == want;
 }
 
 /* The mask whose points time flash kernel @k: its own, or, where the curve has no point of @k's
@@ -42,10 +42,11 @@ static gboolean point_matches(const MmEffCurve *c, const MmEffPoint *p, const Mm
 static gboolean lookup_mask(const MmEffCurve *c, const MmKernel *k)
 {
   if (k->kind != MM_KERNEL_ATTENTION || eager(k)) return k->causal;
+  const int want = wanted_kernel(c, k);
   gboolean own = FALSE, other = FALSE;
   for (guint i = 0; i < c->n_points; i++) {
-    own = own || point_matches(c, &c->points[i], k, k->causal);
-    other = other || point_matches(c, &c->points[i], k, !k->causal);
+    own = own || point_matches(&c->points[i], k, k->causal, want);
+    other = other || point_matches(&c->points[i], k, !k->causal, want);
   }
   return own || !other ? k->causal : !k->causal;
 }
@@ -77,13 +78,14 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
 {
   double x[DIMS], lo[DIMS], hi[DIMS];
   const gboolean mask = lookup_mask(c, k);
+  const int want = wanted_kernel(c, k);
   *other_mask = mask != k->causal;
   *longer = FALSE;
   shape_of(k->m, k->n, k->k, k->batch, x);
   for (int d = 0; d < DIMS; d++) lo[d] = INFINITY, hi[d] = -INFINITY;
   gboolean own_width = FALSE;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(c, &c->points[i], k, mask)) continue;
+    if (!point_matches(&c->points[i], k, mask, want)) continue;
     own_width = own_width || (k->kind == MM_KERNEL_ATTENTION && c->points[i].k == k->k);
     double p[DIMS];
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
@@ -100,7 +102,7 @@ static gboolean compute_lookup(const MmEffCurve *c, const MmKernel *k, double *u
     if (!(x[d] >= lo[d] && x[d] <= hi[d])) return FALSE;
   double best = INFINITY;
   for (guint i = 0; i < c->n_points; i++) {
-    if (!point_matches(c, &c->points[i], k, mask) || (own_width && c->points[i].k != k->k)) continue;
+    if (!point_matches(&c->points[i], k, mask, want) || (own_width && c->points[i].k != k->k)) continue;
     double p[DIMS], dist = 0;
     shape_of(c->points[i].m, c->points[i].n, c->points[i].k, c->points[i].batch, p);
     for (int d = 0; d < DIMS; d++) {

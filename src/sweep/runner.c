@@ -176,11 +176,19 @@ static void work(gpointer data, gpointer user)
   g_mutex_unlock(&r->lock);
 }
 
-static char **system_labels(const MmSweepSystem *sys, guint n)
+/* The context for evaluating points of @sys: their labels and a graph cache of its own. */
+static Ctx ctx_new(const MmSweepSystem *sys, guint n, gboolean include_oom)
 {
   char **labels = g_new0(char *, n + 1);
   for (guint k = 0; k < n; k++) labels[k] = mm_sweep_system_label(sys[k].inputs->hardware);
-  return labels;
+  return (Ctx){sys, n, include_oom, labels, mm_graph_cache_new()};
+}
+
+static void ctx_clear(Ctx *c)
+{
+  g_strfreev(c->labels);
+  mm_graph_cache_free(c->graphs);
+  *c = (Ctx){0};
 }
 
 static void probe_work(gpointer data, gpointer user)
@@ -196,7 +204,7 @@ MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolea
                               guint n, guint jobs)
 {
   MmSweepProbes *pr = g_new0(MmSweepProbes, 1);
-  pr->ctx = (Ctx){sys, n_systems, include_oom, system_labels(sys, n_systems), mm_graph_cache_new()};
+  pr->ctx = ctx_new(sys, n_systems, include_oom);
   pr->n = MIN(n, (guint)MM_SWEEP_PROBES);
   memcpy(pr->index, points, sizeof(uint64_t) * pr->n);
   GThreadPool *pool = g_thread_pool_new(probe_work, pr, (gint)MAX(1u, MIN(jobs, pr->n)), TRUE, NULL);
@@ -229,8 +237,7 @@ void mm_sweep_probes_free(MmSweepProbes *pr)
     g_free(pr->slot[k].row);
     g_free(pr->slot[k].why);
   }
-  g_strfreev(pr->ctx.labels);
-  mm_graph_cache_free(pr->ctx.graphs);
+  ctx_clear(&pr->ctx);
   g_free(pr);
 }
 
@@ -337,8 +344,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
-  r->ctx = (Ctx){o->systems, o->n_systems, o->include_oom, system_labels(o->systems, o->n_systems),
-                 mm_graph_cache_new()};
+  r->ctx = ctx_new(o->systems, o->n_systems, o->include_oom);
   g_mutex_init(&r->lock);
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
@@ -403,8 +409,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
-  g_strfreev(r->ctx.labels);
-  mm_graph_cache_free(r->ctx.graphs);
+  ctx_clear(&r->ctx);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");
   if (fclose(out) != 0 || !ok) {
