@@ -233,6 +233,7 @@ static const BadCase bad_cases[] = {
   {"unknown dispatch", K_CONFIG, CFG_HEAD "\"moe_dispatch\":\"per_rank\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.moe_dispatch", NULL},
   {"unknown attention kernel", K_CONFIG, CFG_HEAD "\"attention_kernel\":\"fa4\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.attention_kernel", NULL},
   {"attention kernel not a string", K_CONFIG, CFG_HEAD "\"attention_kernel\":2," FSDP_ALL "}", MM_CONFIG_ERROR_TYPE, "$.attention_kernel", NULL},
+  {"unknown fsdp collectives", K_CONFIG, CFG_HEAD "\"fsdp_collectives\":\"per_tensor\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.fsdp_collectives", NULL},
   {"one expert", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"count\":2,\"width\":4,\"experts\":1}]}", MM_CONFIG_ERROR_RANGE, "$.blocks[0]", NULL},
   {"duplicate block names", K_MODEL, "{\"name\":\"t\",\"blocks\":[{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4},{\"kind\":\"mlp\",\"name\":\"a\",\"count\":1,\"width\":4}]}", MM_CONFIG_ERROR_INCONSISTENT, "$.blocks[1].name", NULL},
   {"sequence length nowhere", K_MODEL, "{\"name\":\"t\",\"blocks\":[" M_OK_BLOCK "]}", MM_CONFIG_ERROR_MISSING_KEY, "seq_len", NULL},

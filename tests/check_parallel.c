@@ -437,7 +437,7 @@ START_TEST(test_cp_shards_with_fsdp)
   /* describe shows the group */
   g_autoptr(cJSON) doc = mm_report_describe_json(x[0]->graph, NULL, x[0]->scenario, x[0]->memory);
   g_autofree char *text = cJSON_PrintUnformatted(doc);
-  ck_assert_msg(strstr(text, "\"fsdp_group\":{\"strategies\":[\"fsdp\",\"cp\"],\"shards\":8}") != NULL, "%s", text);
+  ck_assert_msg(strstr(text, "\"fsdp_group\":{\"strategies\":[\"fsdp\",\"cp\"],\"shards\":8,\"collectives\":\"flat\"}") != NULL, "%s", text);
   for (guint i = 0; i < G_N_ELEMENTS(levels); i++) mm_simulation_free(x[i]);
 
   /* cp levels disagreeing on fsdp: rejected at the second one */
@@ -547,6 +547,77 @@ START_TEST(test_placement_sums_match_memory)
       want *= mm_dtype_bytes(s->model->blocks[un->block].dtype);
       ck_assert_msg(fabs(in->bytes - want) <= 1e-9 * want, "%s: gather %.6g, placement %.6g", cases[c][2], in->bytes, want);
     }
+  }
+}
+END_TEST
+
+/* fsdp_collectives per_tensor_list (DeepSpeed ZeRO-3 of 2021): a GPT layer with biases and LayerNorms
+ * is 12 parameter tensors, each gathered (and its gradient reduce-scattered) by its own call on a list
+ * of per-rank views; tensors under fsdp_persistence_threshold elements (the norms and biases at the
+ * default 1e5) stay gathered. The same bytes move as with flat calls, but each FSDP collective takes
+ * each call's own collective latency (from its tensor's size) plus one copy kernel per rank and call
+ * and the buffer's copy at HBM bandwidth; flat calls pay one latency. */
+START_TEST(test_fsdp_per_tensor_list)
+{
+  static const char *const GPT =
+    "{\"name\":\"gpt\",\"seq_len\":2048,\"dtype\":\"fp16\",\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+    "\"hidden\":2048,\"heads\":16,\"ffn\":8192,\"ffn_kind\":\"gelu\",\"norm\":\"layernorm\",\"bias\":true}]}";
+  const double h = 2048;
+  const double tensors[] = {h, h, 3 * h * h, 3 * h, h * h, h, h, h, 4 * h * h, 4 * h, 4 * h * h, h}; /* elements */
+  const int64_t nodes[] = {2, 8, 8};
+  const char *const persist[] = {"", "", "\"fsdp_persistence_threshold\":0,"};
+  for (guint k = 0; k < G_N_ELEMENTS(nodes); k++) {
+    const int64_t n = nodes[k] * 8;
+    g_autofree char *flat = config("pretrain", (int)n, "", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+    g_autofree char *extra = g_strdup_printf("\"fsdp_collectives\":\"per_tensor_list\",%s", persist[k]);
+    g_autofree char *list = config("pretrain", (int)n, extra, "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+    g_autoptr(MmSimulation) a = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", flat, nodes[k]);
+    g_autoptr(MmSimulation) b = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", list, nodes[k]);
+    for (int kind = MM_COLL_ALL_GATHER; kind <= MM_COLL_REDUCE_SCATTER; kind++) {
+      ck_assert_uint_gt(count_ops(a, (MmCollKind)kind, MM_REASON_FSDP, -1), 0);
+      ck_assert_uint_eq(count_ops(b, (MmCollKind)kind, MM_REASON_FSDP, -1), count_ops(a, (MmCollKind)kind, MM_REASON_FSDP, -1));
+      const double bytes = coll_bytes(a, (MmCollKind)kind, MM_REASON_FSDP, -1);
+      ck_assert_double_eq_tol(coll_bytes(b, (MmCollKind)kind, MM_REASON_FSDP, -1), bytes, 1e-9 * bytes);
+    }
+    /* every layer's gather: the tensors' own calls, from the list above */
+    const MmHardware *hw = b->scenario->hw;
+    MmLinks links;
+    mm_comm_links(hw, &links);
+    const MmPlanProgram *pa = mm_plan_class_program(a->plan, 0), *pb = mm_plan_class_program(b->plan, 0);
+    guint checked = 0;
+    for (uint32_t i = 0, j = 0; i < pb->n_ops; i++) {
+      const MmOpInfo *in = &pb->info[i];
+      if (in->what != MM_OP_COLLECTIVE || in->reason != MM_REASON_FSDP) continue;
+      while (j < pa->n_ops && (pa->info[j].what != MM_OP_COLLECTIVE || pa->info[j].reason != MM_REASON_FSDP)) j++;
+      ck_assert_uint_lt(j, pa->n_ops);
+      const MmOpInfo *fl = &pa->info[j++];
+      ck_assert_int_eq(fl->coll, in->coll);
+      double lat = 0, elems = 0, calls = 0;
+      for (guint t = 0; t < G_N_ELEMENTS(tensors); t++) elems += tensors[t];
+      ck_assert_double_eq_tol(in->bytes, 2 * elems, 1e-9 * in->bytes);
+      for (guint t = 0; t < G_N_ELEMENTS(tensors); t++) {
+        if (in->coll == MM_COLL_ALL_GATHER && *persist[k] == '\0' && tensors[t] < 1e5) continue;
+        MmCollective c = {.kind = in->coll, .bytes = 2 * tensors[t], .degree = n, .stride = 1, .skew = 1.0};
+        MmCommCost o;
+        ck_assert(mm_comm_cost(hw, &links, &c, &o));
+        lat += o.latency_s;
+        calls++;
+      }
+      ck_assert_double_eq(calls, in->coll == MM_COLL_ALL_GATHER && *persist[k] == '\0' ? 4 : 12);
+      const double copies = calls * (double)n * hw->device.launch_overhead_s +
+                            2.0 * in->bytes / (hw->device.hbm_bw_Bps * hw->device.util_hbm.value);
+      ck_assert_double_eq_tol(in->fixed_s, lat + copies, 1e-9 * in->fixed_s);
+      ck_assert_double_eq_tol(in->time_s - in->fixed_s, fl->time_s - fl->fixed_s, 1e-9 * fl->time_s);
+      checked++;
+    }
+    ck_assert_uint_ge(checked, 3 * 4); /* every layer: a forward and a backward gather, a reduce-scatter */
+    ck_assert_double_gt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+    /* describe says how FSDP's collectives are called */
+    g_autoptr(cJSON) doc = mm_report_describe_json(b->graph, NULL, b->scenario, b->memory);
+    g_autofree char *text = cJSON_PrintUnformatted(doc);
+    ck_assert_msg(strstr(text, *persist[k] ? "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":0}"
+                                           : "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":100000}"),
+                  "%s", text);
   }
 }
 END_TEST
@@ -1218,6 +1289,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_grad_accumulation_separate);
   tcase_add_test(tc, test_interference_in_lowering);
   tcase_add_test(tc, test_tp_mlp_backward_gathers);
+  tcase_add_test(tc, test_fsdp_per_tensor_list);
   suite_add_tcase(s, tc);
   return s;
 }

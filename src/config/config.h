@@ -534,6 +534,11 @@ extern const char *const mm_recompute_names[];
  * main_grad.add_(grad); PyTorch autograd's .grad accumulation). */
 typedef enum { MM_GRAD_ACCUM_FUSED, MM_GRAD_ACCUM_SEPARATE } MmGradAccum;
 extern const char *const mm_grad_accum_names[];
+
+/* How FSDP's collectives are called: one per unit over its flattened parameters (PyTorch FSDP, FSDP2,
+ * Megatron), or one per parameter tensor on a list of per-rank views (DeepSpeed ZeRO-3 of 2021). */
+typedef enum { MM_FSDP_COLL_FLAT, MM_FSDP_COLL_PER_TENSOR_LIST } MmFsdpColl;
+extern const char *const mm_fsdp_coll_names[];
 /* Megatron's --recompute-method for full recompute with --recompute-num-layers N: uniform
  * checkpoints the input of every group of N layers (all recomputed); block recomputes the first N
  * layers of each model chunk and keeps the others' activations; every is torchtitan's layer-level
@@ -608,6 +613,8 @@ typedef struct {
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   gboolean fsdp_reshard;     /* FSDP: gather again for every micro-batch's forward and backward (else once) */
+  MmFsdpColl fsdp_collectives; /* FSDP: a collective per unit, or per parameter tensor on per-rank lists */
+  int64_t fsdp_persistence_threshold; /* per_tensor_list: tensors of fewer elements stay gathered */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
   MmGradAccum grad_accum;    /* weight gradients added to the gradient buffer in the GEMM or by a separate pass */

@@ -30,6 +30,7 @@ const char *const mm_pipe_schedule_names[] = {"gpipe", "1f1b", "interleaved_1f1b
 const char *const mm_cp_impl_names[] = {"ring", "all_gather", NULL};
 const char *const mm_moe_dispatch_names[] = {"per_expert", "per_node", NULL};
 const char *const mm_grad_accum_names[] = {"fused", "separate", NULL};
+const char *const mm_fsdp_coll_names[] = {"flat", "per_tensor_list", NULL};
 const char *const mm_coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p",
                                      "broadcast",  "permute",    NULL};
 const char *const mm_algorithm_names[] = {"auto", "ring", "tree", "direct", "two_phase", "halving_doubling",

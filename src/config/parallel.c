@@ -70,6 +70,18 @@ static const MmField config_fields[] = {
    "micro-batch (PyTorch FSDP's default); false: gather each layer once per iteration, in its first forward, and "
    "keep it gathered across micro-batches and the backward (FSDP2 reshard_after_forward=False, as torchtitan runs "
    "FSDP with pipeline parallelism): fewer all-gathers, every unsharded layer of the stage held"},
+  {"fsdp_collectives", MM_F_ENUM, FALSE, 0, 0, MM_FSDP_COLL_FLAT, mm_fsdp_coll_names, CFG(fsdp_collectives), NULL,
+   "FSDP: how its all-gathers and reduce-scatters are called. flat: one per unit over its flattened parameters "
+   "(PyTorch FSDP and FSDP2, Megatron's distributed optimizer). per_tensor_list: one per parameter tensor (each "
+   "weight, bias and norm), on a list of per-rank views, as DeepSpeed ZeRO-3 of 2021 called them "
+   "(partition_parameters.py: _allgather_param, _reduce_scatter_gradient); PyTorch's ProcessGroupNCCL copied a "
+   "list output (input) one rank at a time (before all_gather_into_tensor): each tensor's call pays its own "
+   "collective latency and the group's degree of copy kernels (launch_overhead_us each) plus the copied bytes at "
+   "the device's HBM bandwidth"},
+  {"fsdp_persistence_threshold", MM_F_INT, FALSE, 0, BIG, 100000, NULL, CFG(fsdp_persistence_threshold), "elements",
+   "FSDP with per_tensor_list collectives: parameter tensors of fewer elements (whole, before sharding) stay "
+   "gathered and are never all-gathered (DeepSpeed's stage3_param_persistence_threshold, default 1e5); their "
+   "gradients are reduce-scattered like the others"},
   {"ddp_bucket_MB", MM_F_NUM, FALSE, 0.001, 1e6, 25, NULL, MM_NO_OFFSET, "MB",
    "DDP: gradient bucket size per AllReduce"},
   {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,

@@ -170,7 +170,7 @@ G_STATIC_ASSERT(CX_SLOTS == 64);
 
 /* Appends the op emit_one is about to emit to the expansion being recorded. */
 static void cx_record(Lower *L, MmCollKind kind, double size, int64_t degree, int64_t stride, MmStreamId st,
-                      const MmCommCost *cost)
+                      const MmCommCost *cost, const MmOpInfo *info)
 {
   if (L->n_cx_step == L->cap_cx_step) {
     L->cap_cx_step = 2 * L->cap_cx_step + 16;
@@ -182,7 +182,7 @@ static void cx_record(Lower *L, MmCollKind kind, double size, int64_t degree, in
     L->cx_bytes = g_renew(double, L->cx_bytes, L->cap_cx_xfer);
   }
   L->cx_step[L->n_cx_step++] = (CollStep){
-    .size = size, .time_s = cost->time_s, .latency_s = cost->latency_s, .degree = degree, .stride = stride,
+    .size = size, .time_s = info->time_s, .latency_s = info->fixed_s, .degree = degree, .stride = stride,
     .xfer_first = L->n_cx_xfer, .n_use = cost->n_use, .kind = (uint8_t)kind, .algorithm = (uint8_t)cost->algorithm,
     .stream = (uint8_t)st, .sequential = (uint8_t)(cost->sequential != 0),
   };
@@ -222,6 +222,27 @@ static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t un
   return op;
 }
 
+/* The fixed time of collective @c called once per tensor of @t (fsdp_collectives per_tensor_list)
+ * instead of once on all their bytes, less the one call's latency: each call's own latency (that of
+ * its size: small tensors take the low-latency protocols), and PyTorch's list copies, one copy
+ * kernel per rank and call (a launch each) moving the whole buffer once at HBM bandwidth.
+ * All-gathers skip the persistent tensors (their bytes, a few norms and biases, stay in @c). */
+static double per_tensor_extra_s(Lower *L, const MmCollective *c, const UnitTensors *t)
+{
+  const MmDevice *dev = &L->hw->device;
+  double lat = 0, calls = 0;
+  for (guint i = 0; i < t->n; i++) {
+    if (t->persist[i] && c->kind == MM_COLL_ALL_GATHER) continue;
+    MmCollective one = *c;
+    one.bytes = c->bytes * t->frac[i];
+    lat += (double)t->count[i] * mm__coll_cost(L, &one)->latency_s;
+    calls += (double)t->count[i];
+  }
+  if (calls <= 1) return 0;
+  const double copy_s = calls * (double)c->degree * L->launch_s + 2.0 * c->bytes / (dev->hbm_bw_Bps * dev->util_hbm.value);
+  return lat + copy_s - mm__coll_cost(L, c)->latency_s;
+}
+
 static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, double size, int64_t degree,
                          int64_t stride, const Deps *d, uint32_t unit, uint32_t micro, MmPhase phase)
 {
@@ -230,11 +251,12 @@ static uint32_t emit_one(Lower *L, guint bi, MmCollKind kind, MmReason reason, d
                     .algorithm = L->s->cfg->algorithm[kind], .skew = moe ? L->a2a_skew : 1.0,
                     .one_shot = L->s->cfg->serving.custom_all_reduce};
   if (moe) moe_route(L, bi, degree, stride, &c);
-  const MmCommCost *cost = mm__coll_cost(L, &c);
-  const MmOpInfo info = coll_info((uint8_t)kind, (uint8_t)reason, phase, unit, micro, size, cost->time_s,
-                                  cost->latency_s, (uint8_t)cost->algorithm);
+  const double extra = L->coll_tensors ? per_tensor_extra_s(L, &c, L->coll_tensors) : 0;
+  const MmCommCost *cost = mm__coll_cost(L, &c); /* last: the memo keeps it while it is read */
+  const MmOpInfo info = coll_info((uint8_t)kind, (uint8_t)reason, phase, unit, micro, size, cost->time_s + extra,
+                                  cost->latency_s + extra, (uint8_t)cost->algorithm);
   MmStreamId st = cost->shape.scope == MM_SCOPE_INTRA ? MM_STREAM_COMM_INTRA : MM_STREAM_COMM_INTER;
-  if (L->cx_rec) cx_record(L, kind, size, degree, stride, st, cost);
+  if (L->cx_rec) cx_record(L, kind, size, degree, stride, st, cost, &info);
   return mm__emit(L, st, d, &info, cost, COLL_SELF, degree, stride, 0);
 }
 
@@ -249,14 +271,14 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
   /* the same collective of this lowering again: the ops recorded the first time */
   CollExp *x = &L->cx[cx_slot(bi, mask, kind, reason, bytes)];
   if (!L->no_replay && x->valid && x->bytes == bytes && x->mask == mask && x->bi == bi && x->kind == kind &&
-      x->reason == reason)
+      x->reason == reason && x->tensors == L->coll_tensors)
     return cx_replay(L, x, d, unit, micro, phase);
   if (L->n_cx_step > CX_MAX_STEPS || L->n_cx_xfer > CX_MAX_XFER) { /* start over: bounded memory */
     for (guint i = 0; i < CX_SLOTS; i++) L->cx[i].valid = FALSE;
     L->n_cx_step = L->n_cx_xfer = 0;
   }
-  *x = (CollExp){.bytes = bytes, .mask = mask, .bi = bi, .kind = (uint8_t)kind, .reason = (uint8_t)reason,
-                 .step_first = L->n_cx_step};
+  *x = (CollExp){.bytes = bytes, .tensors = L->coll_tensors, .mask = mask, .bi = bi, .kind = (uint8_t)kind,
+                 .reason = (uint8_t)reason, .step_first = L->n_cx_step};
   const MmBlockSetup *bs = &L->s->blocks[bi];
   if (mm_plan_mask_degree(bs, mask) <= 1) {
     x->valid = TRUE; /* nothing moves */

@@ -6,12 +6,75 @@
 
 /* ---- FSDP gather sequence ---------------------------------------------- */
 
+/* Adds @count tensors of @params parameters (before FSDP) to @t, whose unit gathers @unit; those
+ * below the config's persistence threshold stay gathered. */
+static void tensors_add(const Lower *L, UnitTensors *t, double params, uint32_t count, double unit)
+{
+  if (params <= 0 || count == 0 || unit <= 0) return;
+  const double f = params / unit;
+  guint i = 0;
+  while (i < t->n && t->frac[i] != f) i++;
+  if (i == UNIT_TENSOR_SIZES) i--; /* more distinct sizes than kept: the last stands for them */
+  else if (i == t->n) t->frac[t->n++] = f;
+  t->count[i] += count;
+  t->persist[i] = params < (double)L->s->cfg->fsdp_persistence_threshold;
+}
+
+/* The parameter tensors of unit @u as DeepSpeed ZeRO-3 registers them (torch.nn.Parameter each): a
+ * linear layer's weight and its bias, a LayerNorm's weight and bias (RMSNorm: weight), the token
+ * and position embeddings, each expert's weights. A fused projection (QKV, gate and up) is one. */
+static UnitTensors *unit_tensors(const Lower *L, uint32_t u)
+{
+  const MmUnit *un = &L->g->units[u];
+  const MmBlock *b = &L->m->blocks[un->block];
+  const double shards = (double)L->s->blocks[un->block].fsdp_shards, unit = mm__unit_params(L, u);
+  UnitTensors *t = g_new0(UnitTensors, 1);
+  for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
+    const MmLayer *l = &L->g->layers[li];
+    const double p = (double)l->cost.params, frac = mm__place(L, li)->param_frac * shards;
+    if (p <= 0) continue;
+    switch (l->role) {
+    case MM_ROLE_NORM_ATTN:
+    case MM_ROLE_NORM_FFN:
+    case MM_ROLE_NORM_FINAL:
+    case MM_ROLE_MTP_NORM: {
+      const uint32_t n = (b->norm == MM_NORM_LAYERNORM ? 2 : 1) * (l->role == MM_ROLE_MTP_NORM ? 2 : 1);
+      tensors_add(L, t, p / n * frac, n, unit);
+      break;
+    }
+    case MM_ROLE_TOKEN_LOOKUP: {
+      const double pos = (double)b->positions * (double)b->hidden;
+      if (pos > 0 && pos < p) {
+        tensors_add(L, t, pos * frac, 1, unit);
+        tensors_add(L, t, (p - pos) * frac, 1, unit);
+      } else {
+        tensors_add(L, t, p * frac, 1, unit);
+      }
+      break;
+    }
+    default: {
+      const uint32_t experts = l->expert && b->experts > 1 ? (uint32_t)b->experts : 1;
+      const double w = l->kernel.k * l->kernel.n * experts, bias = b->bias ? p - w : 0;
+      if (bias > 0 && bias < p) {
+        tensors_add(L, t, w / experts * frac, experts, unit);
+        tensors_add(L, t, bias / experts * frac, experts, unit);
+      } else {
+        tensors_add(L, t, p / experts * frac, experts, unit);
+      }
+      break;
+    }
+    }
+  }
+  return t;
+}
+
 void mm__precompute_units(Lower *L)
 {
   const MmGraph *g = L->g;
   L->unit_dense = g_new0(double, g->n_units + 1);
   L->unit_expert = g_new0(double, g->n_units + 1);
   L->fsdp_unit = g_new(uint8_t, g->n_units + 1);
+  if (L->s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST) L->unit_tensors = g_new0(UnitTensors *, g->n_units + 1);
   L->grad_mask = g_new(uint32_t, 2 * (gsize)L->m->n_blocks + 1);
   for (guint b = 0; b < L->m->n_blocks; b++)
     for (int x = 0; x < 2; x++) L->grad_mask[2 * b + (guint)x] = mm_plan_grad_replicas(L->s, b, x == 1);
@@ -22,6 +85,7 @@ void mm__precompute_units(Lower *L)
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
       L->unit_dense[u] = L->unit_dense[u - 1];
       L->unit_expert[u] = L->unit_expert[u - 1];
+      if (L->unit_tensors) L->unit_tensors[u] = L->unit_tensors[u - 1];
       continue;
     }
     for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
@@ -30,7 +94,16 @@ void mm__precompute_units(Lower *L)
       if (l->expert) L->unit_expert[u] += p;
       else L->unit_dense[u] += p;
     }
+    if (L->unit_tensors) L->unit_tensors[u] = L->fsdp_unit[u] ? unit_tensors(L, u) : NULL;
   }
+}
+
+void mm__unit_tensors_free(Lower *L)
+{
+  if (!L->unit_tensors) return;
+  for (uint32_t u = 0; u < L->g->n_units; u++)
+    if (u == 0 || L->unit_tensors[u] != L->unit_tensors[u - 1]) g_free(L->unit_tensors[u]);
+  g_free(L->unit_tensors);
 }
 
 double mm__unit_params(const Lower *L, uint32_t u)
@@ -85,8 +158,10 @@ void mm__emit_gather(Lower *L, const Deps *d)
   const GatherItem *it = &L->gq[i];
   const MmUnit *un = &L->g->units[it->unit];
   double bytes = mm__unit_params(L, it->unit) * mm_dtype_bytes(L->m->blocks[un->block].dtype);
+  L->coll_tensors = L->unit_tensors ? L->unit_tensors[it->unit] : NULL;
   L->gq_op[i] = mm__emit_coll(L, un->block, L->s->blocks[un->block].fsdp_mask, MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,
                           it->micro, it->bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
+  L->coll_tensors = NULL;
 }
 
 /* The gather of the unit about to compute (issued earlier). */

@@ -213,8 +213,10 @@ void mm__sync_grads(Lower *L, IterState *st, uint32_t u, uint32_t micro, uint32_
   mm__deps_set_one(&d, weights_done);
   if (bs->fsdp_shards > 1) {
     /* FSDP reduce-scatters every micro-step; HSDP then all-reduces the shard across replicas */
+    L->coll_tensors = L->unit_tensors ? L->unit_tensors[u] : NULL;
     uint32_t rs = mm__emit_coll(L, b, bs->fsdp_mask, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, grads[0] + grads[1], &d,
                             u, micro, MM_PHASE_BWD);
+    L->coll_tensors = NULL;
     if (!last_micro) return;
     Deps done, r;
     mm__deps_set_one(&done, rs == NONE ? weights_done : rs);

@@ -75,6 +75,7 @@ typedef struct {
  * instead of grouping levels and costing the collective again. */
 typedef struct {
   double bytes;
+  const struct UnitTensors *tensors; /* the per-tensor calls it stands for (NULL: one call) */
   uint32_t mask, bi;
   uint8_t kind, reason, valid;
   uint32_t step_first, n_steps; /* Lower.cx_step [step_first, + n_steps); none: nothing moves */
@@ -84,6 +85,17 @@ typedef struct {
 
 typedef struct Template Template;
 typedef struct Rec Rec;
+
+/* The parameter tensors of an FSDP unit (fsdp_collectives per_tensor_list): @count[i] tensors of
+ * @frac[i] of the unit's gathered bytes each, @persist[i]: small enough to stay gathered (no
+ * all-gather; their gradients are reduce-scattered like the others); @n distinct sizes. */
+#define UNIT_TENSOR_SIZES 16
+typedef struct UnitTensors {
+  double frac[UNIT_TENSOR_SIZES];
+  uint32_t count[UNIT_TENSOR_SIZES];
+  uint8_t persist[UNIT_TENSOR_SIZES];
+  uint32_t n;
+} UnitTensors;
 
 typedef struct {
   const MmScenario *s;
@@ -104,6 +116,9 @@ typedef struct {
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
   uint8_t *fsdp_unit;   /* per unit: its block is FSDP-sharded and it has parameters */
+  UnitTensors **unit_tensors; /* per unit under per_tensor_list FSDP collectives (identical units share one;
+                                 * NULL: flat collectives) */
+  const UnitTensors *coll_tensors; /* the FSDP collective being emitted is one call per these tensors (NULL: one) */
   uint32_t *grad_mask;  /* per block: mm_plan_grad_replicas of its non-expert and expert parameters */
   Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
   uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */
@@ -316,6 +331,7 @@ void mm__templates_free(Lower *L);
 /* fsdp.c: per-unit parameters and the FSDP gather queue */
 void mm__precompute_units(Lower *L);
 double mm__unit_params(const Lower *L, uint32_t u);
+void mm__unit_tensors_free(Lower *L);
 /* Whether unit @u has FSDP shards to gather (mm__precompute_units). */
 static inline gboolean mm__fsdp_unit(const Lower *L, uint32_t u)
 {

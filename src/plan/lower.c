@@ -27,6 +27,7 @@ static void lower_free(Lower *L)
   g_free(L->unit_dense);
   g_free(L->unit_expert);
   g_free(L->fsdp_unit);
+  mm__unit_tensors_free(L);
   g_free(L->grad_mask);
   g_free(L->place);
   g_free(L->place_of);

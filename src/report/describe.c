@@ -286,6 +286,9 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON *fg = cJSON_AddObjectToObject(o, "fsdp_group");
     cJSON_AddItemToObject(fg, "strategies", strategy_mask_json(bs->fsdp_mask));
     cJSON_AddNumberToObject(fg, "shards", (double)bs->fsdp_shards);
+    cJSON_AddStringToObject(fg, "collectives", mm_fsdp_coll_names[s->cfg->fsdp_collectives]);
+    if (s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
+      cJSON_AddNumberToObject(fg, "persistence_threshold_elements", (double)s->cfg->fsdp_persistence_threshold);
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
     cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
     cJSON_AddItemToObject(gr, "expert", strategy_mask_json(mm_plan_grad_replicas(s, i, TRUE)));
@@ -405,6 +408,11 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
   if (accum->len)
     fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward (grad_accumulation "
                  "separate): bytes per local parameter %s\n", accum->str);
+  if (s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
+    fprintf(out, "fsdp collectives per_tensor_list: one all-gather per parameter tensor of %" G_GINT64_FORMAT
+                 " or more elements (smaller ones stay gathered) and one reduce-scatter per gradient, on lists of "
+                 "per-rank views: each call pays its collective latency and one copy kernel per rank (%.3g us)\n",
+            s->cfg->fsdp_persistence_threshold, hw->device.launch_overhead_s * 1e6);
   if (s->pp > 1)
     fprintf(out, "pipeline %" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT " devices (outermost), %s, %" G_GINT64_FORMAT
             " chunk%s per stage, %" G_GINT64_FORMAT " micro-batches\n",
