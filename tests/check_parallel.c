@@ -437,7 +437,7 @@ START_TEST(test_cp_shards_with_fsdp)
   /* describe shows the group */
   g_autoptr(cJSON) doc = mm_report_describe_json(x[0]->graph, NULL, x[0]->scenario, x[0]->memory);
   g_autofree char *text = cJSON_PrintUnformatted(doc);
-  ck_assert_msg(strstr(text, "\"fsdp_group\":{\"strategies\":[\"fsdp\",\"cp\"],\"shards\":8,\"collectives\":\"flat\"}") != NULL, "%s", text);
+  ck_assert_msg(strstr(text, "\"fsdp_group\":{\"strategies\":[\"fsdp\",\"cp\"],\"shards\":8,\"collectives\":\"flat\",\"regather_recompute\":false}") != NULL, "%s", text);
   for (guint i = 0; i < G_N_ELEMENTS(levels); i++) mm_simulation_free(x[i]);
 
   /* cp levels disagreeing on fsdp: rejected at the second one */
@@ -615,9 +615,66 @@ START_TEST(test_fsdp_per_tensor_list)
     /* describe says how FSDP's collectives are called */
     g_autoptr(cJSON) doc = mm_report_describe_json(b->graph, NULL, b->scenario, b->memory);
     g_autofree char *text = cJSON_PrintUnformatted(doc);
-    ck_assert_msg(strstr(text, *persist[k] ? "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":0}"
-                                           : "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":100000}"),
+    ck_assert_msg(strstr(text, *persist[k] ? "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":0,"
+                                           : "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":100000,"),
                   "%s", text);
+  }
+}
+END_TEST
+
+/* fsdp_regather_recompute (DeepSpeed ZeRO-3's hooks under full recompute): each layer's backward
+ * gathers twice, once for its recompute, which frees the parameters after it, and once for the
+ * backward itself: 3 gathers per layer and micro-batch instead of 2, the second after the
+ * recompute's compute and before the backward's. Without full recompute it changes nothing. */
+START_TEST(test_fsdp_regather_recompute)
+{
+  static const char *const GPT =
+    "{\"name\":\"gpt\",\"seq_len\":2048,\"dtype\":\"fp16\",\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+    "\"hidden\":2048,\"heads\":16,\"ffn\":8192,\"ffn_kind\":\"gelu\",\"norm\":\"layernorm\",\"bias\":true}]}";
+  const char *const fsdp = "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]";
+  for (int full = 0; full < 2; full++) {
+    const char *rec = full ? "\"recompute\":\"full\",\"fsdp_prefetch\":0," : "\"recompute\":\"selective\",\"fsdp_prefetch\":0,";
+    g_autofree char *once = config("pretrain", 32, rec, fsdp);
+    g_autofree char *extra = g_strdup_printf("%s\"fsdp_regather_recompute\":true,", rec);
+    g_autofree char *twice = config("pretrain", 32, extra, fsdp);
+    g_autoptr(MmSimulation) a = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", once, 2);
+    g_autoptr(MmSimulation) b = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", twice, 2);
+    const guint fa = count_ops(a, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_FWD);
+    const guint ba = count_ops(a, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_BWD);
+    ck_assert_uint_eq(fa, 4 * (guint)a->scenario->micro_steps);
+    ck_assert_uint_eq(ba, fa);
+    ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_FWD), fa);
+    ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_FSDP, MM_PHASE_BWD), full ? 2 * ba : ba);
+    if (!full) {
+      ck_assert_double_eq(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+      continue;
+    }
+    ck_assert_double_gt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+    g_autoptr(cJSON) doc = mm_report_describe_json(b->graph, NULL, b->scenario, b->memory);
+    g_autofree char *text = cJSON_PrintUnformatted(doc);
+    ck_assert_msg(strstr(text, "\"regather_recompute\":true}") != NULL, "%s", text);
+    /* in program order, per unit of the last micro-batch's backward: gather, recompute, gather, backward */
+    const MmPlanProgram *p = mm_plan_class_program(b->plan, 0);
+    const uint32_t last = (uint32_t)b->scenario->micro_steps - 1;
+    for (uint32_t u = 0; u < b->graph->n_units; u++) {
+      if (b->graph->units[u].cost.params == 0) continue;
+      int seq[4] = {-1, -1, -1, -1}, n = 0; /* 0: gather, 1: recompute, 2: backward */
+      for (uint32_t i = 0; i < p->n_ops && n < 4; i++) {
+        const MmOpInfo *in = &p->info[i];
+        if (in->micro != last || in->unit != u) continue;
+        int what = -1;
+        if (in->what == MM_OP_COLLECTIVE && in->reason == MM_REASON_FSDP && in->coll == MM_COLL_ALL_GATHER &&
+            in->phase == MM_PHASE_BWD)
+          what = 0;
+        else if (in->what == MM_OP_COMPUTE && in->phase == MM_PHASE_RECOMPUTE)
+          what = 1;
+        else if (in->what == MM_OP_COMPUTE && in->phase == MM_PHASE_BWD)
+          what = 2;
+        if (what >= 0 && (n == 0 || seq[n - 1] != what)) seq[n++] = what;
+      }
+      ck_assert_msg(n == 4 && seq[0] == 0 && seq[1] == 1 && seq[2] == 0 && seq[3] == 2, "unit %u: %d %d %d %d", u,
+                    seq[0], seq[1], seq[2], seq[3]);
+    }
   }
 }
 END_TEST
@@ -1290,6 +1347,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_interference_in_lowering);
   tcase_add_test(tc, test_tp_mlp_backward_gathers);
   tcase_add_test(tc, test_fsdp_per_tensor_list);
+  tcase_add_test(tc, test_fsdp_regather_recompute);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -615,6 +615,7 @@ typedef struct {
   gboolean fsdp_reshard;     /* FSDP: gather again for every micro-batch's forward and backward (else once) */
   MmFsdpColl fsdp_collectives; /* FSDP: a collective per unit, or per parameter tensor on per-rank lists */
   int64_t fsdp_persistence_threshold; /* per_tensor_list: tensors of fewer elements stay gathered */
+  gboolean fsdp_regather_recompute; /* full recompute: the recompute gathers and frees, the backward gathers again */
   double ddp_bucket_bytes;   /* gradient bucket size for DDP AllReduce */
   gboolean ddp_overlap;      /* all-reduce buckets during backward (else after it) */
   MmGradAccum grad_accum;    /* weight gradients added to the gradient buffer in the GEMM or by a separate pass */

@@ -124,7 +124,7 @@ void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
     for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
       if (mm__fsdp_unit(L, u)) {
         n_fwd[k]++;
-        n_bwd[k] += L->g->units[u].block >= L->first_trained;
+        n_bwd[k] += (L->g->units[u].block >= L->first_trained) * (mm__regathers(L, u) ? 2 : 1);
       }
   }
   gsize cap = 0;
@@ -139,11 +139,13 @@ void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps)
     if (steps[i].bwd == MM_PIPE_W) continue; /* zb_h1: weight gradients gather nothing */
     if (!steps[i].bwd) {
       for (uint32_t u = L->chunk_first[k]; u < L->chunk_end[k]; u++)
-        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) a[n++] = (GatherItem){u, steps[i].micro, FALSE};
+        if (mm__fsdp_gathers(L, u, steps[i].micro, FALSE)) a[n++] = (GatherItem){u, steps[i].micro, FALSE, FALSE};
     } else {
       for (uint32_t u = L->chunk_end[k]; u-- > L->chunk_first[k];)
-        if (L->g->units[u].block >= L->first_trained && mm__fsdp_gathers(L, u, steps[i].micro, TRUE))
-          a[n++] = (GatherItem){u, steps[i].micro, TRUE};
+        if (L->g->units[u].block >= L->first_trained && mm__fsdp_gathers(L, u, steps[i].micro, TRUE)) {
+          if (mm__regathers(L, u)) a[n++] = (GatherItem){u, steps[i].micro, TRUE, TRUE};
+          a[n++] = (GatherItem){u, steps[i].micro, TRUE, FALSE};
+        }
     }
   }
   g_assert(n <= cap);
@@ -172,6 +174,25 @@ uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
   g_assert(it->unit == u && it->micro == micro && it->bwd == bwd);
   (void)u, (void)micro, (void)bwd;
   return L->gq_op[L->gq_pos];
+}
+
+/* Whether unit @u's backward gathers its parameters twice: once for its full recompute, which frees
+ * them after it, and again for the backward (fsdp_regather_recompute). */
+gboolean mm__regathers(const Lower *L, uint32_t u)
+{
+  return L->s->cfg->fsdp_regather_recompute && L->s->cfg->recompute == MM_RECOMPUTE_FULL &&
+         L->recompute[u] != MM__RECOMPUTE_NONE && L->fsdp_unit[u] && L->s->cfg->fsdp_reshard;
+}
+
+/* Between unit @u's recompute (its last op @rec_last) and its backward, under
+ * fsdp_regather_recompute: the recompute's parameters are freed and gathered again; @d (the
+ * backward's dependencies) gains that gather. */
+void mm__regather(Lower *L, uint32_t u, uint32_t micro, uint32_t rec_last, Deps *d)
+{
+  if (!mm__regathers(L, u) || rec_last == NONE) return;
+  g_assert(L->gq[L->gq_pos].recompute);
+  mm__gather_advance(L, rec_last);
+  mm__deps_add(L, d, mm__gather_for(L, u, micro, TRUE));
 }
 
 /* After a unit computed: its buffer is free, so the gather `prefetch + 1` units ahead may go. */

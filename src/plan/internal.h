@@ -39,6 +39,7 @@ typedef struct {
   uint32_t unit;
   uint32_t micro;
   gboolean bwd;
+  gboolean recompute; /* fsdp_regather_recompute: the gather of a backward's recompute (another follows) */
 } GatherItem;
 
 /* Per-device cost of one part of one layer (computed once per canonical layer). */
@@ -346,6 +347,8 @@ static inline gboolean mm__fsdp_gathers(const Lower *L, uint32_t u, uint32_t mic
 void mm__build_gather_queue(Lower *L, const MmPipeStep *steps, guint n_steps);
 void mm__emit_gather(Lower *L, const Deps *d);
 uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd);
+gboolean mm__regathers(const Lower *L, uint32_t u);
+void mm__regather(Lower *L, uint32_t u, uint32_t micro, uint32_t rec_last, Deps *d);
 void mm__gather_advance(Lower *L, uint32_t compute_done);
 
 /* grads.c: gradient synchronization, the tied embedding, the optimizer step */

@@ -783,6 +783,7 @@ uint32_t mm__lower_bwd(Lower *L, uint32_t u, uint32_t micro, const Deps *in, gbo
 {
   Deps d = *in;
   const uint32_t rec_last = lower_recompute(L, u, micro, in, &d);
+  mm__regather(L, u, micro, rec_last, &d);
   uint32_t lc;
   uint32_t out = replay(L, template_for(L, u, need_input_grad ? MM__V_BWD_IN : MM__V_BWD_NOIN), u, micro, MM_PHASE_BWD, &d, &lc);
   *weights_done = lc != NONE ? lc : rec_last;
@@ -794,6 +795,7 @@ uint32_t mm__lower_bwd_input(Lower *L, uint32_t u, uint32_t micro, const Deps *i
 {
   Deps d = *in;
   const uint32_t rec_last = lower_recompute(L, u, micro, in, &d);
+  mm__regather(L, u, micro, rec_last, &d);
   uint32_t lc;
   uint32_t out = replay(L, template_for(L, u, need_input_grad ? MM__V_BWD_IN_B : MM__V_BWD_NOIN_B), u, micro,
                         MM_PHASE_BWD, &d, &lc);

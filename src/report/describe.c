@@ -289,6 +289,8 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON_AddStringToObject(fg, "collectives", mm_fsdp_coll_names[s->cfg->fsdp_collectives]);
     if (s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
       cJSON_AddNumberToObject(fg, "persistence_threshold_elements", (double)s->cfg->fsdp_persistence_threshold);
+    cJSON_AddBoolToObject(fg, "regather_recompute",
+                          s->cfg->fsdp_regather_recompute && s->cfg->recompute == MM_RECOMPUTE_FULL);
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
     cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
     cJSON_AddItemToObject(gr, "expert", strategy_mask_json(mm_plan_grad_replicas(s, i, TRUE)));
@@ -413,6 +415,9 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
                  " or more elements (smaller ones stay gathered) and one reduce-scatter per gradient, on lists of "
                  "per-rank views: each call pays its collective latency and one copy kernel per rank (%.3g us)\n",
             s->cfg->fsdp_persistence_threshold, hw->device.launch_overhead_s * 1e6);
+  if (s->cfg->fsdp_regather_recompute && s->cfg->recompute == MM_RECOMPUTE_FULL)
+    fprintf(out, "fsdp regather recompute: a recomputed layer gathers its parameters for the recompute, frees them, "
+                 "and gathers them again for its backward\n");
   if (s->pp > 1)
     fprintf(out, "pipeline %" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT " devices (outermost), %s, %" G_GINT64_FORMAT
             " chunk%s per stage, %" G_GINT64_FORMAT " micro-batches\n",
