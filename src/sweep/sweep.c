@@ -102,19 +102,22 @@ void mm_simulation_free(MmSimulation *sim)
   g_free(sim);
 }
 
-/* The steady-state reduction: lowers enough micro-batches for 6 (then 12, then 24) whole periods on every
- * stage (the fill of the pipeline, three repeating periods and the last one before the cool-down
- * need 5-6 in most schedules; one stage has no fill: its first attempt is 5, the first micro-step,
- * three that repeat and the last); the first run whose periods repeat exactly stands for the
- * iteration. The first attempt runs when it has at most 3/4 of the iteration's micro-batches (it
- * nearly always succeeds: 48 of 49 gradient-accumulation points of the LLaMA-2-70B sweep, 110 of
- * 117 pipeline points of the Llama-3-70B one), the longer ones after a failure at most half. FALSE
- * (nothing kept) when none did or none would be shorter; an engine failure is an error. */
+/* The steady-state reduction: lowers enough micro-batches for 6 (then 12, 24, 48, 96) whole periods on
+ * every stage (the fill of the pipeline, three repeating periods and the last one before the
+ * cool-down need 5-6 in most schedules; one stage has no fill: its first attempt is 5, the first
+ * micro-step, three that repeat and the last); the first run whose periods repeat exactly stands for
+ * the iteration. The first attempt runs when it has at most 3/4 of the iteration's micro-batches (it
+ * nearly always succeeds: 102 of 108 pipeline points of the Llama-3-70B bench sweep), the longer
+ * ones after a failure at most half. Long transients need the longer ones: when one stage is slower
+ * than the next (the first, with the embedding's FSDP gathers), the next drains the lead the warm-up
+ * gave it by the difference every period, tens of periods for a 1.5% difference (8 stages of FSDP 8
+ * x TP 8, 256 micro-batches: 96 periods). FALSE (nothing kept) when none did or none would be
+ * shorter; an engine failure is an error. */
 static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan, MmEngine **engine,
                            MmRunMetrics *metrics, uint32_t *micro, GError **error)
 {
   const uint32_t first = s->pp == 1 ? 5 : 6;
-  for (uint32_t periods = first; periods <= 24; periods = periods == first ? 12 : periods * 2) {
+  for (uint32_t periods = first; periods <= 96; periods = periods == first ? 12 : periods * 2) {
     MmPlanOptions opt = {.micro_steps = mm_plan_steady_micro_steps(s, periods)};
     if (opt.micro_steps == 0) return FALSE;
     if (periods == first ? 4 * (uint64_t)opt.micro_steps > 3 * (uint64_t)s->micro_steps
