@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "plan/internal.h"
 #include "report/report.h"
 #include "testutil.h"
 
@@ -554,9 +555,9 @@ END_TEST
 /* fsdp_collectives per_tensor_list (DeepSpeed ZeRO-3 of 2021): a GPT layer with biases and LayerNorms
  * is 12 parameter tensors, each gathered (and its gradient reduce-scattered) by its own call on a list
  * of per-rank views; tensors under fsdp_persistence_threshold elements (the norms and biases at the
- * default 1e5) stay gathered. The same bytes move as with flat calls, but each FSDP collective takes
- * each call's own collective latency (from its tensor's size) plus one copy kernel per rank and call
- * and the buffer's copy at HBM bandwidth; flat calls pay one latency. */
+ * default 1e5) are held whole: never all-gathered, in every device's weights. Each FSDP collective
+ * takes each call's own collective latency (from its tensor's size) plus one copy kernel per rank and
+ * call and the buffer's copy at HBM bandwidth; flat calls pay one latency. */
 START_TEST(test_fsdp_per_tensor_list)
 {
   static const char *const GPT =
@@ -568,17 +569,26 @@ START_TEST(test_fsdp_per_tensor_list)
   const char *const persist[] = {"", "", "\"fsdp_persistence_threshold\":0,"};
   for (guint k = 0; k < G_N_ELEMENTS(nodes); k++) {
     const int64_t n = nodes[k] * 8;
+    const double threshold = *persist[k] ? 0 : 1e5;
     g_autofree char *flat = config("pretrain", (int)n, "", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
     g_autofree char *extra = g_strdup_printf("\"fsdp_collectives\":\"per_tensor_list\",%s", persist[k]);
     g_autofree char *list = config("pretrain", (int)n, extra, "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
     g_autoptr(MmSimulation) a = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", flat, nodes[k]);
     g_autoptr(MmSimulation) b = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", list, nodes[k]);
+    double all = 0, kept = 0; /* elements of a layer; those held whole */
+    for (guint t = 0; t < G_N_ELEMENTS(tensors); t++) {
+      all += tensors[t];
+      if (tensors[t] < threshold) kept += tensors[t];
+    }
     for (int kind = MM_COLL_ALL_GATHER; kind <= MM_COLL_REDUCE_SCATTER; kind++) {
       ck_assert_uint_gt(count_ops(a, (MmCollKind)kind, MM_REASON_FSDP, -1), 0);
       ck_assert_uint_eq(count_ops(b, (MmCollKind)kind, MM_REASON_FSDP, -1), count_ops(a, (MmCollKind)kind, MM_REASON_FSDP, -1));
-      const double bytes = coll_bytes(a, (MmCollKind)kind, MM_REASON_FSDP, -1);
+      const double bytes = coll_bytes(a, (MmCollKind)kind, MM_REASON_FSDP, -1) * (kind == MM_COLL_ALL_GATHER ? 1 - kept / all : 1);
       ck_assert_double_eq_tol(coll_bytes(b, (MmCollKind)kind, MM_REASON_FSDP, -1), bytes, 1e-9 * bytes);
     }
+    /* the persistent tensors held whole by every device */
+    const double held = b->memory->total.weights - a->memory->total.weights;
+    ck_assert_double_eq_tol(held, 4 * kept * 2 * (1 - 1.0 / (double)n), 1e-6 * all);
     /* every layer's gather: the tensors' own calls, from the list above */
     const MmHardware *hw = b->scenario->hw;
     MmLinks links;
@@ -592,22 +602,25 @@ START_TEST(test_fsdp_per_tensor_list)
       ck_assert_uint_lt(j, pa->n_ops);
       const MmOpInfo *fl = &pa->info[j++];
       ck_assert_int_eq(fl->coll, in->coll);
-      double lat = 0, elems = 0, calls = 0;
-      for (guint t = 0; t < G_N_ELEMENTS(tensors); t++) elems += tensors[t];
-      ck_assert_double_eq_tol(in->bytes, 2 * elems, 1e-9 * in->bytes);
+      const gboolean ag = in->coll == MM_COLL_ALL_GATHER;
+      ck_assert_double_eq_tol(in->bytes, 2 * (ag ? all - kept : all), 1e-9 * in->bytes);
+      double lat = 0, calls = 0;
       for (guint t = 0; t < G_N_ELEMENTS(tensors); t++) {
-        if (in->coll == MM_COLL_ALL_GATHER && *persist[k] == '\0' && tensors[t] < 1e5) continue;
+        if (ag && tensors[t] < threshold) continue;
         MmCollective c = {.kind = in->coll, .bytes = 2 * tensors[t], .degree = n, .stride = 1, .skew = 1.0};
         MmCommCost o;
         ck_assert(mm_comm_cost(hw, &links, &c, &o));
         lat += o.latency_s;
         calls++;
       }
-      ck_assert_double_eq(calls, in->coll == MM_COLL_ALL_GATHER && *persist[k] == '\0' ? 4 : 12);
+      ck_assert_double_eq(calls, ag && threshold > 0 ? 4 : 12);
       const double copies = calls * (double)n * hw->device.launch_overhead_s +
                             2.0 * in->bytes / (hw->device.hbm_bw_Bps * hw->device.util_hbm.value);
       ck_assert_double_eq_tol(in->fixed_s, lat + copies, 1e-9 * in->fixed_s);
-      ck_assert_double_eq_tol(in->time_s - in->fixed_s, fl->time_s - fl->fixed_s, 1e-9 * fl->time_s);
+      MmCollective w = {.kind = in->coll, .bytes = in->bytes, .degree = n, .stride = 1, .skew = 1.0};
+      MmCommCost o;
+      ck_assert(mm_comm_cost(hw, &links, &w, &o));
+      ck_assert_double_eq_tol(in->time_s - in->fixed_s, o.time_s - o.latency_s, 1e-9 * o.time_s);
       checked++;
     }
     ck_assert_uint_ge(checked, 3 * 4); /* every layer: a forward and a backward gather, a reduce-scatter */
@@ -619,6 +632,44 @@ START_TEST(test_fsdp_per_tensor_list)
                                            : "\"collectives\":\"per_tensor_list\",\"persistence_threshold_elements\":100000,"),
                   "%s", text);
   }
+  /* a threshold above every tensor: nothing gathered, the weights held whole, gradients still
+   * reduce-scattered */
+  g_autofree char *flat = config("pretrain", 16, "", "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autofree char *all = config("pretrain", 16, "\"fsdp_collectives\":\"per_tensor_list\",\"fsdp_persistence_threshold\":1e12,",
+                                "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) a = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", flat, 2);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok(GPT, "hardware/dgx-a100-2048.json", all, 2);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0);
+  ck_assert_uint_eq(count_ops(b, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1),
+                    count_ops(a, MM_COLL_REDUCE_SCATTER, MM_REASON_FSDP, -1));
+  ck_assert_double_eq_tol(b->memory->total.weights, 16 * a->memory->total.weights, 1e-9 * b->memory->total.weights);
+}
+END_TEST
+
+/* Experts under expert parallelism: a device holds experts / ep whole experts, each its own tensor:
+ * Mixtral's 8 experts over EP 8 are one tensor per expert layer (as a dense FFN's), not 8 of 1/8. */
+START_TEST(test_fsdp_per_tensor_list_experts)
+{
+  const char *const levels = "{\"transformer\":[{\"strategy\":\"ep\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}],"
+                             "\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}";
+  g_autofree char *c = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,"
+                                       "\"fsdp_collectives\":\"per_tensor_list\",\"parallelism\":%s}", levels);
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/mixtral-8x7b.json", "hardware/dgx-h100-2048.json", c, 2);
+  guint experts = 0;
+  for (uint32_t li = 0; li < x->graph->n_layers; li++) {
+    const MmLayer *l = &x->graph->layers[li];
+    if (!l->expert || l->cost.params == 0) continue;
+    MmPlacement p;
+    mm_plan_place(x->scenario, x->graph, li, &p);
+    double elems[MM__LAYER_TENSOR_KINDS];
+    uint32_t count[MM__LAYER_TENSOR_KINDS];
+    const guint n = mm__layer_tensors(x->scenario, x->graph, li, p.param_frac, elems, count);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(count[0], 1); /* 8 experts / EP 8 */
+    ck_assert_double_eq_tol(elems[0], (double)l->cost.params / 8, 1e-9 * elems[0]);
+    experts++;
+  }
+  ck_assert_uint_gt(experts, 0);
 }
 END_TEST
 
@@ -1347,6 +1398,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_interference_in_lowering);
   tcase_add_test(tc, test_tp_mlp_backward_gathers);
   tcase_add_test(tc, test_fsdp_per_tensor_list);
+  tcase_add_test(tc, test_fsdp_per_tensor_list_experts);
   tcase_add_test(tc, test_fsdp_regather_recompute);
   suite_add_tcase(s, tc);
   return s;

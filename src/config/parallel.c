@@ -79,14 +79,14 @@ static const MmField config_fields[] = {
    "collective latency and the group's degree of copy kernels (launch_overhead_us each) plus the copied bytes at "
    "the device's HBM bandwidth"},
   {"fsdp_persistence_threshold", MM_F_INT, FALSE, 0, BIG, 100000, NULL, CFG(fsdp_persistence_threshold), "elements",
-   "FSDP with per_tensor_list collectives: parameter tensors of fewer elements (whole, before sharding) stay "
-   "gathered and are never all-gathered (DeepSpeed's stage3_param_persistence_threshold, default 1e5); their "
-   "gradients are reduce-scattered like the others"},
+   "FSDP with per_tensor_list collectives: parameter tensors of fewer elements (whole, before sharding) are held "
+   "whole by every device and never all-gathered (DeepSpeed's stage3_param_persistence_threshold, default 1e5); "
+   "their gradients are reduce-scattered like the others"},
   {"fsdp_regather_recompute", MM_F_BOOL, FALSE, 0, 0, 0, NULL, CFG(fsdp_regather_recompute), NULL,
-   "FSDP with full recompute: a recomputed layer's forward gathers its parameters and frees them after it, and its "
-   "backward gathers them again, three gathers per layer and micro-batch (DeepSpeed ZeRO-3's module hooks, which do "
-   "not tell a recomputed forward from the first); false: one gather serves the recompute and the backward (PyTorch "
-   "FSDP with activation checkpointing inside its units)"},
+   "FSDP with full recompute (and fsdp_reshard_after_forward): a recomputed layer's forward gathers its parameters "
+   "and frees them after it, and its backward gathers them again, three gathers per layer and micro-batch "
+   "(DeepSpeed ZeRO-3's module hooks, which do not tell a recomputed forward from the first); false: one gather "
+   "serves the recompute and the backward (PyTorch FSDP with activation checkpointing inside its units)"},
   {"ddp_bucket_MB", MM_F_NUM, FALSE, 0.001, 1e6, 25, NULL, MM_NO_OFFSET, "MB",
    "DDP: gradient bucket size per AllReduce"},
   {"ddp_overlap", MM_F_BOOL, FALSE, 0, 0, 1, NULL, CFG(ddp_overlap), NULL,

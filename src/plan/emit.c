@@ -222,24 +222,29 @@ static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t un
   return op;
 }
 
-/* The fixed time of collective @c called once per tensor of @t (fsdp_collectives per_tensor_list)
- * instead of once on all their bytes, less the one call's latency: each call's own latency (that of
- * its size: small tensors take the low-latency protocols), and PyTorch's list copies, one copy
- * kernel per rank and call (a launch each) moving the whole buffer once at HBM bandwidth.
- * All-gathers skip the persistent tensors (their bytes, a few norms and biases, stay in @c). */
+/* The fixed time of collective @c (one step of an expansion over a group's levels) called once per
+ * tensor of @t (fsdp_collectives per_tensor_list) instead of once on all their bytes, less the one
+ * call's latency: each call's own latency on this step's ranks (that of its size: small tensors
+ * take the low-latency protocols); and on the expansion's first step PyTorch's list copies, one
+ * copy kernel per call and rank of the whole group (a launch each), the buffer copied once at HBM
+ * bandwidth. All-gathers skip the persistent tensors (mm__emit_gather left their bytes out). */
 static double per_tensor_extra_s(Lower *L, const MmCollective *c, const UnitTensors *t)
 {
   const MmDevice *dev = &L->hw->device;
+  const gboolean ag = c->kind == MM_COLL_ALL_GATHER;
+  const double whole = ag ? c->bytes / (1.0 - t->persist_frac) : c->bytes; /* the unit's bytes at this step */
   double lat = 0, calls = 0;
   for (guint i = 0; i < t->n; i++) {
-    if (t->persist[i] && c->kind == MM_COLL_ALL_GATHER) continue;
+    if (t->persist[i] && ag) continue;
     MmCollective one = *c;
-    one.bytes = c->bytes * t->frac[i];
+    one.bytes = whole * t->frac[i];
     lat += (double)t->count[i] * mm__coll_cost(L, &one)->latency_s;
     calls += (double)t->count[i];
   }
-  if (calls <= 1) return 0;
-  const double copy_s = calls * (double)c->degree * L->launch_s + 2.0 * c->bytes / (dev->hbm_bw_Bps * dev->util_hbm.value);
+  if (calls == 0) return 0;
+  double copy_s = 0;
+  if (!L->cx_rec || L->cx_rec->n_steps == 0)
+    copy_s = calls * (double)L->coll_group * L->launch_s + 2.0 * L->coll_bytes / (dev->hbm_bw_Bps * dev->util_hbm.value);
   return lat + copy_s - mm__coll_cost(L, c)->latency_s;
 }
 
@@ -287,6 +292,8 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
   Runs r;
   level_runs(bs, mask, &r);
   L->cx_rec = x;
+  L->coll_group = mm_plan_mask_degree(bs, mask);
+  L->coll_bytes = bytes;
   Deps cur;
   deps_copy(&cur, d);
   uint32_t op = NONE;

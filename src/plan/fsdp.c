@@ -6,64 +6,100 @@
 
 /* ---- FSDP gather sequence ---------------------------------------------- */
 
-/* Adds @count tensors of @params parameters (before FSDP) to @t, whose unit gathers @unit; those
- * below the config's persistence threshold stay gathered. */
-static void tensors_add(const Lower *L, UnitTensors *t, double params, uint32_t count, double unit)
+/* Adds @count tensors of @elems elements each (on one device before FSDP sharding) to @t, whose unit
+ * gathers @unit elements. Past UNIT_TENSOR_SIZES distinct sizes the last slot takes their mean size
+ * (the same bytes); it is persistent only if all its tensors are. */
+static void tensors_add(const MmScenario *s, UnitTensors *t, double elems, uint32_t count, double unit)
 {
-  if (params <= 0 || count == 0 || unit <= 0) return;
-  const double f = params / unit;
+  if (elems <= 0 || count == 0 || unit <= 0) return;
+  const double f = elems / unit;
+  const uint8_t persist = elems < (double)s->cfg->fsdp_persistence_threshold;
+  if (persist) t->persist_frac += f * count;
   guint i = 0;
-  while (i < t->n && t->frac[i] != f) i++;
-  if (i == UNIT_TENSOR_SIZES) i--; /* more distinct sizes than kept: the last stands for them */
-  else if (i == t->n) t->frac[t->n++] = f;
+  while (i < t->n && (t->frac[i] != f || t->persist[i] != persist)) i++;
+  if (i == UNIT_TENSOR_SIZES) {
+    i--;
+    t->frac[i] = (t->frac[i] * t->count[i] + f * count) / (t->count[i] + count);
+    t->persist[i] = t->persist[i] && persist;
+  } else if (i == t->n) {
+    t->frac[t->n] = f;
+    t->persist[t->n++] = persist;
+  }
   t->count[i] += count;
-  t->persist[i] = params < (double)L->s->cfg->fsdp_persistence_threshold;
 }
 
-/* The parameter tensors of unit @u as DeepSpeed ZeRO-3 registers them (torch.nn.Parameter each): a
- * linear layer's weight and its bias, a LayerNorm's weight and bias (RMSNorm: weight), the token
- * and position embeddings, each expert's weights. A fused projection (QKV, gate and up) is one. */
+guint mm__layer_tensors(const MmScenario *s, const MmGraph *g, uint32_t li, double param_frac,
+                        double elems[MM__LAYER_TENSOR_KINDS], uint32_t count[MM__LAYER_TENSOR_KINDS])
+{
+  const MmLayer *l = &g->layers[li];
+  const MmBlock *b = &s->model->blocks[l->block];
+  const MmBlockSetup *bs = &s->blocks[l->block];
+  const double p = (double)l->cost.params, frac = param_frac * (double)bs->fsdp_shards;
+  guint n = 0;
+#define ADD(e, c) (elems[n] = (e), count[n++] = (c))
+  if (p <= 0) return 0;
+  switch (l->role) {
+  case MM_ROLE_NORM_ATTN:
+  case MM_ROLE_NORM_FFN:
+  case MM_ROLE_NORM_FINAL:
+  case MM_ROLE_MTP_NORM: {
+    const uint32_t k = (b->norm == MM_NORM_LAYERNORM ? 2 : 1) * (l->role == MM_ROLE_MTP_NORM ? 2 : 1);
+    ADD(p / k * frac, k);
+    break;
+  }
+  case MM_ROLE_TOKEN_LOOKUP: {
+    const double pos = (double)b->positions * (double)b->hidden;
+    if (pos > 0 && pos < p) {
+      ADD(pos * frac, 1);
+      ADD((p - pos) * frac, 1);
+    } else {
+      ADD(p * frac, 1);
+    }
+    break;
+  }
+  default: {
+    /* experts: each a tensor; a device holds experts / ep of them whole (param_frac counts 1 / ep) */
+    const double experts = l->expert && b->experts > 1 ? (double)b->experts : 1;
+    const double ep = experts > 1 ? (double)MAX(1, mm_plan_folded(bs) ? bs->expert_degree[MM_STRAT_EP]
+                                                                      : bs->degree[MM_STRAT_EP]) : 1;
+    const uint32_t local = (uint32_t)MAX(1.0, ceil(experts / ep));
+    const double w = l->kernel.k * l->kernel.n * experts, bias = b->bias ? p - w : 0;
+    if (bias > 0 && bias < p) {
+      ADD(w / experts * frac * ep, local);
+      ADD(bias / experts * frac * ep, local);
+    } else {
+      ADD(p / experts * frac * ep, local);
+    }
+    break;
+  }
+  }
+#undef ADD
+  return n;
+}
+
+double mm__persistent_elems(const MmScenario *s, const MmGraph *g, uint32_t li, double param_frac)
+{
+  if (s->cfg->fsdp_collectives != MM_FSDP_COLL_PER_TENSOR_LIST || s->blocks[g->layers[li].block].fsdp_shards <= 1)
+    return 0;
+  double elems[MM__LAYER_TENSOR_KINDS], sum = 0;
+  uint32_t count[MM__LAYER_TENSOR_KINDS];
+  const guint n = mm__layer_tensors(s, g, li, param_frac, elems, count);
+  for (guint i = 0; i < n; i++)
+    if (elems[i] < (double)s->cfg->fsdp_persistence_threshold) sum += elems[i] * count[i];
+  return sum;
+}
+
+/* The parameter tensors of unit @u (mm__layer_tensors). */
 static UnitTensors *unit_tensors(const Lower *L, uint32_t u)
 {
   const MmUnit *un = &L->g->units[u];
-  const MmBlock *b = &L->m->blocks[un->block];
-  const double shards = (double)L->s->blocks[un->block].fsdp_shards, unit = mm__unit_params(L, u);
+  const double unit = mm__unit_params(L, u);
   UnitTensors *t = g_new0(UnitTensors, 1);
   for (uint32_t li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
-    const MmLayer *l = &L->g->layers[li];
-    const double p = (double)l->cost.params, frac = mm__place(L, li)->param_frac * shards;
-    if (p <= 0) continue;
-    switch (l->role) {
-    case MM_ROLE_NORM_ATTN:
-    case MM_ROLE_NORM_FFN:
-    case MM_ROLE_NORM_FINAL:
-    case MM_ROLE_MTP_NORM: {
-      const uint32_t n = (b->norm == MM_NORM_LAYERNORM ? 2 : 1) * (l->role == MM_ROLE_MTP_NORM ? 2 : 1);
-      tensors_add(L, t, p / n * frac, n, unit);
-      break;
-    }
-    case MM_ROLE_TOKEN_LOOKUP: {
-      const double pos = (double)b->positions * (double)b->hidden;
-      if (pos > 0 && pos < p) {
-        tensors_add(L, t, pos * frac, 1, unit);
-        tensors_add(L, t, (p - pos) * frac, 1, unit);
-      } else {
-        tensors_add(L, t, p * frac, 1, unit);
-      }
-      break;
-    }
-    default: {
-      const uint32_t experts = l->expert && b->experts > 1 ? (uint32_t)b->experts : 1;
-      const double w = l->kernel.k * l->kernel.n * experts, bias = b->bias ? p - w : 0;
-      if (bias > 0 && bias < p) {
-        tensors_add(L, t, w / experts * frac, experts, unit);
-        tensors_add(L, t, bias / experts * frac, experts, unit);
-      } else {
-        tensors_add(L, t, p / experts * frac, experts, unit);
-      }
-      break;
-    }
-    }
+    double elems[MM__LAYER_TENSOR_KINDS];
+    uint32_t count[MM__LAYER_TENSOR_KINDS];
+    const guint n = mm__layer_tensors(L->s, L->g, li, mm__place(L, li)->param_frac, elems, count);
+    for (guint i = 0; i < n; i++) tensors_add(L->s, t, elems[i], count[i], unit);
   }
   return t;
 }
@@ -94,7 +130,11 @@ void mm__precompute_units(Lower *L)
       if (l->expert) L->unit_expert[u] += p;
       else L->unit_dense[u] += p;
     }
-    if (L->unit_tensors) L->unit_tensors[u] = L->fsdp_unit[u] ? unit_tensors(L, u) : NULL;
+    if (L->unit_tensors) {
+      L->unit_tensors[u] = L->fsdp_unit[u] ? unit_tensors(L, u) : NULL;
+      /* every tensor persistent: nothing to gather (its gradients are still reduce-scattered) */
+      if (L->unit_tensors[u] && L->unit_tensors[u]->persist_frac >= 1.0 - 1e-12) L->fsdp_unit[u] = 0;
+    }
   }
 }
 
@@ -161,6 +201,7 @@ void mm__emit_gather(Lower *L, const Deps *d)
   const MmUnit *un = &L->g->units[it->unit];
   double bytes = mm__unit_params(L, it->unit) * mm_dtype_bytes(L->m->blocks[un->block].dtype);
   L->coll_tensors = L->unit_tensors ? L->unit_tensors[it->unit] : NULL;
+  if (L->coll_tensors) bytes *= 1.0 - L->coll_tensors->persist_frac; /* persistent tensors stay gathered */
   L->gq_op[i] = mm__emit_coll(L, un->block, L->s->blocks[un->block].fsdp_mask, MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,
                           it->micro, it->bwd ? MM_PHASE_BWD : MM_PHASE_FWD);
   L->coll_tensors = NULL;
@@ -180,8 +221,12 @@ uint32_t mm__gather_for(Lower *L, uint32_t u, uint32_t micro, gboolean bwd)
  * them after it, and again for the backward (fsdp_regather_recompute). */
 gboolean mm__regathers(const Lower *L, uint32_t u)
 {
-  return L->s->cfg->fsdp_regather_recompute && L->s->cfg->recompute == MM_RECOMPUTE_FULL &&
-         L->recompute[u] != MM__RECOMPUTE_NONE && L->fsdp_unit[u] && L->s->cfg->fsdp_reshard;
+  return mm_plan_regathers(L->s) && L->recompute[u] != MM__RECOMPUTE_NONE && L->fsdp_unit[u];
+}
+
+gboolean mm_plan_regathers(const MmScenario *s)
+{
+  return s->cfg->fsdp_regather_recompute && s->cfg->recompute == MM_RECOMPUTE_FULL && s->cfg->fsdp_reshard;
 }
 
 /* Between unit @u's recompute (its last op @rec_last) and its backward, under

@@ -88,14 +88,16 @@ typedef struct Template Template;
 typedef struct Rec Rec;
 
 /* The parameter tensors of an FSDP unit (fsdp_collectives per_tensor_list): @count[i] tensors of
- * @frac[i] of the unit's gathered bytes each, @persist[i]: small enough to stay gathered (no
- * all-gather; their gradients are reduce-scattered like the others); @n distinct sizes. */
+ * @frac[i] of the unit's parameters each, @persist[i]: small enough to stay gathered (no
+ * all-gather; their gradients are reduce-scattered like the others); @n distinct sizes;
+ * @persist_frac: the persistent ones' share of the unit's parameters. */
 #define UNIT_TENSOR_SIZES 16
 typedef struct UnitTensors {
   double frac[UNIT_TENSOR_SIZES];
   uint32_t count[UNIT_TENSOR_SIZES];
   uint8_t persist[UNIT_TENSOR_SIZES];
   uint32_t n;
+  double persist_frac;
 } UnitTensors;
 
 typedef struct {
@@ -120,6 +122,8 @@ typedef struct {
   UnitTensors **unit_tensors; /* per unit under per_tensor_list FSDP collectives (identical units share one;
                                  * NULL: flat collectives) */
   const UnitTensors *coll_tensors; /* the FSDP collective being emitted is one call per these tensors (NULL: one) */
+  int64_t coll_group; /* the collective being emitted: its group's ranks (all levels) and bytes */
+  double coll_bytes;
   uint32_t *grad_mask;  /* per block: mm_plan_grad_replicas of its non-expert and expert parameters */
   Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
   uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */
@@ -332,6 +336,18 @@ void mm__templates_free(Lower *L);
 /* fsdp.c: per-unit parameters and the FSDP gather queue */
 void mm__precompute_units(Lower *L);
 double mm__unit_params(const Lower *L, uint32_t u);
+/* The parameter tensors of layer @li as DeepSpeed ZeRO-3 registers them (a torch.nn.Parameter each):
+ * a linear layer's weight and its bias, a LayerNorm's weight and bias (RMSNorm: weight), the token
+ * and position embeddings, each expert's weights (a device holds experts / ep of them); a fused
+ * projection (QKV, gate and up, MLA's) and a layer of embedding tables count as one. @elems[i]:
+ * elements of one tensor on one device before FSDP sharding (after TP and EP; @param_frac: the
+ * layer's placement share), @count[i] how many. Returns the kinds. */
+#define MM__LAYER_TENSOR_KINDS 4
+guint mm__layer_tensors(const MmScenario *s, const MmGraph *g, uint32_t li, double param_frac,
+                        double elems[MM__LAYER_TENSOR_KINDS], uint32_t count[MM__LAYER_TENSOR_KINDS]);
+/* Elements of layer @li one device holds whole under per_tensor_list FSDP because its tensors are under
+ * fsdp_persistence_threshold (0: none, or flat collectives). */
+double mm__persistent_elems(const MmScenario *s, const MmGraph *g, uint32_t li, double param_frac);
 void mm__unit_tensors_free(Lower *L);
 /* Whether unit @u has FSDP shards to gather (mm__precompute_units). */
 static inline gboolean mm__fsdp_unit(const Lower *L, uint32_t u)

@@ -492,6 +492,9 @@ typedef struct {
  * steady part (GPipe, inference) or that is not fewer than the scenario's. A run of that many
  * stands for the whole iteration when its periods repeat exactly (mm_report_run_metrics_steady). */
 uint32_t mm_plan_steady_micro_steps(const MmScenario *s, uint32_t periods);
+/* Whether FSDP gathers a fully recomputed layer again for its backward after its recompute
+ * (fsdp_regather_recompute under full recompute, with fsdp_reshard_after_forward). */
+gboolean mm_plan_regathers(const MmScenario *s);
 
 /* The program class @c runs. */
 static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32_t c)

@@ -794,8 +794,8 @@ uint32_t mm__lower_bwd_input(Lower *L, uint32_t u, uint32_t micro, const Deps *i
                              uint32_t w_deps[2])
 {
   Deps d = *in;
-  const uint32_t rec_last = lower_recompute(L, u, micro, in, &d);
-  mm__regather(L, u, micro, rec_last, &d);
+  const uint32_t rec_last = lower_recompute(L, u, micro, in, &d); /* zb_h1 and dualpipev: no full recompute,
+                                                                    * so no regather (mm__regather) */
   uint32_t lc;
   uint32_t out = replay(L, template_for(L, u, need_input_grad ? MM__V_BWD_IN_B : MM__V_BWD_NOIN_B), u, micro,
                         MM_PHASE_BWD, &d, &lc);

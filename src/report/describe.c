@@ -289,8 +289,7 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON_AddStringToObject(fg, "collectives", mm_fsdp_coll_names[s->cfg->fsdp_collectives]);
     if (s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
       cJSON_AddNumberToObject(fg, "persistence_threshold_elements", (double)s->cfg->fsdp_persistence_threshold);
-    cJSON_AddBoolToObject(fg, "regather_recompute",
-                          s->cfg->fsdp_regather_recompute && s->cfg->recompute == MM_RECOMPUTE_FULL);
+    cJSON_AddBoolToObject(fg, "regather_recompute", bs->fsdp_shards > 1 && mm_plan_regathers(s));
     cJSON *gr = cJSON_AddObjectToObject(o, "gradient_replicas");
     cJSON_AddItemToObject(gr, "dense", strategy_mask_json(mm_plan_grad_replicas(s, i, FALSE)));
     cJSON_AddItemToObject(gr, "expert", strategy_mask_json(mm_plan_grad_replicas(s, i, TRUE)));
@@ -410,12 +409,14 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
   if (accum->len)
     fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward (grad_accumulation "
                  "separate): bytes per local parameter %s\n", accum->str);
-  if (s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
+  gboolean fsdp = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++) fsdp |= s->blocks[i].fsdp_shards > 1;
+  if (fsdp && s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
     fprintf(out, "fsdp collectives per_tensor_list: one all-gather per parameter tensor of %" G_GINT64_FORMAT
-                 " or more elements (smaller ones stay gathered) and one reduce-scatter per gradient, on lists of "
+                 " or more elements (smaller ones held whole) and one reduce-scatter per gradient, on lists of "
                  "per-rank views: each call pays its collective latency and one copy kernel per rank (%.3g us)\n",
             s->cfg->fsdp_persistence_threshold, hw->device.launch_overhead_s * 1e6);
-  if (s->cfg->fsdp_regather_recompute && s->cfg->recompute == MM_RECOMPUTE_FULL)
+  if (fsdp && mm_plan_regathers(s))
     fprintf(out, "fsdp regather recompute: a recomputed layer gathers its parameters for the recompute, frees them, "
                  "and gathers them again for its backward\n");
   if (s->pp > 1)
