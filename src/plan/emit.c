@@ -292,8 +292,10 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
   Runs r;
   level_runs(bs, mask, &r);
   L->cx_rec = x;
-  L->coll_group = mm_plan_mask_degree(bs, mask);
-  L->coll_bytes = bytes;
+  if (L->coll_tensors) { /* per_tensor_extra_s's list copies span the whole group */
+    L->coll_group = mm_plan_mask_degree(bs, mask);
+    L->coll_bytes = bytes;
+  }
   Deps cur;
   deps_copy(&cur, d);
   uint32_t op = NONE;
