@@ -130,12 +130,11 @@ void mm__precompute_units(Lower *L)
       if (l->expert) L->unit_expert[u] += p;
       else L->unit_dense[u] += p;
     }
-    if (L->unit_tensors) {
-      L->unit_tensors[u] = L->fsdp_unit[u] ? unit_tensors(L, u) : NULL;
-      /* every tensor persistent: nothing to gather (its gradients are still reduce-scattered) */
-      if (L->unit_tensors[u] && L->unit_tensors[u]->persist_frac >= 1.0 - 1e-12) L->fsdp_unit[u] = 0;
-    }
+    if (L->unit_tensors) L->unit_tensors[u] = L->fsdp_unit[u] ? unit_tensors(L, u) : NULL;
   }
+  /* every tensor persistent: nothing to gather (its gradients are still reduce-scattered) */
+  for (uint32_t u = 0; L->unit_tensors && u < g->n_units; u++)
+    if (L->unit_tensors[u] && L->unit_tensors[u]->persist_frac >= 1.0 - 1e-12) L->fsdp_unit[u] = 0;
 }
 
 void mm__unit_tensors_free(Lower *L)
