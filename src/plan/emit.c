@@ -222,15 +222,17 @@ static uint32_t cx_replay(Lower *L, const CollExp *x, const Deps *d, uint32_t un
   return op;
 }
 
-/* The fixed time of collective @c (one step of an expansion over a group's levels) called once per
- * tensor of @t (fsdp_collectives per_tensor_list) instead of once on all their bytes, less the one
- * call's latency: each call's own latency on this step's ranks (that of its size: small tensors
- * take the low-latency protocols); and on the expansion's first step PyTorch's list copies, one
- * copy kernel per call and rank of the whole group (a launch each), the buffer copied once at HBM
- * bandwidth. All-gathers skip the persistent tensors (mm__emit_gather left their bytes out). */
+/* The fixed time of collective @c (one step of the expansion L->cx_rec records over a group's levels)
+ * called once per tensor of @t (fsdp_collectives per_tensor_list) instead of once on all their bytes,
+ * less the one call's latency: each call's own latency on this step's ranks (that of its size: small
+ * tensors take the low-latency protocols); and on the expansion's first step PyTorch's list copies,
+ * one copy kernel per call and rank of the whole group (a launch each), the whole buffer copied once
+ * at HBM bandwidth. All-gathers skip the persistent tensors (mm__emit_gather left their bytes out). */
 static double per_tensor_extra_s(Lower *L, const MmCollective *c, const UnitTensors *t)
 {
   const MmDevice *dev = &L->hw->device;
+  const CollExp *x = L->cx_rec; /* emit_one runs inside mm__emit_coll's expansion */
+  g_assert(x != NULL);
   const gboolean ag = c->kind == MM_COLL_ALL_GATHER;
   const double whole = ag ? c->bytes / (1.0 - t->persist_frac) : c->bytes; /* the unit's bytes at this step */
   double lat = 0, calls = 0;
@@ -243,8 +245,9 @@ static double per_tensor_extra_s(Lower *L, const MmCollective *c, const UnitTens
   }
   if (calls == 0) return 0;
   double copy_s = 0;
-  if (!L->cx_rec || L->cx_rec->n_steps == 0)
-    copy_s = calls * (double)L->coll_group * L->launch_s + 2.0 * L->coll_bytes / (dev->hbm_bw_Bps * dev->util_hbm.value);
+  if (x->n_steps == 0)
+    copy_s = calls * (double)mm_plan_mask_degree(&L->s->blocks[x->bi], x->mask) * L->launch_s +
+             2.0 * x->bytes / (dev->hbm_bw_Bps * dev->util_hbm.value);
   return lat + copy_s - mm__coll_cost(L, c)->latency_s;
 }
 
@@ -292,10 +295,6 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
   Runs r;
   level_runs(bs, mask, &r);
   L->cx_rec = x;
-  if (L->coll_tensors) { /* per_tensor_extra_s's list copies span the whole group */
-    L->coll_group = mm_plan_mask_degree(bs, mask);
-    L->coll_bytes = bytes;
-  }
   Deps cur;
   deps_copy(&cur, d);
   uint32_t op = NONE;

@@ -6,6 +6,12 @@
 
 /* ---- FSDP gather sequence ---------------------------------------------- */
 
+/* Whether a parameter tensor of @elems elements stays gathered (fsdp_persistence_threshold). */
+static gboolean persistent(const MmScenario *s, double elems)
+{
+  return elems < (double)s->cfg->fsdp_persistence_threshold;
+}
+
 /* Adds @count tensors of @elems elements each (on one device before FSDP sharding) to @t, whose unit
  * gathers @unit elements. Past UNIT_TENSOR_SIZES distinct sizes the last slot takes their mean size
  * (the same bytes); it is persistent only if all its tensors are. */
@@ -13,7 +19,7 @@ static void tensors_add(const MmScenario *s, UnitTensors *t, double elems, uint3
 {
   if (elems <= 0 || count == 0 || unit <= 0) return;
   const double f = elems / unit;
-  const uint8_t persist = elems < (double)s->cfg->fsdp_persistence_threshold;
+  const uint8_t persist = (uint8_t)persistent(s, elems);
   if (persist) t->persist_frac += f * count;
   guint i = 0;
   while (i < t->n && (t->frac[i] != f || t->persist[i] != persist)) i++;
@@ -85,7 +91,7 @@ double mm__persistent_elems(const MmScenario *s, const MmGraph *g, uint32_t li, 
   uint32_t count[MM__LAYER_TENSOR_KINDS];
   const guint n = mm__layer_tensors(s, g, li, param_frac, elems, count);
   for (guint i = 0; i < n; i++)
-    if (elems[i] < (double)s->cfg->fsdp_persistence_threshold) sum += elems[i] * count[i];
+    if (persistent(s, elems[i])) sum += elems[i] * count[i];
   return sum;
 }
 

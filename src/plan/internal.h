@@ -122,8 +122,6 @@ typedef struct {
   UnitTensors **unit_tensors; /* per unit under per_tensor_list FSDP collectives (identical units share one;
                                  * NULL: flat collectives) */
   const UnitTensors *coll_tensors; /* the FSDP collective being emitted is one call per these tensors (NULL: one) */
-  int64_t coll_group; /* the collective being emitted: its group's ranks (all levels) and bytes */
-  double coll_bytes;
   uint32_t *grad_mask;  /* per block: mm_plan_grad_replicas of its non-expert and expert parameters */
   Template *templates;  /* V_COUNT per distinct unit (see tmpl_slot), built on first use */
   uint32_t *tmpl_slot;  /* per unit: its canonical unit's group of templates (NONE: not looked up yet) */

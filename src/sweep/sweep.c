@@ -111,7 +111,7 @@ void mm_simulation_free(MmSimulation *sim)
  * ones after a failure at most half. Long transients need the longer ones: when one stage is slower
  * than the next (the first, with the embedding's FSDP gathers), the next drains the lead the warm-up
  * gave it by the difference every period, tens of periods for a 1.5% difference (8 stages of FSDP 8
- * x TP 8, 256 micro-batches: 96 periods). FALSE (nothing kept) when none did or none would be
+ * x SP 8, 256 micro-batches: 96 periods). FALSE (nothing kept) when none did or none would be
  * shorter; an engine failure is an error. */
 static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan, MmEngine **engine,
                            MmRunMetrics *metrics, uint32_t *micro, GError **error)
