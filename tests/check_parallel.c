@@ -558,6 +558,69 @@ END_TEST
  * default 1e5) are held whole: never all-gathered, in every device's weights. Each FSDP collective
  * takes each call's own collective latency (from its tensor's size) plus one copy kernel per rank and
  * call and the buffer's copy at HBM bandwidth; flat calls pay one latency. */
+/* precision.fp8_param_gather: FSDP gathers carry the FP8 GEMMs' weights at 1 byte (biases and norms
+ * in bf16), the weight casts shrink to the shard's cast and the gathered weight's transpose; ZeRO's
+ * gather after the optimizer step likewise; nothing changes where no block computes in FP8. */
+START_TEST(test_fp8_param_gather)
+{
+  static const char *const GPT =
+    "{\"name\":\"gpt\",\"seq_len\":2048,\"dtype\":\"bf16\",\"blocks\":[{\"kind\":\"transformer\",\"count\":4,"
+    "\"hidden\":2048,\"heads\":16,\"ffn\":8192,\"ffn_kind\":\"gelu\",\"norm\":\"layernorm\",\"bias\":true}]}";
+  const double h = 2048, weights = 12 * h * h, rest = 13 * h; /* a layer's GEMM weights; biases and norms */
+  const double n = 16;                                         /* 2 nodes */
+  static const char *const TW = "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\"%s},";
+  g_autofree char *pa = g_strdup_printf(TW, ""), *pb = g_strdup_printf(TW, ",\"fp8_param_gather\":true");
+  static const char *const LEVELS[] = {"[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]",
+                                       "[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]"};
+  for (guint z = 0; z < 2; z++) {
+    g_autofree char *ca = config("pretrain", 32, pa, LEVELS[z]), *cb = config("pretrain", 32, pb, LEVELS[z]);
+    g_autoptr(MmSimulation) a = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", ca, 2);
+    g_autoptr(MmSimulation) b = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", cb, 2);
+    ck_assert(b->config->fp8_param_gather && !a->config->fp8_param_gather);
+    const MmReason reason = z == 0 ? MM_REASON_FSDP : MM_REASON_ZERO;
+    const double ag_a = coll_bytes(a, MM_COLL_ALL_GATHER, reason, -1), ag_b = coll_bytes(b, MM_COLL_ALL_GATHER, reason, -1);
+    ck_assert_double_gt(ag_a, 0);
+    ck_assert_double_eq_tol(ag_b / ag_a, (weights + 2 * rest) / (2 * (weights + rest)), 1e-12);
+    ck_assert_double_eq(coll_bytes(b, MM_COLL_REDUCE_SCATTER, reason, -1), coll_bytes(a, MM_COLL_REDUCE_SCATTER, reason, -1));
+    /* the casts of each FP8 GEMM's weight operand, per element of the device's weight */
+    const double ms = (double)b->scenario->micro_steps;
+    ck_assert(b->config->fsdp_reshard);
+    const double fwd_w = z == 0 ? 3 / n + 2 / (n * ms) : 5 / (n * ms), bwd_w = z == 0 ? 2 + 3 / n : 2 / ms;
+    guint gemms = 0;
+    for (uint32_t li = 0; li < b->graph->n_layers; li++) {
+      MmPlacement p;
+      mm_plan_place(b->scenario, b->graph, li, &p);
+      MmPartWork fa, fb, ia, ib;
+      mm_plan_part_work(a->scenario, a->graph, li, MM_PART_FWD, &p, 1.0, &fa, NULL);
+      mm_plan_part_work(b->scenario, b->graph, li, MM_PART_FWD, &p, 1.0, &fb, NULL);
+      mm_plan_part_work(a->scenario, a->graph, li, MM_PART_BWD_INPUT, &p, 1.0, &ia, NULL);
+      mm_plan_part_work(b->scenario, b->graph, li, MM_PART_BWD_INPUT, &p, 1.0, &ib, NULL);
+      if (fb.kernel.kind != MM_KERNEL_GEMM || fb.flops <= 0) {
+        ck_assert_double_eq(fb.cast_bytes, fa.cast_bytes);
+        continue;
+      }
+      gemms++;
+      const MmKernel *k = &fb.kernel;
+      const double x = k->m * k->k * k->batch, w = k->k * k->n * k->batch;
+      ck_assert_double_eq_tol(fa.cast_bytes, 6 * x + 6 * w, 1e-9 * fa.cast_bytes);
+      ck_assert_double_eq_tol(fb.cast_bytes, 6 * x + fwd_w * w, 1e-9 * fb.cast_bytes);
+      ck_assert_double_eq_tol(ia.cast_bytes, 6 * ib.kernel.m * ib.kernel.k * ib.kernel.batch, 1e-9 * ia.cast_bytes);
+      ck_assert_double_eq_tol(ib.cast_bytes - ia.cast_bytes, bwd_w * w, 1e-9 * ib.cast_bytes);
+    }
+    ck_assert_uint_eq(gemms, 16); /* 4 layers x qkv, out, up, down */
+    ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
+    ck_assert_double_le(b->memory->total.comm_buffers, a->memory->total.comm_buffers);
+  }
+  /* bf16 compute: no FP8 GEMM, nothing changes */
+  g_autofree char *c0 = config("pretrain", 32, "", LEVELS[0]);
+  g_autofree char *c1 = config("pretrain", 32, "\"precision\":{\"fp8_param_gather\":true},", LEVELS[0]);
+  g_autoptr(MmSimulation) x0 = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", c0, 2);
+  g_autoptr(MmSimulation) x1 = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", c1, 2);
+  ck_assert_double_eq(x0->metrics.iteration_time_s, x1->metrics.iteration_time_s);
+  ck_assert_double_eq(x0->memory->total.comm_buffers, x1->memory->total.comm_buffers);
+}
+END_TEST
+
 START_TEST(test_fsdp_per_tensor_list)
 {
   static const char *const GPT =
@@ -1397,6 +1460,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_grad_accumulation_separate);
   tcase_add_test(tc, test_interference_in_lowering);
   tcase_add_test(tc, test_tp_mlp_backward_gathers);
+  tcase_add_test(tc, test_fp8_param_gather);
   tcase_add_test(tc, test_fsdp_per_tensor_list);
   tcase_add_test(tc, test_fsdp_per_tensor_list_experts);
   tcase_add_test(tc, test_fsdp_regather_recompute);

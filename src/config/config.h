@@ -609,6 +609,7 @@ typedef struct {
                                  * period (every); 0: all */
   int64_t offload_num_layers;   /* activation offload to host: the first N layers of each chunk (0: none) */
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
+  gboolean fp8_param_gather; /* FSDP / ZeRO parameter all-gathers carry FP8 GEMM weights (1 byte) */
   MmAttnKernel attention_kernel; /* the flash-attention kernel the run's software calls (DEFAULT: the device's) */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */

@@ -199,6 +199,7 @@ static const MmField serving_fields[] = {
 
 typedef struct {
   int grads, compute, fp8_recipe;
+  gboolean fp8_param_gather;
 } PrecisionRaw;
 
 static const MmField precision_fields[] = {
@@ -215,6 +216,13 @@ static const MmField precision_fields[] = {
    "weights cast every micro-batch), rowwise (torchao: per-row scales, transposed operands cast again along the "
    "other axis), blockwise (1x128 and 128x128 blocks, DeepSeek-V3), mxfp8 (Blackwell, 1x32 blocks; casts as "
    "rowwise); all: every kernel at the FP8 peak without casts (an upper bound)"},
+  {"fp8_param_gather", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(PrecisionRaw, fp8_param_gather), NULL,
+   "FSDP and ZeRO parameter all-gathers carry the weights of the FP8 GEMMs in FP8, 1 byte per element (torchao's "
+   "enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp, Megatron-Core's --fp8-param-gather): "
+   "half a bf16 gather's bytes and gathered buffers; each shard is cast before its gather, so the cast of the whole "
+   "weight before a forward GEMM becomes a cast of the shard, and the input-gradient GEMM's transposed weight a "
+   "transpose of the gathered FP8 weight (read 1, write 1 byte per element; docs/MODEL.md, \"FP8 recipes\"). Needs "
+   "fp8_recipe tensorwise or delayed and fsdp_collectives flat; no effect where nothing gathers parameters"},
   MM_FIELDS_END,
 };
 
@@ -603,7 +611,7 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "ddp_bucket_MB");
   c->ddp_bucket_bytes = (bucket ? bucket->valuedouble : 25.0) * 1e6;
 
-  PrecisionRaw prec = {-1, -1, MM_FP8_DELAYED};
+  PrecisionRaw prec = {-1, -1, MM_FP8_DELAYED, FALSE};
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "precision");
   if (p && !mm_json_apply(&ctx, p, "$.precision", precision_fields, &prec, NULL, error)) return NULL;
   c->grads_set = prec.grads >= 0;
@@ -611,6 +619,20 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
   c->compute_set = prec.compute >= 0;
   c->compute_dtype = c->compute_set ? (MmDtype)prec.compute : MM_DTYPE_FP32;
   c->fp8_recipe = (MmFp8Recipe)prec.fp8_recipe;
+  c->fp8_param_gather = prec.fp8_param_gather;
+  if (c->fp8_param_gather && c->fp8_recipe != MM_FP8_TENSORWISE && c->fp8_recipe != MM_FP8_DELAYED) {
+    /* torchao gathers float8 for tensorwise scaling only; Megatron-Core's fp8 parameters are delayed or current */
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.precision.fp8_param_gather",
+                  "expected false with fp8_recipe \"%s\": FP8 parameter all-gathers need fp8_recipe \"tensorwise\" "
+                  "or \"delayed\"", mm_fp8_recipe_names[c->fp8_recipe]);
+    return NULL;
+  }
+  if (c->fp8_param_gather && c->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST) {
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.precision.fp8_param_gather",
+                  "expected false with fsdp_collectives \"per_tensor_list\" (DeepSpeed ZeRO-3's per-tensor calls gather "
+                  "the parameters in their own dtype)");
+    return NULL;
+  }
 
   default_optimizer(&c->optimizer, MM_OPT_ADAM);
   default_optimizer(&c->sparse_optimizer, MM_OPT_ROWWISE_ADAGRAD);

@@ -47,20 +47,63 @@ gboolean mm_plan_fp8_recipe(const MmScenario *s, const MmBlockSetup *bs)
   return bs->compute_dtype == MM_DTYPE_FP8 && s->cfg->task != MM_TASK_INFERENCE && s->cfg->fp8_recipe != MM_FP8_ALL;
 }
 
+static gboolean gemm_kind(MmKernelKind k)
+{
+  return k == MM_KERNEL_GEMM || k == MM_KERNEL_GEMV;
+}
+
 /* Under an FP8 recipe only GEMMs run in FP8; the rest (attention, interactions, elementwise) in bf16. */
 static MmDtype kernel_dtype(const MmScenario *s, const MmBlockSetup *bs, const MmLayer *l)
 {
   const MmKernelKind k = l->kernel.kind;
-  if (!mm_plan_fp8_recipe(s, bs) || k == MM_KERNEL_GEMM || k == MM_KERNEL_GEMV) return bs->compute_dtype;
+  if (!mm_plan_fp8_recipe(s, bs) || gemm_kind(k)) return bs->compute_dtype;
   return s->hw->device.peak_flops[MM_DTYPE_BF16] > 0 ? MM_DTYPE_BF16 : MM_DTYPE_FP16;
 }
 
-/* The casts an FP8 recipe runs before GEMM @k of @part: HBM bytes. */
-static double fp8_cast_bytes(const MmScenario *s, const MmKernel *k, MmKernelPart part)
+double mm_plan_gather_elem_bytes(const MmScenario *s, const MmGraph *g, uint32_t li)
+{
+  const MmLayer *l = &g->layers[li];
+  const MmBlockSetup *bs = &s->blocks[l->block];
+  const MmBlock *b = &s->model->blocks[l->block];
+  const double e = mm_dtype_bytes(b->dtype), p = (double)l->cost.params;
+  if (!s->cfg->fp8_param_gather || !mm_plan_fp8_recipe(s, bs) || !gemm_kind(l->kernel.kind) || p <= 0) return e;
+  const double experts = l->expert && b->experts > 1 ? (double)b->experts : 1.0;
+  const double w = MIN(p, l->kernel.k * l->kernel.n * experts); /* the weight; a bias stays in the dtype */
+  return (w * 1.0 + (p - w) * e) / p;
+}
+
+/* The weight operand's casts under precision.fp8_param_gather, per micro-batch and element of the
+ * device's whole weight; FALSE where nothing gathers its parameters (the recipe's table then).
+ * Each gather casts its shard first (read 2, write 1: 3 / N for N shards); tensorwise scaling
+ * takes its amax once per iteration over the shard (2 / N; torchao's
+ * precompute_float8_dynamic_scale_for_fsdp), delayed scaling from its history. The input
+ * gradient's W^T is the gathered FP8 weight transposed (read 1, write 1): under FSDP every
+ * micro-batch (torchao), under ZeRO once per gather (Transformer Engine caches it). FSDP gathers
+ * every micro-batch's forward and backward when it reshards, else once; ZeRO once per iteration. */
+static gboolean fp8_gathered_weight(const MmScenario *s, const MmBlockSetup *bs, const MmLayer *l, MmKernelPart part,
+                                    double *bytes)
+{
+  if (!s->cfg->fp8_param_gather || part == MM_PART_BWD_WEIGHT) return FALSE;
+  const double ms = (double)MAX(s->micro_steps, 1), amax = s->cfg->fp8_recipe == MM_FP8_TENSORWISE ? 2.0 : 0.0;
+  if (bs->fsdp_shards > 1) {
+    const double n = (double)bs->fsdp_shards, per_micro = s->cfg->fsdp_reshard ? 1.0 : 1.0 / ms;
+    *bytes = part == MM_PART_FWD ? 3.0 / n * per_micro + amax / (n * ms) : 2.0 + 3.0 / n * (s->cfg->fsdp_reshard ? 1.0 : 0.0);
+    return TRUE;
+  }
+  const double z = mm_plan_zero_shards(s, l->block, l->expert);
+  if (bs->zero <= 0 || z <= 1) return FALSE;
+  *bytes = part == MM_PART_FWD ? (3.0 + amax) / (z * ms) : 2.0 / ms;
+  return TRUE;
+}
+
+/* The casts an FP8 recipe runs before GEMM @k of @part (layer @l): HBM bytes. */
+static double fp8_cast_bytes(const MmScenario *s, const MmBlockSetup *bs, const MmLayer *l, const MmKernel *k,
+                             MmKernelPart part)
 {
   const double *f = fp8_cast[s->cfg->fp8_recipe][part];
   const double a = k->m * k->k * k->batch, b = k->k * k->n * k->batch;
-  const double fb = f[1] < 0 ? -f[1] / (double)MAX(s->micro_steps, 1) : f[1];
+  double fb = f[1] < 0 ? -f[1] / (double)MAX(s->micro_steps, 1) : f[1];
+  if (gemm_kind(l->kernel.kind)) fp8_gathered_weight(s, bs, l, part, &fb);
   return f[0] * a + fb * b;
 }
 
@@ -109,7 +152,7 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
     /* the recipe's casts: memory-bound elementwise kernels before the GEMM */
     static const MmKernel cast = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_BF16, .m = 1,
                                   .n = 1, .k = 1, .batch = 1};
-    out->cast_bytes = fp8_cast_bytes(s, &out->kernel, part);
+    out->cast_bytes = fp8_cast_bytes(s, bs, l, &out->kernel, part);
     out->cast_s = out->cast_bytes > 0 ? mm_cost_kernel_s(&s->hw->device, &cast, 0, out->cast_bytes, NULL) : 0;
     out->bytes += out->cast_bytes;
     out->time_s += out->cast_s;

@@ -115,6 +115,7 @@ void mm__precompute_units(Lower *L)
   const MmGraph *g = L->g;
   L->unit_dense = g_new0(double, g->n_units + 1);
   L->unit_expert = g_new0(double, g->n_units + 1);
+  L->unit_gather = g_new0(double, 2 * (gsize)g->n_units + 1);
   L->fsdp_unit = g_new(uint8_t, g->n_units + 1);
   if (L->s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST) L->unit_tensors = g_new0(UnitTensors *, g->n_units + 1);
   L->grad_mask = g_new(uint32_t, 2 * (gsize)L->m->n_blocks + 1);
@@ -127,6 +128,8 @@ void mm__precompute_units(Lower *L)
     if (u > 0 && g->layers[un->first_layer].canon != un->first_layer) { /* identical to the previous unit */
       L->unit_dense[u] = L->unit_dense[u - 1];
       L->unit_expert[u] = L->unit_expert[u - 1];
+      L->unit_gather[2 * u] = L->unit_gather[2 * u - 2];
+      L->unit_gather[2 * u + 1] = L->unit_gather[2 * u - 1];
       if (L->unit_tensors) L->unit_tensors[u] = L->unit_tensors[u - 1];
       continue;
     }
@@ -135,6 +138,7 @@ void mm__precompute_units(Lower *L)
       double p = (double)l->cost.params * mm__place(L, li)->param_frac * (double)bs->fsdp_shards;
       if (l->expert) L->unit_expert[u] += p;
       else L->unit_dense[u] += p;
+      L->unit_gather[2 * u + (l->expert ? 1 : 0)] += p * mm_plan_gather_elem_bytes(L->s, g, li);
     }
     if (L->unit_tensors) L->unit_tensors[u] = L->fsdp_unit[u] ? unit_tensors(L, u) : NULL;
   }
@@ -204,7 +208,7 @@ void mm__emit_gather(Lower *L, const Deps *d)
   uint32_t i = L->gq_emitted++;
   const GatherItem *it = &L->gq[i];
   const MmUnit *un = &L->g->units[it->unit];
-  double bytes = mm__unit_params(L, it->unit) * mm_dtype_bytes(L->m->blocks[un->block].dtype);
+  double bytes = L->unit_gather[2 * it->unit] + L->unit_gather[2 * it->unit + 1];
   L->coll_tensors = L->unit_tensors ? L->unit_tensors[it->unit] : NULL;
   if (L->coll_tensors) bytes *= 1.0 - L->coll_tensors->persist_frac; /* persistent tensors stay gathered */
   L->gq_op[i] = mm__emit_coll(L, un->block, L->s->blocks[un->block].fsdp_mask, MM_COLL_ALL_GATHER, MM_REASON_FSDP, bytes, d, it->unit,

@@ -276,16 +276,19 @@ void mm__emit_tied(Lower *L)
 }
 
 /* Non-expert and expert parameters of block @b on this stage's device (after TP/MP/EP,
- * before FSDP); FALSE when the stage holds none of its units. */
-static gboolean stage_block_params(const Lower *L, guint b, double *dense, double *expert)
+ * before FSDP), and with @gather their bytes in an all-gather (unit_gather); FALSE when the stage
+ * holds none of its units. */
+static gboolean stage_block_params(const Lower *L, guint b, double *dense, double *expert, double *gather)
 {
   gboolean any = FALSE;
   *dense = *expert = 0;
+  if (gather) gather[0] = gather[1] = 0;
   for (uint32_t u = L->g->block_first_unit[b]; u < L->g->block_first_unit[b] + L->g->block_units[b]; u++) {
     if (mm_pipe_chunk_stage(L->s, L->unit_chunk[u]) != L->stage) continue;
     any = TRUE;
     *dense += L->unit_dense[u];
     *expert += L->unit_expert[u];
+    if (gather) gather[0] += L->unit_gather[2 * u], gather[1] += L->unit_gather[2 * u + 1];
   }
   return any;
 }
@@ -301,13 +304,12 @@ static void param_gather_emit(Lower *L, uint32_t u)
 {
   const guint b = L->g->units[u].block;
   if (L->param_gather[2 * u] != NONE || L->param_gather[2 * u + 1] != NONE || !gathered_in_forward(L, b)) return;
-  const double e = mm_dtype_bytes(L->m->blocks[b].dtype);
   for (int x = 0; x < 2; x++) {
     /* the ZeRO shards of this rank's FSDP shard are gathered (unit_* are before FSDP) */
-    const double params = (x ? L->unit_expert[u] : L->unit_dense[u]) / (double)L->s->blocks[b].fsdp_shards;
-    if (params > 0)
+    const double bytes = L->unit_gather[2 * u + (uint32_t)x] / (double)L->s->blocks[b].fsdp_shards;
+    if (bytes > 0)
       L->param_gather[2 * u + x] = mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_GATHER,
-                                                 MM_REASON_ZERO, params * e, NULL, u, 0, MM_PHASE_FWD);
+                                                 MM_REASON_ZERO, bytes, NULL, u, 0, MM_PHASE_FWD);
   }
 }
 
@@ -332,7 +334,7 @@ void mm__emit_optimizer(Lower *L)
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlock *bk = &m->blocks[b];
     const MmBlockSetup *bs = &L->s->blocks[b];
-    if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG || !stage_block_params(L, b, &dense, &expert)) continue;
+    if (bs->frozen || bk->kind == MM_BLOCK_EMBEDDING_BAG || !stage_block_params(L, b, &dense, &expert, NULL)) continue;
     /* ZeRO shards the update over the replicas */
     double params = owned_params(L, b, dense, expert);
     double e = mm_dtype_bytes(bk->dtype), ge = mm_dtype_bytes(bs->grad_dtype);
@@ -376,14 +378,15 @@ void mm__emit_optimizer(Lower *L)
   if (opt == NONE && to_device == NONE) return;
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlockSetup *bs = &L->s->blocks[b];
+    double gather[2];
     if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG || gathered_in_forward(L, b) ||
-        !stage_block_params(L, b, &dense, &expert))
+        !stage_block_params(L, b, &dense, &expert, gather))
       continue;
-    const double e = mm_dtype_bytes(m->blocks[b].dtype) / (double)bs->fsdp_shards; /* of this rank's FSDP shard */
+    const double f = 1.0 / (double)bs->fsdp_shards; /* of this rank's FSDP shard */
     Deps od = mm__deps_one(mm_plan_offloaded(L->s, b) ? to_device : opt);
-    mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, dense * e, &od,
+    mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, FALSE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, gather[0] * f, &od,
                   MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);
-    mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, TRUE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, expert * e, &od,
+    mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, TRUE), MM_COLL_ALL_GATHER, MM_REASON_ZERO, gather[1] * f, &od,
                   MM_NO_UNIT, 0, MM_PHASE_OPTIMIZER);
   }
 }

@@ -118,6 +118,8 @@ typedef struct {
   PartCost *parts;      /* 3 per layer, indexed by canonical layer */
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
+  double *unit_gather;  /* per unit x {non-expert, expert}: those parameters' bytes in an all-gather (FP8 weights
+                         * at 1 byte under precision.fp8_param_gather, mm_plan_gather_elem_bytes) */
   uint8_t *fsdp_unit;   /* per unit: its block is FSDP-sharded and it has parameters */
   UnitTensors **unit_tensors; /* per unit under per_tensor_list FSDP collectives (identical units share one;
                                  * NULL: flat collectives) */

@@ -26,6 +26,7 @@ static void lower_free(Lower *L)
   mm__templates_free(L);
   g_free(L->unit_dense);
   g_free(L->unit_expert);
+  g_free(L->unit_gather);
   g_free(L->fsdp_unit);
   mm__unit_tensors_free(L);
   g_free(L->grad_mask);

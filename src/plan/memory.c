@@ -50,7 +50,8 @@ typedef struct {
   MmMemoryParts parts;  /* weights, gradients, optimizer; activations: kept per micro-batch */
   double transient;     /* full recompute: rebuilt during its backward; inference: its working set */
   double params_local;  /* parameters after TP/MP/EP, before FSDP */
-  double gathered_local; /* those FSDP gathers (per_tensor_list: without the persistent tensors) */
+  double gathered_bytes; /* those FSDP gathers, in bytes (per_tensor_list: without the persistent tensors;
+                          * fp8_param_gather: FP8 weights at 1 byte) */
   double coll_buf;      /* largest buffer of a collective at a layer boundary (TP, SP, MoE, CP, Ulysses) */
   double a2a;           /* MP exchange buffers */
   double host;          /* optimizer offload: states and master weights in host memory */
@@ -81,7 +82,7 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
     um->parts.weights += params * e;
     /* per_tensor_list FSDP: tensors under the persistence threshold are held whole, never gathered */
     const double persist = mm__persistent_elems(s, g, li, pf);
-    um->gathered_local += params * (double)bs->fsdp_shards - persist;
+    um->gathered_bytes += (params * (double)bs->fsdp_shards - persist) * mm_plan_gather_elem_bytes(s, g, li);
     um->parts.weights += persist * (1.0 - 1.0 / (double)bs->fsdp_shards) * e;
     /* delayed scaling keeps each GEMM weight's FP8 copy and its transpose for the iteration */
     if (trained && c->fp8_recipe == MM_FP8_DELAYED && mm_plan_fp8_recipe(s, bs) &&
@@ -245,9 +246,8 @@ MmMemory *mm_memory_new(const MmScenario *s, const MmGraph *g)
       bp->kv_cache += unit_kv_cache(s, g, u);
       transient = MAX(transient, um[u].transient);
       if (bs->fsdp_shards > 1) {
-        const double e = mm_dtype_bytes(m->blocks[bi].dtype);
-        fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * um[u].gathered_local * e);
-        fsdp_held += um[u].gathered_local * e; /* without resharding: every layer stays gathered */
+        fsdp_gather = MAX(fsdp_gather, (double)(1 + c->fsdp_prefetch) * um[u].gathered_bytes);
+        fsdp_held += um[u].gathered_bytes; /* without resharding: every layer stays gathered */
         if (training && !bs->frozen) fsdp_grad = MAX(fsdp_grad, um[u].params_local * mm_dtype_bytes(bs->grad_dtype));
       }
       coll_buf = MAX(coll_buf, um[u].coll_buf);

@@ -542,6 +542,10 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
 
 /* Whether block @bs's GEMMs run under an FP8 recipe (training in fp8, recipe not "all"). */
 gboolean mm_plan_fp8_recipe(const MmScenario *s, const MmBlockSetup *bs);
+/* Bytes per element of layer @li's parameters in an FSDP or ZeRO parameter all-gather (and its
+ * gathered buffer): its block's dtype, the weight of an FP8 GEMM at 1 under
+ * precision.fp8_param_gather (its bias in the dtype). */
+double mm_plan_gather_elem_bytes(const MmScenario *s, const MmGraph *g, uint32_t li);
 
 /* Share of its experts' weights the busiest device of an expert group reads in one pass of
  * @samples samples (1 for non-expert layers, and in training). */

@@ -295,6 +295,10 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON_AddItemToObject(gr, "expert", strategy_mask_json(mm_plan_grad_replicas(s, i, TRUE)));
     cJSON_AddBoolToObject(o, "frozen", bs->frozen);
     cJSON_AddStringToObject(o, "compute_dtype", mm_dtype_name(bs->compute_dtype));
+    if (mm_plan_fp8_recipe(s, bs)) { /* training GEMMs under an FP8 recipe */
+      cJSON_AddStringToObject(o, "fp8_recipe", mm_fp8_recipe_names[s->cfg->fp8_recipe]);
+      cJSON_AddBoolToObject(o, "fp8_param_gather", s->cfg->fp8_param_gather);
+    }
     cJSON_AddNumberToObject(o, "samples_per_device_per_micro_step", bs->samples_per_micro);
     cJSON_AddItemToArray(st, o);
   }
@@ -409,8 +413,15 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
   if (accum->len)
     fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward (grad_accumulation "
                  "separate): bytes per local parameter %s\n", accum->str);
-  gboolean fsdp = FALSE;
-  for (guint i = 0; i < m->n_blocks; i++) fsdp |= s->blocks[i].fsdp_shards > 1;
+  gboolean fsdp = FALSE, fp8 = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++) fsdp |= s->blocks[i].fsdp_shards > 1, fp8 |= mm_plan_fp8_recipe(s, &s->blocks[i]);
+  if (fp8)
+    fprintf(out, "fp8 recipe %s: the linear layers' GEMMs in FP8 with the recipe's casts, the rest in bf16%s\n",
+            mm_fp8_recipe_names[s->cfg->fp8_recipe],
+            s->cfg->fp8_param_gather ? "; FSDP and ZeRO parameter all-gathers carry those GEMMs' weights in FP8 "
+                                       "(fp8_param_gather: each shard cast before its gather, the gathered weight "
+                                       "transposed for the input gradient)"
+                                     : "");
   if (fsdp && s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
     fprintf(out, "fsdp collectives per_tensor_list: one all-gather per parameter tensor of %" G_GINT64_FORMAT
                  " or more elements (smaller ones held whole) and one reduce-scatter per gradient, on lists of "
