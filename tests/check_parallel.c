@@ -558,9 +558,29 @@ END_TEST
  * default 1e5) are held whole: never all-gathered, in every device's weights. Each FSDP collective
  * takes each call's own collective latency (from its tensor's size) plus one copy kernel per rank and
  * call and the buffer's copy at HBM bandwidth; flat calls pay one latency. */
+/* Cast bytes of the weight operand (per element of the device's weight) of layer @li's part @part
+ * in @x (@recompute: the forward as its recompute runs it), and the layer's GEMM in @k. */
+static double weight_cast(const Sim *x, uint32_t li, MmKernelPart part, gboolean recompute, MmKernel *k)
+{
+  MmPlacement p;
+  mm_plan_place(x->scenario, x->graph, li, &p);
+  MmPartWork w, f;
+  if (recompute) mm_plan_recompute_work(x->scenario, x->graph, li, &p, 1.0, &w, NULL);
+  else mm_plan_part_work(x->scenario, x->graph, li, part, &p, 1.0, &w, NULL);
+  mm_plan_part_work(x->scenario, x->graph, li, MM_PART_FWD, &p, 1.0, &f, NULL);
+  const MmKernel *a = &w.kernel;
+  const double act = a->m * a->k * a->batch, wt = f.kernel.k * f.kernel.n * f.kernel.batch;
+  /* the activation operand's casts (x forward, dY backward): tensorwise 6, delayed 4 */
+  const double per_act = x->config->fp8_recipe == MM_FP8_TENSORWISE ? 6 : 4;
+  if (k) *k = f.kernel;
+  return (w.cast_bytes - per_act * act) / wt;
+}
+
 /* precision.fp8_param_gather: FSDP gathers carry the FP8 GEMMs' weights at 1 byte (biases and norms
- * in bf16), the weight casts shrink to the shard's cast and the gathered weight's transpose; ZeRO's
- * gather after the optimizer step likewise; nothing changes where no block computes in FP8. */
+ * in bf16), the weight casts shrink to the shard's cast and the gathered weight's transpose (per
+ * docs/MODEL.md, "FP8 recipes": resharding or not, tensorwise or delayed, a recompute with and
+ * without a second gather); ZeRO's gather after the optimizer step likewise; nothing changes
+ * where no block computes in FP8. */
 START_TEST(test_fp8_param_gather)
 {
   static const char *const GPT =
@@ -568,48 +588,72 @@ START_TEST(test_fp8_param_gather)
     "\"hidden\":2048,\"heads\":16,\"ffn\":8192,\"ffn_kind\":\"gelu\",\"norm\":\"layernorm\",\"bias\":true}]}";
   const double h = 2048, weights = 12 * h * h, rest = 13 * h; /* a layer's GEMM weights; biases and norms */
   const double n = 16;                                         /* 2 nodes */
-  static const char *const TW = "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\"%s},";
-  g_autofree char *pa = g_strdup_printf(TW, ""), *pb = g_strdup_printf(TW, ",\"fp8_param_gather\":true");
   static const char *const LEVELS[] = {"[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]",
                                        "[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]"};
-  for (guint z = 0; z < 2; z++) {
-    g_autofree char *ca = config("pretrain", 32, pa, LEVELS[z]), *cb = config("pretrain", 32, pb, LEVELS[z]);
+  static const struct {
+    const char *recipe, *extra;
+    guint level;
+    gboolean reshard, regather;
+  } cases[] = {
+    {"tensorwise", "", 0, TRUE, FALSE},
+    {"tensorwise", "", 1, TRUE, FALSE},
+    {"tensorwise", "\"fsdp_reshard_after_forward\":false,", 0, FALSE, FALSE},
+    {"delayed", "", 0, TRUE, FALSE},
+    {"delayed", "", 1, TRUE, FALSE},
+    {"tensorwise", "\"recompute\":\"full\",\"fsdp_regather_recompute\":true,", 0, TRUE, TRUE},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autofree char *pa = g_strdup_printf("%s\"micro_batch\":1,\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"%s\"},",
+                                          cases[c].extra, cases[c].recipe);
+    g_autofree char *pb = g_strdup_printf("%s\"micro_batch\":1,\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"%s\","
+                                          "\"fp8_param_gather\":true},", cases[c].extra, cases[c].recipe);
+    const gboolean fsdp = cases[c].level == 0;
+    g_autofree char *ca = config("pretrain", 32, pa, LEVELS[cases[c].level]);
+    g_autofree char *cb = config("pretrain", 32, pb, LEVELS[cases[c].level]);
     g_autoptr(MmSimulation) a = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", ca, 2);
     g_autoptr(MmSimulation) b = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", cb, 2);
     ck_assert(b->config->fp8_param_gather && !a->config->fp8_param_gather);
-    const MmReason reason = z == 0 ? MM_REASON_FSDP : MM_REASON_ZERO;
+    ck_assert(b->config->fsdp_reshard == cases[c].reshard);
+    const MmReason reason = fsdp ? MM_REASON_FSDP : MM_REASON_ZERO;
     const double ag_a = coll_bytes(a, MM_COLL_ALL_GATHER, reason, -1), ag_b = coll_bytes(b, MM_COLL_ALL_GATHER, reason, -1);
     ck_assert_double_gt(ag_a, 0);
     ck_assert_double_eq_tol(ag_b / ag_a, (weights + 2 * rest) / (2 * (weights + rest)), 1e-12);
     ck_assert_double_eq(coll_bytes(b, MM_COLL_REDUCE_SCATTER, reason, -1), coll_bytes(a, MM_COLL_REDUCE_SCATTER, reason, -1));
+    /* FSDP's gathered buffers: (1 + prefetch) layers, or all 4 kept gathered, each now weights + 2 rest bytes */
+    const double layers = cases[c].reshard ? (double)(1 + b->config->fsdp_prefetch) : 4.0;
+    const double held = fsdp ? layers * (2 * (weights + rest) - (weights + 2 * rest)) : 0;
+    ck_assert_msg(fabs((a->memory->total.comm_buffers - b->memory->total.comm_buffers) - held) < 1e-9 * weights,
+                  "case %u: gathered buffers %.6g -> %.6g, want %.6g less", c, a->memory->total.comm_buffers,
+                  b->memory->total.comm_buffers, held);
     /* the casts of each FP8 GEMM's weight operand, per element of the device's weight */
-    const double ms = (double)b->scenario->micro_steps;
-    ck_assert(b->config->fsdp_reshard);
-    const double fwd_w = z == 0 ? 3 / n + 2 / (n * ms) : 5 / (n * ms), bwd_w = z == 0 ? 2 + 3 / n : 2 / ms;
+    const double ms = (double)b->scenario->micro_steps, amax = *cases[c].recipe == 't' ? 2 : 0;
+    ck_assert_double_eq(ms, 2);
+    const double fwd_w = fsdp ? (cases[c].reshard ? 3 / n : 3 / (n * ms)) + amax / (n * ms) : (3 + amax) / (n * ms);
+    const double bwd_w = fsdp ? 2 + (cases[c].reshard ? 3 / n : 0) : 2 / ms;
+    const double rec_w = cases[c].regather ? 3 / n : 0;
     guint gemms = 0;
     for (uint32_t li = 0; li < b->graph->n_layers; li++) {
-      MmPlacement p;
-      mm_plan_place(b->scenario, b->graph, li, &p);
-      MmPartWork fa, fb, ia, ib;
-      mm_plan_part_work(a->scenario, a->graph, li, MM_PART_FWD, &p, 1.0, &fa, NULL);
-      mm_plan_part_work(b->scenario, b->graph, li, MM_PART_FWD, &p, 1.0, &fb, NULL);
-      mm_plan_part_work(a->scenario, a->graph, li, MM_PART_BWD_INPUT, &p, 1.0, &ia, NULL);
-      mm_plan_part_work(b->scenario, b->graph, li, MM_PART_BWD_INPUT, &p, 1.0, &ib, NULL);
-      if (fb.kernel.kind != MM_KERNEL_GEMM || fb.flops <= 0) {
+      MmKernel k;
+      weight_cast(b, li, MM_PART_FWD, FALSE, &k);
+      if (k.kind != MM_KERNEL_GEMM) {
+        MmPlacement p;
+        mm_plan_place(b->scenario, b->graph, li, &p);
+        MmPartWork fa, fb;
+        mm_plan_part_work(a->scenario, a->graph, li, MM_PART_FWD, &p, 1.0, &fa, NULL);
+        mm_plan_part_work(b->scenario, b->graph, li, MM_PART_FWD, &p, 1.0, &fb, NULL);
         ck_assert_double_eq(fb.cast_bytes, fa.cast_bytes);
         continue;
       }
       gemms++;
-      const MmKernel *k = &fb.kernel;
-      const double x = k->m * k->k * k->batch, w = k->k * k->n * k->batch;
-      ck_assert_double_eq_tol(fa.cast_bytes, 6 * x + 6 * w, 1e-9 * fa.cast_bytes);
-      ck_assert_double_eq_tol(fb.cast_bytes, 6 * x + fwd_w * w, 1e-9 * fb.cast_bytes);
-      ck_assert_double_eq_tol(ia.cast_bytes, 6 * ib.kernel.m * ib.kernel.k * ib.kernel.batch, 1e-9 * ia.cast_bytes);
-      ck_assert_double_eq_tol(ib.cast_bytes - ia.cast_bytes, bwd_w * w, 1e-9 * ib.cast_bytes);
+      /* without: the recipe's table (tensorwise 6 and 0, delayed 4 once per iteration and 0) */
+      ck_assert_double_eq_tol(weight_cast(a, li, MM_PART_FWD, FALSE, NULL), amax ? 6 : 4 / ms, 1e-9);
+      ck_assert_double_eq_tol(weight_cast(a, li, MM_PART_BWD_INPUT, FALSE, NULL), 0, 1e-9);
+      ck_assert_double_eq_tol(weight_cast(b, li, MM_PART_FWD, FALSE, NULL), fwd_w, 1e-9);
+      ck_assert_double_eq_tol(weight_cast(b, li, MM_PART_BWD_INPUT, FALSE, NULL), bwd_w, 1e-9);
+      ck_assert_double_eq_tol(weight_cast(b, li, MM_PART_FWD, TRUE, NULL), rec_w, 1e-9);
     }
     ck_assert_uint_eq(gemms, 16); /* 4 layers x qkv, out, up, down */
     ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
-    ck_assert_double_le(b->memory->total.comm_buffers, a->memory->total.comm_buffers);
   }
   /* bf16 compute: no FP8 GEMM, nothing changes */
   g_autofree char *c0 = config("pretrain", 32, "", LEVELS[0]);
@@ -618,6 +662,61 @@ START_TEST(test_fp8_param_gather)
   g_autoptr(MmSimulation) x1 = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", c1, 2);
   ck_assert_double_eq(x0->metrics.iteration_time_s, x1->metrics.iteration_time_s);
   ck_assert_double_eq(x0->memory->total.comm_buffers, x1->memory->total.comm_buffers);
+}
+END_TEST
+
+/* Where fp8_param_gather gathers nothing in FP8 the recipe's casts stay: a frozen block under ZeRO
+ * (only trained blocks are gathered), a tied head (its weight is the embedding table, gathered in
+ * the dtype); a block both FSDP- and ZeRO-sharded rebuilds its FSDP shard in the dtype. */
+START_TEST(test_fp8_param_gather_exceptions)
+{
+  static const char *const TW = "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\"%s},";
+  g_autofree char *pa = g_strdup_printf(TW, ""), *pb = g_strdup_printf(TW, ",\"fp8_param_gather\":true");
+  /* frozen decoder, ZeRO-1: the decoder's casts unchanged, the trained head's not */
+  g_autofree char *fa = g_strdup_printf("{\"name\":\"c\",\"task\":\"finetune\",\"global_batch\":16,\"micro_batch\":1,"
+                                        "\"frozen\":[\"decoder\"],%s\"parallelism\":{\"default\":[{\"strategy\":\"ddp\","
+                                        "\"degree\":\"all\",\"zero\":1}]}}", pa);
+  g_autofree char *fb = g_strdup_printf("{\"name\":\"c\",\"task\":\"finetune\",\"global_batch\":16,\"micro_batch\":1,"
+                                        "\"frozen\":[\"decoder\"],%s\"parallelism\":{\"default\":[{\"strategy\":\"ddp\","
+                                        "\"degree\":\"all\",\"zero\":1}]}}", pb);
+  g_autoptr(MmSimulation) a = mm_test_sim_ok("models/llama3-8b.json", "hardware/dgx-h100-2048.json", fa, 1);
+  g_autoptr(MmSimulation) b = mm_test_sim_ok("models/llama3-8b.json", "hardware/dgx-h100-2048.json", fb, 1);
+  guint decoder = 0, head = 0;
+  for (uint32_t li = 0; li < b->graph->n_layers; li++) {
+    MmKernel k;
+    const double wb = weight_cast(b, li, MM_PART_FWD, FALSE, &k), wa = weight_cast(a, li, MM_PART_FWD, FALSE, NULL);
+    if (k.kind != MM_KERNEL_GEMM) continue;
+    const char *block = b->model->blocks[b->graph->layers[li].block].name;
+    if (strcmp(block, "decoder") == 0) {
+      decoder++;
+      ck_assert_double_eq(wb, wa);
+    } else {
+      head++;
+      ck_assert_double_lt(wb, wa);
+    }
+  }
+  ck_assert(decoder > 0 && head == 1);
+  /* a tied head (GPT 1.7B, FSDP): the logits GEMM's casts unchanged */
+  g_autofree char *ta = config("pretrain", 16, pa, "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autofree char *tb = config("pretrain", 16, pb, "[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/megatron-gpt-1.7b.json", "hardware/dgx-h100-2048.json", ta, 1);
+  g_autoptr(MmSimulation) y = mm_test_sim_ok("models/megatron-gpt-1.7b.json", "hardware/dgx-h100-2048.json", tb, 1);
+  guint logits = 0;
+  for (uint32_t li = 0; li < y->graph->n_layers; li++) {
+    if (y->graph->layers[li].role != MM_ROLE_LOGITS) continue;
+    logits++;
+    for (int part = MM_PART_FWD; part <= MM_PART_BWD_INPUT; part++)
+      ck_assert_double_eq(weight_cast(y, li, (MmKernelPart)part, FALSE, NULL), weight_cast(x, li, (MmKernelPart)part, FALSE, NULL));
+  }
+  ck_assert_uint_eq(logits, 1);
+  /* FSDP 8 inside a node, ZeRO-1 across: the ZeRO gather rebuilds bf16 shards, FSDP's gathers are FP8 */
+  static const char *const HY = "[{\"strategy\":\"fsdp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]";
+  g_autofree char *ha = config("pretrain", 16, pa, HY), *hb = config("pretrain", 16, pb, HY);
+  g_autoptr(MmSimulation) u = mm_test_sim_ok("models/llama3-8b.json", "hardware/dgx-h100-2048.json", ha, 2);
+  g_autoptr(MmSimulation) v = mm_test_sim_ok("models/llama3-8b.json", "hardware/dgx-h100-2048.json", hb, 2);
+  ck_assert_double_gt(coll_bytes(u, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), 0);
+  ck_assert_double_eq(coll_bytes(v, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), coll_bytes(u, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1));
+  ck_assert_double_lt(coll_bytes(v, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0.6 * coll_bytes(u, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1));
 }
 END_TEST
 
@@ -1461,6 +1560,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_interference_in_lowering);
   tcase_add_test(tc, test_tp_mlp_backward_gathers);
   tcase_add_test(tc, test_fp8_param_gather);
+  tcase_add_test(tc, test_fp8_param_gather_exceptions);
   tcase_add_test(tc, test_fsdp_per_tensor_list);
   tcase_add_test(tc, test_fsdp_per_tensor_list_experts);
   tcase_add_test(tc, test_fsdp_regather_recompute);

@@ -81,34 +81,40 @@ double mm_plan_gather_elem_bytes(const MmScenario *s, const MmGraph *g, uint32_t
  * micro-batch (torchao), under ZeRO once per gather (Transformer Engine caches it). FSDP gathers
  * every micro-batch's forward and backward when it reshards, else once; ZeRO once per iteration. */
 static gboolean fp8_gathered_weight(const MmScenario *s, const MmBlockSetup *bs, const MmLayer *l, MmKernelPart part,
-                                    double *bytes)
+                                    gboolean recompute, double *bytes)
 {
-  if (!s->cfg->fp8_param_gather || part == MM_PART_BWD_WEIGHT) return FALSE;
+  /* a weight of its own (a tied head's is the embedding table's, gathered in the dtype) */
+  if (!s->cfg->fp8_param_gather || part == MM_PART_BWD_WEIGHT || l->cost.params <= 0) return FALSE;
   const double ms = (double)MAX(s->micro_steps, 1), amax = s->cfg->fp8_recipe == MM_FP8_TENSORWISE ? 2.0 : 0.0;
   if (bs->fsdp_shards > 1) {
     const double n = (double)bs->fsdp_shards, per_micro = s->cfg->fsdp_reshard ? 1.0 : 1.0 / ms;
-    *bytes = part == MM_PART_FWD ? 3.0 / n * per_micro + amax / (n * ms) : 2.0 + 3.0 / n * (s->cfg->fsdp_reshard ? 1.0 : 0.0);
+    if (recompute) /* on the gathered weight; fsdp_regather_recompute gathers (and casts) once more */
+      *bytes = mm_plan_regathers(s) ? 3.0 / n : 0.0;
+    else
+      *bytes = part == MM_PART_FWD ? 3.0 / n * per_micro + amax / (n * ms)
+                                   : 2.0 + 3.0 / n * (s->cfg->fsdp_reshard ? 1.0 : 0.0);
     return TRUE;
   }
+  /* ZeRO gathers the updated weights of trained blocks (as mm__emit_optimizer) */
   const double z = mm_plan_zero_shards(s, l->block, l->expert);
-  if (bs->zero <= 0 || z <= 1) return FALSE;
-  *bytes = part == MM_PART_FWD ? (3.0 + amax) / (z * ms) : 2.0 / ms;
+  if (bs->zero <= 0 || z <= 1 || bs->frozen || s->model->blocks[l->block].kind == MM_BLOCK_EMBEDDING_BAG) return FALSE;
+  *bytes = recompute ? 0.0 : part == MM_PART_FWD ? (3.0 + amax) / (z * ms) : 2.0 / ms;
   return TRUE;
 }
 
 /* The casts an FP8 recipe runs before GEMM @k of @part (layer @l): HBM bytes. */
 static double fp8_cast_bytes(const MmScenario *s, const MmBlockSetup *bs, const MmLayer *l, const MmKernel *k,
-                             MmKernelPart part)
+                             MmKernelPart part, gboolean recompute)
 {
   const double *f = fp8_cast[s->cfg->fp8_recipe][part];
   const double a = k->m * k->k * k->batch, b = k->k * k->n * k->batch;
   double fb = f[1] < 0 ? -f[1] / (double)MAX(s->micro_steps, 1) : f[1];
-  if (gemm_kind(l->kernel.kind)) fp8_gathered_weight(s, bs, l, part, &fb);
+  if (gemm_kind(l->kernel.kind)) fp8_gathered_weight(s, bs, l, part, recompute, &fb);
   return f[0] * a + fb * b;
 }
 
-void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
-                       double load, MmPartWork *out, MmCostWhy *why)
+static void part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, gboolean recompute,
+                      const MmPlacement *p, double load, MmPartWork *out, MmCostWhy *why)
 {
   const MmLayer *l = &g->layers[li];
   const MmBlockSetup *bs = &s->blocks[l->block];
@@ -152,24 +158,49 @@ void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKer
     /* the recipe's casts: memory-bound elementwise kernels before the GEMM */
     static const MmKernel cast = {.kind = MM_KERNEL_ELEMENTWISE, .dtype = MM_DTYPE_BF16, .m = 1,
                                   .n = 1, .k = 1, .batch = 1};
-    out->cast_bytes = fp8_cast_bytes(s, bs, l, &out->kernel, part);
+    out->cast_bytes = fp8_cast_bytes(s, bs, l, &out->kernel, part, recompute);
     out->cast_s = out->cast_bytes > 0 ? mm_cost_kernel_s(&s->hw->device, &cast, 0, out->cast_bytes, NULL) : 0;
     out->bytes += out->cast_bytes;
     out->time_s += out->cast_s;
   }
 }
 
+void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
+                       double load, MmPartWork *out, MmCostWhy *why)
+{
+  part_work(s, g, li, part, FALSE, p, load, out, why);
+}
+
+void mm_plan_recompute_work(const MmScenario *s, const MmGraph *g, uint32_t li, const MmPlacement *p, double load,
+                            MmPartWork *out, MmCostWhy *why)
+{
+  part_work(s, g, li, MM_PART_FWD, TRUE, p, load, out, why);
+}
+
+gboolean mm_plan_recompute_differs(const MmScenario *s, const MmGraph *g, uint32_t li)
+{
+  const MmLayer *l = &g->layers[li];
+  const MmBlockSetup *bs = &s->blocks[l->block];
+  double fwd = 0, rec = 0;
+  return s->cfg->fp8_param_gather && mm_plan_fp8_recipe(s, bs) && gemm_kind(l->kernel.kind) &&
+         fp8_gathered_weight(s, bs, l, MM_PART_FWD, FALSE, &fwd) && fp8_gathered_weight(s, bs, l, MM_PART_FWD, TRUE, &rec) &&
+         fwd != rec;
+}
+
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
 {
   MmPartWork w;
-  mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, mm__place(L, li), L->expert_load, &w, NULL);
+  if (part == PART_RECOMPUTE)
+    mm_plan_recompute_work(L->s, L->g, li, mm__place(L, li), L->expert_load, &w, NULL);
+  else
+    mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, mm__place(L, li), L->expert_load, &w, NULL);
   *pc = (PartCost){w.flops, w.model_flops, w.bytes, 0, L->g->layers[li].cls == MM_LAYER_LOOKUP};
   if (w.flops > 0 || w.bytes > 0) pc->time_s = w.time_s + L->launch_s;
 }
 
 void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
 {
-  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  const PartCost *pc = mm__pc(L, li, part);
   if (pc->time_s <= 0) return;
   if (seg->kernels == 0) seg->first = li;
   seg->last = li;
@@ -183,7 +214,7 @@ void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part)
 
 void mm__seg_add_frac(Lower *L, Seg *seg, uint32_t li, Part part, double frac, uint32_t kernels)
 {
-  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  const PartCost *pc = mm__pc(L, li, part);
   if (pc->time_s <= 0 || frac <= 0 || kernels == 0) return;
   if (seg->kernels == 0) seg->first = li;
   seg->last = li;

@@ -275,9 +275,19 @@ void mm__emit_tied(Lower *L)
   }
 }
 
+/* Bytes of unit @u's non-expert (@x 0) or expert (1) parameters in a ZeRO gather: FP8 weights at
+ * 1 byte (unit_gather) when the gather feeds the GEMMs, the dtype when it rebuilds an FSDP shard,
+ * whose own gathers cast it. */
+static double zero_gather_bytes(const Lower *L, uint32_t u, int x)
+{
+  const guint b = L->g->units[u].block;
+  if (L->s->blocks[b].fsdp_shards <= 1) return L->unit_gather[2 * u + (uint32_t)x];
+  return (x ? L->unit_expert[u] : L->unit_dense[u]) * mm_dtype_bytes(L->m->blocks[b].dtype);
+}
+
 /* Non-expert and expert parameters of block @b on this stage's device (after TP/MP/EP,
- * before FSDP), and with @gather their bytes in an all-gather (unit_gather); FALSE when the stage
- * holds none of its units. */
+ * before FSDP), and with @gather their bytes in a ZeRO all-gather (zero_gather_bytes); FALSE when
+ * the stage holds none of its units. */
 static gboolean stage_block_params(const Lower *L, guint b, double *dense, double *expert, double *gather)
 {
   gboolean any = FALSE;
@@ -288,7 +298,7 @@ static gboolean stage_block_params(const Lower *L, guint b, double *dense, doubl
     any = TRUE;
     *dense += L->unit_dense[u];
     *expert += L->unit_expert[u];
-    if (gather) gather[0] += L->unit_gather[2 * u], gather[1] += L->unit_gather[2 * u + 1];
+    if (gather) gather[0] += zero_gather_bytes(L, u, 0), gather[1] += zero_gather_bytes(L, u, 1);
   }
   return any;
 }
@@ -306,7 +316,7 @@ static void param_gather_emit(Lower *L, uint32_t u)
   if (L->param_gather[2 * u] != NONE || L->param_gather[2 * u + 1] != NONE || !gathered_in_forward(L, b)) return;
   for (int x = 0; x < 2; x++) {
     /* the ZeRO shards of this rank's FSDP shard are gathered (unit_* are before FSDP) */
-    const double bytes = L->unit_gather[2 * u + (uint32_t)x] / (double)L->s->blocks[b].fsdp_shards;
+    const double bytes = zero_gather_bytes(L, u, x) / (double)L->s->blocks[b].fsdp_shards;
     if (bytes > 0)
       L->param_gather[2 * u + x] = mm__emit_coll(L, b, mm_plan_grad_replicas(L->s, b, x == 1), MM_COLL_ALL_GATHER,
                                                  MM_REASON_ZERO, bytes, NULL, u, 0, MM_PHASE_FWD);

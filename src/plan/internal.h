@@ -25,7 +25,8 @@ static inline void deps_copy(Deps *to, const Deps *d)
   for (uint32_t i = 0; i < to->n; i++) to->v[i] = d->v[i]; /* usually one or two: no memcpy call */
 }
 
-typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W } Part;
+typedef enum { PART_FWD, PART_BWD_IN, PART_BWD_W, PART_RECOMPUTE } Part; /* PART_RECOMPUTE: the forward as a recompute
+                                                                           * runs it (Lower.parts_rec) */
 
 /* A compute segment: consecutive layer parts that no collective separates. */
 typedef struct {
@@ -116,6 +117,9 @@ typedef struct {
   double *xfer_bytes;
   uint32_t n_xfer, cap_xfer;
   PartCost *parts;      /* 3 per layer, indexed by canonical layer */
+  PartCost *parts_rec;  /* per layer (canonical), the forward as its recompute runs it (mm_plan_recompute_work);
+                         * NULL when every recompute costs its forward */
+  gboolean rec_mode;    /* recording a recompute template: a forward part costs parts_rec */
   double *unit_dense;   /* per unit: non-expert parameters on one device after TP/MP, before FSDP */
   double *unit_expert;  /* per unit: expert parameters on one device after TP/EP, before FSDP */
   double *unit_gather;  /* per unit x {non-expert, expert}: those parameters' bytes in an all-gather (FP8 weights
@@ -198,7 +202,7 @@ typedef struct {
 /* template variants; the _B ones are a backward's input gradient without its weight gradient,
  * WGRAD that weight gradient (zb_h1) */
 enum { MM__V_FWD, MM__V_BWD_IN, MM__V_BWD_NOIN, MM__V_SELECTIVE, MM__V_OP_SELECTIVE, MM__V_BWD_IN_B, MM__V_BWD_NOIN_B,
-       MM__V_WGRAD, MM__V_COUNT };
+       MM__V_WGRAD, MM__V_RECOMPUTE, MM__V_COUNT }; /* RECOMPUTE: a full recompute's forward, where parts_rec */
 
 /* Keeps one op per stream in @d, the latest: a stream runs its ops one at a time in program
  * order, so its latest op implies every earlier one. Leaves at most MM_STREAM_COUNT. */
@@ -316,6 +320,13 @@ static inline const MmPlacement *mm__place(const Lower *L, uint32_t li)
 }
 void mm__places_new(Lower *L);
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc);
+/* The cost of part @part of layer @li as the template being recorded runs it (a forward part of a
+ * recompute: parts_rec). */
+static inline const PartCost *mm__pc(const Lower *L, uint32_t li, Part part)
+{
+  const uint32_t c = L->g->layers[li].canon;
+  return part == PART_FWD && L->rec_mode && L->parts_rec ? &L->parts_rec[c] : &L->parts[3 * c + part];
+}
 void mm__seg_add(Lower *L, Seg *seg, uint32_t li, Part part);
 /* @frac of part @part of layer @li as @kernels kernels (each with its launch). */
 void mm__seg_add_frac(Lower *L, Seg *seg, uint32_t li, Part part, double frac, uint32_t kernels);

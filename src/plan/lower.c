@@ -23,6 +23,7 @@ static void lower_free(Lower *L)
   g_free(L->cx_link);
   g_free(L->cx_bytes);
   g_free(L->parts);
+  g_free(L->parts_rec);
   mm__templates_free(L);
   g_free(L->unit_dense);
   g_free(L->unit_expert);
@@ -84,6 +85,15 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
   for (uint32_t i = 0; i < L.n_canon; i++) {
     const uint32_t li = L.canon_layer[i];
     for (int part = PART_FWD; part <= PART_BWD_W; part++) mm__part_cost(&L, li, (Part)part, &L.parts[3 * li + part]);
+  }
+  for (uint32_t i = 0; i < L.n_canon; i++) {
+    const uint32_t li = L.canon_layer[i];
+    if (!mm_plan_recompute_differs(s, g, li)) continue;
+    if (!L.parts_rec) { /* the forward's costs, those that differ replaced */
+      L.parts_rec = g_new(PartCost, (gsize)g->n_layers + 1);
+      for (uint32_t k = 0; k < L.n_canon; k++) L.parts_rec[L.canon_layer[k]] = L.parts[3 * L.canon_layer[k] + PART_FWD];
+    }
+    mm__part_cost(&L, li, PART_RECOMPUTE, &L.parts_rec[li]);
   }
   for (int i = 0; i < MM_STREAM_COUNT; i++) L.last_on[i] = NONE;
   mm__precompute_units(&L);

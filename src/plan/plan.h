@@ -539,6 +539,13 @@ typedef struct {
 } MmPartWork;
 void mm_plan_part_work(const MmScenario *s, const MmGraph *g, uint32_t li, MmKernelPart part, const MmPlacement *p,
                        double load, MmPartWork *out, MmCostWhy *why);
+/* The forward part of layer @li as a recompute before its backward runs it: the forward's work,
+ * but under precision.fp8_param_gather its weight is already gathered in FP8 (no shard cast,
+ * unless fsdp_regather_recompute gathers it again for the recompute). */
+void mm_plan_recompute_work(const MmScenario *s, const MmGraph *g, uint32_t li, const MmPlacement *p, double load,
+                            MmPartWork *out, MmCostWhy *why);
+/* Whether the recompute of layer @li costs otherwise than its forward (mm_plan_recompute_work). */
+gboolean mm_plan_recompute_differs(const MmScenario *s, const MmGraph *g, uint32_t li);
 
 /* Whether block @bs's GEMMs run under an FP8 recipe (training in fp8, recipe not "all"). */
 gboolean mm_plan_fp8_recipe(const MmScenario *s, const MmBlockSetup *bs);

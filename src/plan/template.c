@@ -146,7 +146,7 @@ static gboolean tp_fusable(const Lower *L, uint32_t li, Part part, const MmPlace
   if (kind != MM_COLL_ALL_GATHER && kind != MM_COLL_REDUCE_SCATTER) return FALSE;
   if (bytes <= 0 || bytes < bs->tp_overlap_min_bytes || mm_plan_mask_degree(bs, c->mask) <= 1) return FALSE;
   if (bs->tp_overlap == MM_OVERLAP_USERBUFFERS && bwd && kind == MM_COLL_REDUCE_SCATTER) return FALSE;
-  const PartCost *pc = &L->parts[3 * L->g->layers[li].canon + part];
+  const PartCost *pc = mm__pc(L, li, part);
   return pc->time_s > 0 && !pc->lookup;
 }
 
@@ -459,12 +459,14 @@ static Template *template_build(Lower *L, uint32_t u, int variant)
   }
   Template *t = &L->templates[MM__V_COUNT * (gsize)L->tmpl_slot[u] + variant];
   if (!t->built) {
-    if (variant == MM__V_FWD) record_fwd(L, cu, t);
+    L->rec_mode = variant == MM__V_RECOMPUTE || variant == MM__V_SELECTIVE || variant == MM__V_OP_SELECTIVE;
+    if (variant == MM__V_FWD || variant == MM__V_RECOMPUTE) record_fwd(L, cu, t);
     else if (variant == MM__V_SELECTIVE) record_selective(L, cu, t);
     else if (variant == MM__V_OP_SELECTIVE) record_op_selective(L, cu, t);
     else if (variant == MM__V_WGRAD) record_wgrad(L, cu, t);
     else record_bwd(L, cu, variant == MM__V_BWD_IN || variant == MM__V_BWD_IN_B,
                     variant == MM__V_BWD_IN_B || variant == MM__V_BWD_NOIN_B, t);
+    L->rec_mode = FALSE;
     t->built = TRUE;
     /* recorded when it has collectives (a lone compute segment emits as fast as it replays) */
     gboolean colls = FALSE, other = FALSE;
@@ -767,7 +769,8 @@ static uint32_t lower_recompute(Lower *L, uint32_t u, uint32_t micro, const Deps
 {
   uint32_t rec_last = NONE;
   if (L->s->cfg->recompute == MM_RECOMPUTE_FULL && L->recompute[u] != MM__RECOMPUTE_NONE)
-    mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_FWD), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
+    mm__deps_add(L, d, replay(L, template_for(L, u, L->parts_rec ? MM__V_RECOMPUTE : MM__V_FWD), u, micro,
+                              MM_PHASE_RECOMPUTE, in, &rec_last));
   else if (L->s->cfg->recompute == MM_RECOMPUTE_SELECTIVE)
     mm__deps_add(L, d, replay(L, template_for(L, u, MM__V_SELECTIVE), u, micro, MM_PHASE_RECOMPUTE, in, &rec_last));
   else if (mm__sac_unit(L->s, L->g, u))

@@ -139,6 +139,25 @@ static const char *scope_of(const MmScenario *s, int64_t degree, int64_t stride)
   return scopes[mm_comm_group_shape(s->hw, degree, stride).scope];
 }
 
+/* Whether block @bs gathers its parameters: FSDP, or ZeRO's gather of a trained block's update. */
+/* Whether block @b's FP8 GEMMs have weights of their own (a tied head's is the embedding table). */
+static gboolean fp8_gemm_weights(const MmScenario *s, const MmGraph *g, guint b)
+{
+  if (!mm_plan_fp8_recipe(s, &s->blocks[b])) return FALSE;
+  for (uint32_t li = 0; li < g->n_layers; li++)
+    if (g->layers[li].block == b && g->layers[li].cost.params > 0 &&
+        (g->layers[li].kernel.kind == MM_KERNEL_GEMM || g->layers[li].kernel.kind == MM_KERNEL_GEMV))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean gathers_params(const MmScenario *s, guint b)
+{
+  const MmBlockSetup *bs = &s->blocks[b];
+  return bs->fsdp_shards > 1 || (mm_plan_zero_shards(s, b, FALSE) > 1 && !bs->frozen &&
+                                 s->model->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG);
+}
+
 static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
 {
   return scope_of(s, bs->levels[i].degree, bs->stride[i]);
@@ -297,7 +316,8 @@ cJSON *mm_report_describe_json(const MmGraph *g, const MmGraph *decode, const Mm
     cJSON_AddStringToObject(o, "compute_dtype", mm_dtype_name(bs->compute_dtype));
     if (mm_plan_fp8_recipe(s, bs)) { /* training GEMMs under an FP8 recipe */
       cJSON_AddStringToObject(o, "fp8_recipe", mm_fp8_recipe_names[s->cfg->fp8_recipe]);
-      cJSON_AddBoolToObject(o, "fp8_param_gather", s->cfg->fp8_param_gather);
+      cJSON_AddBoolToObject(o, "fp8_param_gather",
+                            s->cfg->fp8_param_gather && gathers_params(s, i) && fp8_gemm_weights(s, g, i));
     }
     cJSON_AddNumberToObject(o, "samples_per_device_per_micro_step", bs->samples_per_micro);
     cJSON_AddItemToArray(st, o);
@@ -413,15 +433,20 @@ void mm_report_describe_text(FILE *out, const MmGraph *g, const MmGraph *decode,
   if (accum->len)
     fprintf(out, "gradients accumulated by a separate pass after every micro-batch's backward (grad_accumulation "
                  "separate): bytes per local parameter %s\n", accum->str);
-  gboolean fsdp = FALSE, fp8 = FALSE;
-  for (guint i = 0; i < m->n_blocks; i++) fsdp |= s->blocks[i].fsdp_shards > 1, fp8 |= mm_plan_fp8_recipe(s, &s->blocks[i]);
+  gboolean fsdp = FALSE, fp8 = FALSE, fp8_gather = FALSE;
+  for (guint i = 0; i < m->n_blocks; i++) {
+    const gboolean f8 = mm_plan_fp8_recipe(s, &s->blocks[i]);
+    fsdp |= s->blocks[i].fsdp_shards > 1;
+    fp8 |= f8;
+    fp8_gather |= f8 && s->cfg->fp8_param_gather && gathers_params(s, i) && fp8_gemm_weights(s, g, i);
+  }
   if (fp8)
     fprintf(out, "fp8 recipe %s: the linear layers' GEMMs in FP8 with the recipe's casts, the rest in bf16%s\n",
             mm_fp8_recipe_names[s->cfg->fp8_recipe],
-            s->cfg->fp8_param_gather ? "; FSDP and ZeRO parameter all-gathers carry those GEMMs' weights in FP8 "
-                                       "(fp8_param_gather: each shard cast before its gather, the gathered weight "
-                                       "transposed for the input gradient)"
-                                     : "");
+            fp8_gather ? "; FSDP and ZeRO parameter all-gathers carry those GEMMs' weights in FP8 "
+                         "(fp8_param_gather: each shard cast before its gather, the gathered weight "
+                         "transposed for the input gradient)"
+                       : "");
   if (fsdp && s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST)
     fprintf(out, "fsdp collectives per_tensor_list: one all-gather per parameter tensor of %" G_GINT64_FORMAT
                  " or more elements (smaller ones held whole) and one reduce-scatter per gradient, on lists of "
