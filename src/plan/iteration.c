@@ -27,7 +27,10 @@ static uint32_t chunk_fwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
     if (!block_in_chunk(L, b, k, &u0, &u1)) continue;
     const MmBlock *bk = &m->blocks[b];
     Deps bin = {.n = 0};
-    if (u0 == L->g->block_first_unit[b]) {
+    if (u0 == L->g->block_first_unit[b] && bk->n_inputs == 0) {
+      bin = *in; /* a model input (the step's data): it waits only for what the step waits for (a synchronous
+                  * exchange: the stage's last transfer) */
+    } else if (u0 == L->g->block_first_unit[b]) {
       for (guint i = 0; i < bk->n_inputs; i++) {
         guint src = bk->inputs[i];
         if (L->unit_chunk[mm__block_last_unit(L, src)] == k) mm__deps_add(L, &bin, fwd[src]);
@@ -104,7 +107,10 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
         if (L->unit_chunk[L->g->block_first_unit[c]] == k) mm__deps_add(L, &grad, st->bwd_out[c]);
         else for (uint32_t j = 0; j < gin->n; j++) mm__deps_add(L, &grad, gin->v[j]);
       }
-      if (!consumed) mm__deps_add(L, &grad, fwd[b]); /* the loss */
+      if (!consumed) { /* the loss: after the step's forward and what the step waits for (a synchronous exchange) */
+        mm__deps_add(L, &grad, fwd[b]);
+        for (uint32_t j = 0; j < gin->n; j++) mm__deps_add(L, &grad, gin->v[j]);
+      }
     } else {
       grad = *gin;
     }
