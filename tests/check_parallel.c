@@ -646,7 +646,7 @@ START_TEST(test_fp8_param_gather)
       }
       gemms++;
       /* without: the recipe's table (tensorwise 6 and 0, delayed 4 once per iteration and 0) */
-      ck_assert_double_eq_tol(weight_cast(a, li, MM_PART_FWD, FALSE, NULL), amax ? 6 : 4 / ms, 1e-9);
+      ck_assert_double_eq_tol(weight_cast(a, li, MM_PART_FWD, FALSE, NULL), amax > 0 ? 6.0 : 4.0 / ms, 1e-9);
       ck_assert_double_eq_tol(weight_cast(a, li, MM_PART_BWD_INPUT, FALSE, NULL), 0, 1e-9);
       ck_assert_double_eq_tol(weight_cast(b, li, MM_PART_FWD, FALSE, NULL), fwd_w, 1e-9);
       ck_assert_double_eq_tol(weight_cast(b, li, MM_PART_BWD_INPUT, FALSE, NULL), bwd_w, 1e-9);
