@@ -655,6 +655,32 @@ START_TEST(test_fp8_param_gather)
     ck_assert_uint_eq(gemms, 16); /* 4 layers x qkv, out, up, down */
     ck_assert_double_lt(b->metrics.iteration_time_s, a->metrics.iteration_time_s);
   }
+  /* the plan replays the recompute's own costs: with fsdp_regather_recompute every recomputed GEMM casts its
+   * shard again, 3 / N bytes per weight element more in the recompute phase than without */
+  double rec[2], want = 0;
+  for (int r = 0; r < 2; r++) {
+    g_autofree char *cr = config("pretrain", 32,
+                                 r ? "\"micro_batch\":1,\"recompute\":\"full\",\"fsdp_regather_recompute\":true,"
+                                     "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\",\"fp8_param_gather\":true},"
+                                   : "\"micro_batch\":1,\"recompute\":\"full\","
+                                     "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\",\"fp8_param_gather\":true},",
+                                 LEVELS[0]);
+    g_autoptr(MmSimulation) x = mm_test_sim_ok(GPT, "hardware/dgx-h100-2048.json", cr, 2);
+    const MmPlanProgram *pr = mm_plan_class_program(x->plan, 0);
+    rec[r] = 0;
+    for (uint32_t i = 0; i < pr->n_ops; i++)
+      if (pr->info[i].phase == MM_PHASE_RECOMPUTE && pr->info[i].what == MM_OP_COMPUTE) rec[r] += pr->info[i].bytes;
+    if (r == 0) {
+      for (uint32_t li = 0; li < x->graph->n_layers; li++) {
+        MmKernel k;
+        weight_cast(x, li, MM_PART_FWD, FALSE, &k);
+        if (k.kind == MM_KERNEL_GEMM) want += 3 / n * k.k * k.n * k.batch * (double)x->scenario->micro_steps;
+      }
+    }
+  }
+  ck_assert_double_gt(want, 0);
+  ck_assert_double_eq_tol(rec[1] - rec[0], want, 1e-9 * rec[1]);
+
   /* bf16 compute: no FP8 GEMM, nothing changes */
   g_autofree char *c0 = config("pretrain", 32, "", LEVELS[0]);
   g_autofree char *c1 = config("pretrain", 32, "\"precision\":{\"fp8_param_gather\":true},", LEVELS[0]);

@@ -175,7 +175,7 @@ static uint32_t chunk_bwd(Lower *L, IterState *st, uint32_t k, uint32_t mi, cons
 /* zb_h1, dualpipev: the weight-gradient pass of chunk @k for micro-batch @mi, the oldest pending backward:
  * per block in reverse, its units' weight gradients, then their gradient synchronization (as a
  * backward does it with its weight gradients). */
-static void chunk_wgrad(Lower *L, IterState *st, uint32_t k, uint32_t mi)
+static void chunk_wgrad(Lower *L, IterState *st, uint32_t k, uint32_t mi, uint32_t gate)
 {
   g_assert(st->zb_n > 0);
   const uint32_t slot = st->zb_head;
@@ -192,6 +192,7 @@ static void chunk_wgrad(Lower *L, IterState *st, uint32_t k, uint32_t mi)
       Deps d = {.n = 0};
       mm__deps_add(L, &d, w_deps[2 * i]);
       mm__deps_add(L, &d, w_deps[2 * i + 1]);
+      mm__deps_add(L, &d, gate); /* a synchronous exchange: after the stage's last send */
       const uint32_t w = mm__lower_wgrad(L, u, mi, &d);
       mm__sync_grads(L, st, u, mi, w != NONE ? w : w_deps[2 * i]);
     }
@@ -382,7 +383,7 @@ void mm__lower_program(Lower *L)
     const uint32_t k = mm_pipe_stage_chunk(L->s, L->stage, steps[i].chunk), mi = steps[i].micro;
     L->cur_chunk = k;
     if (steps[i].bwd == MM_PIPE_W) {
-      if (L->chunk_trained[k]) chunk_wgrad(L, &st, k, mi);
+      if (L->chunk_trained[k]) chunk_wgrad(L, &st, k, mi, sync ? pending : NONE);
       continue;
     }
     if (!steps[i].bwd) {

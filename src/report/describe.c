@@ -139,7 +139,6 @@ static const char *scope_of(const MmScenario *s, int64_t degree, int64_t stride)
   return scopes[mm_comm_group_shape(s->hw, degree, stride).scope];
 }
 
-/* Whether block @bs gathers its parameters: FSDP, or ZeRO's gather of a trained block's update. */
 /* Whether block @b's FP8 GEMMs have weights of their own (a tied head's is the embedding table). */
 static gboolean fp8_gemm_weights(const MmScenario *s, const MmGraph *g, guint b)
 {
@@ -151,6 +150,7 @@ static gboolean fp8_gemm_weights(const MmScenario *s, const MmGraph *g, guint b)
   return FALSE;
 }
 
+/* Whether block @b gathers its parameters: FSDP, or ZeRO's gather of a trained block's update. */
 static gboolean gathers_params(const MmScenario *s, guint b)
 {
   const MmBlockSetup *bs = &s->blocks[b];
