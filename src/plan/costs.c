@@ -60,16 +60,23 @@ static MmDtype kernel_dtype(const MmScenario *s, const MmBlockSetup *bs, const M
   return s->hw->device.peak_flops[MM_DTYPE_BF16] > 0 ? MM_DTYPE_BF16 : MM_DTYPE_FP16;
 }
 
+double mm_plan_gemm_weight_elems(const MmScenario *s, const MmGraph *g, uint32_t li)
+{
+  const MmLayer *l = &g->layers[li];
+  const MmBlock *b = &s->model->blocks[l->block];
+  const double p = (double)l->cost.params;
+  if (!gemm_kind(l->kernel.kind) || p <= 0) return 0;
+  const double experts = l->expert && b->experts > 1 ? (double)b->experts : 1.0;
+  return MIN(p, l->kernel.k * l->kernel.n * experts);
+}
+
 double mm_plan_gather_elem_bytes(const MmScenario *s, const MmGraph *g, uint32_t li)
 {
   const MmLayer *l = &g->layers[li];
-  const MmBlockSetup *bs = &s->blocks[l->block];
-  const MmBlock *b = &s->model->blocks[l->block];
-  const double e = mm_dtype_bytes(b->dtype), p = (double)l->cost.params;
-  if (!s->cfg->fp8_param_gather || !mm_plan_fp8_recipe(s, bs) || !gemm_kind(l->kernel.kind) || p <= 0) return e;
-  const double experts = l->expert && b->experts > 1 ? (double)b->experts : 1.0;
-  const double w = MIN(p, l->kernel.k * l->kernel.n * experts); /* the weight; a bias stays in the dtype */
-  return (w * 1.0 + (p - w) * e) / p;
+  const double e = mm_dtype_bytes(s->model->blocks[l->block].dtype), p = (double)l->cost.params;
+  const double w = s->cfg->fp8_param_gather && mm_plan_fp8_recipe(s, &s->blocks[l->block]) ? mm_plan_gemm_weight_elems(s, g, li) : 0;
+  if (w <= 0) return e;
+  return (w * 1.0 + (p - w) * e) / p; /* the weight in FP8, a bias in the dtype */
 }
 
 /* The weight operand's casts under precision.fp8_param_gather, per micro-batch and element of the
@@ -95,9 +102,8 @@ static gboolean fp8_gathered_weight(const MmScenario *s, const MmBlockSetup *bs,
                                    : 2.0 + 3.0 / n * (s->cfg->fsdp_reshard ? 1.0 : 0.0);
     return TRUE;
   }
-  /* ZeRO gathers the updated weights of trained blocks (as mm__emit_optimizer) */
   const double z = mm_plan_zero_shards(s, l->block, l->expert);
-  if (bs->zero <= 0 || z <= 1 || bs->frozen || s->model->blocks[l->block].kind == MM_BLOCK_EMBEDDING_BAG) return FALSE;
+  if (!mm_plan_zero_gathers(s, l->block) || z <= 1) return FALSE;
   *bytes = recompute ? 0.0 : part == MM_PART_FWD ? (3.0 + amax) / (z * ms) : 2.0 / ms;
   return TRUE;
 }

@@ -306,8 +306,7 @@ static gboolean stage_block_params(const Lower *L, guint b, double *dense, doubl
 /* Whether block @b's updated weights are all-gathered in the next forward (overlap_param_gather). */
 static gboolean gathered_in_forward(const Lower *L, guint b)
 {
-  const MmBlockSetup *bs = &L->s->blocks[b];
-  return L->param_gather && bs->zero > 0 && !bs->frozen && L->m->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG;
+  return L->param_gather && mm_plan_zero_gathers(L->s, b);
 }
 
 static void param_gather_emit(Lower *L, uint32_t u)
@@ -389,7 +388,7 @@ void mm__emit_optimizer(Lower *L)
   for (guint b = 0; b < m->n_blocks; b++) {
     const MmBlockSetup *bs = &L->s->blocks[b];
     double gather[2];
-    if (bs->frozen || bs->zero == 0 || m->blocks[b].kind == MM_BLOCK_EMBEDDING_BAG || gathered_in_forward(L, b) ||
+    if (!mm_plan_zero_gathers(L->s, b) || gathered_in_forward(L, b) ||
         !stage_block_params(L, b, &dense, &expert, gather))
       continue;
     const double f = 1.0 / (double)bs->fsdp_shards; /* of this rank's FSDP shard */

@@ -316,6 +316,14 @@ static inline gboolean mm_plan_offloaded(const MmScenario *s, guint b)
          s->model->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG;
 }
 
+/* Whether ZeRO-1/2 all-gathers block @b's updated weights: a trained block under ZeRO (embedding
+ * tables update in place, in their fused backward). */
+static inline gboolean mm_plan_zero_gathers(const MmScenario *s, guint b)
+{
+  const MmBlockSetup *bs = &s->blocks[b];
+  return bs->zero > 0 && !bs->frozen && s->model->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG;
+}
+
 /* ZeRO-1/2: the ranks block @b's optimizer states (and stage-2 gradients) are sharded over,
  * its gradient replicas (mm_plan_grad_replicas); 1 without ZeRO. */
 static inline double mm_plan_zero_shards(const MmScenario *s, guint b, gboolean expert)
@@ -549,6 +557,9 @@ gboolean mm_plan_recompute_differs(const MmScenario *s, const MmGraph *g, uint32
 
 /* Whether block @bs's GEMMs run under an FP8 recipe (training in fp8, recipe not "all"). */
 gboolean mm_plan_fp8_recipe(const MmScenario *s, const MmBlockSetup *bs);
+/* The elements of layer @li's GEMM weight (all its experts'; without a bias): 0 for a layer that is no
+ * GEMM or has no weight of its own (a tied head reads the embedding table). */
+double mm_plan_gemm_weight_elems(const MmScenario *s, const MmGraph *g, uint32_t li);
 /* Bytes per element of layer @li's parameters in an FSDP or ZeRO parameter all-gather (and its
  * gathered buffer): its block's dtype, the weight of an FP8 GEMM at 1 under
  * precision.fp8_param_gather (its bias in the dtype). */

@@ -144,18 +144,14 @@ static gboolean fp8_gemm_weights(const MmScenario *s, const MmGraph *g, guint b)
 {
   if (!mm_plan_fp8_recipe(s, &s->blocks[b])) return FALSE;
   for (uint32_t li = 0; li < g->n_layers; li++)
-    if (g->layers[li].block == b && g->layers[li].cost.params > 0 &&
-        (g->layers[li].kernel.kind == MM_KERNEL_GEMM || g->layers[li].kernel.kind == MM_KERNEL_GEMV))
-      return TRUE;
+    if (g->layers[li].block == b && mm_plan_gemm_weight_elems(s, g, li) > 0) return TRUE;
   return FALSE;
 }
 
 /* Whether block @b gathers its parameters: FSDP, or ZeRO's gather of a trained block's update. */
 static gboolean gathers_params(const MmScenario *s, guint b)
 {
-  const MmBlockSetup *bs = &s->blocks[b];
-  return bs->fsdp_shards > 1 || (mm_plan_zero_shards(s, b, FALSE) > 1 && !bs->frozen &&
-                                 s->model->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG);
+  return s->blocks[b].fsdp_shards > 1 || (mm_plan_zero_gathers(s, b) && mm_plan_zero_shards(s, b, FALSE) > 1);
 }
 
 static const char *group_scope(const MmScenario *s, const MmBlockSetup *bs, guint i)
