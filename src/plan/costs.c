@@ -193,13 +193,18 @@ gboolean mm_plan_recompute_differs(const MmScenario *s, const MmGraph *g, uint32
          fwd != rec;
 }
 
+void mm__part_work(const Lower *L, uint32_t li, Part part, MmPartWork *w)
+{
+  if (part == PART_RECOMPUTE || (part == PART_FWD && L->rec_mode && L->parts_rec))
+    mm_plan_recompute_work(L->s, L->g, li, mm__place(L, li), L->expert_load, w, NULL);
+  else
+    mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, mm__place(L, li), L->expert_load, w, NULL);
+}
+
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc)
 {
   MmPartWork w;
-  if (part == PART_RECOMPUTE)
-    mm_plan_recompute_work(L->s, L->g, li, mm__place(L, li), L->expert_load, &w, NULL);
-  else
-    mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, mm__place(L, li), L->expert_load, &w, NULL);
+  mm__part_work(L, li, part, &w);
   *pc = (PartCost){w.flops, w.model_flops, w.bytes, 0, L->g->layers[li].cls == MM_LAYER_LOOKUP};
   if (w.flops > 0 || w.bytes > 0) pc->time_s = w.time_s + L->launch_s;
 }

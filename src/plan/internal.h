@@ -319,6 +319,9 @@ static inline const MmPlacement *mm__place(const Lower *L, uint32_t li)
   return &L->place[L->place_of[li]];
 }
 void mm__places_new(Lower *L);
+/* The work of part @part of layer @li as the template being recorded runs it (a forward part of a
+ * recompute, and PART_RECOMPUTE: mm_plan_recompute_work), and its cost. */
+void mm__part_work(const Lower *L, uint32_t li, Part part, MmPartWork *w);
 void mm__part_cost(const Lower *L, uint32_t li, Part part, PartCost *pc);
 /* The cost of part @part of layer @li as the template being recorded runs it (a forward part of a
  * recompute: parts_rec). */

@@ -28,8 +28,7 @@ double mm__piece_s(const Lower *L, uint32_t li, Part part, uint32_t pieces)
   const MmLayer *l = &L->g->layers[li];
   const MmPlacement *p = mm__place(L, li);
   MmPartWork w;
-  if (part == PART_FWD && L->rec_mode && L->parts_rec) mm_plan_recompute_work(L->s, L->g, li, p, L->expert_load, &w, NULL);
-  else mm_plan_part_work(L->s, L->g, li, (MmKernelPart)part, p, L->expert_load, &w, NULL);
+  mm__part_work(L, li, part, &w);
   if (w.flops <= 0 && w.bytes <= 0) return 0;
   const double k = (double)pieces, bytes = w.bytes - w.cast_bytes;
   const double wb = part == PART_BWD_W ? 0 : MIN(bytes, l->cost.weight_bytes * p->weight_frac);
