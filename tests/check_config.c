@@ -295,7 +295,7 @@ static const BadCase bad_cases[] = {
   {"unknown recompute_method", K_CONFIG, CFG_HEAD "\"recompute\":\"full\",\"recompute_method\":\"every_other\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.recompute_method", NULL},
   {"negative recompute_num_layers", K_CONFIG, CFG_HEAD "\"recompute\":\"full\",\"recompute_num_layers\":-1," FSDP_ALL "}", MM_CONFIG_ERROR_RANGE, "$.recompute_num_layers", NULL},
   {"fp8_param_gather with rowwise", K_CONFIG, CFG_HEAD "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"rowwise\",\"fp8_param_gather\":true}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.precision.fp8_param_gather", NULL},
-  {"fp8_param_gather with per_tensor_list", K_CONFIG, CFG_HEAD "\"fsdp_collectives\":\"per_tensor_list\",\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\",\"fp8_param_gather\":true}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.precision.fp8_param_gather", NULL},
+  {"fp8_param_gather with per_tensor_list", K_SCENARIO, CFG_HEAD "\"fsdp_collectives\":\"per_tensor_list\",\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"tensorwise\",\"fp8_param_gather\":true}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.precision.fp8_param_gather", NULL},
   {"fp8_param_gather not a boolean", K_CONFIG, CFG_HEAD "\"precision\":{\"compute\":\"fp8\",\"fp8_param_gather\":1}," FSDP_ALL "}", MM_CONFIG_ERROR_TYPE, "$.precision.fp8_param_gather", NULL},
   {"unknown fp8 recipe", K_CONFIG, CFG_HEAD "\"precision\":{\"compute\":\"fp8\",\"fp8_recipe\":\"hybrid\"}," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.precision.fp8_recipe", NULL},
   {"frozen while pretraining", K_CONFIG, CFG_HEAD "\"frozen\":[\"decoder\"]," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.frozen", NULL},

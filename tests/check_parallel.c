@@ -743,6 +743,16 @@ START_TEST(test_fp8_param_gather_exceptions)
   ck_assert_double_gt(coll_bytes(u, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), 0);
   ck_assert_double_eq(coll_bytes(v, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), coll_bytes(u, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1));
   ck_assert_double_lt(coll_bytes(v, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1), 0.6 * coll_bytes(u, MM_COLL_ALL_GATHER, MM_REASON_FSDP, -1));
+  /* per_tensor_list shapes FSDP's gathers only: without FSDP, ZeRO-1's parameter all-gathers still go FP8 */
+  static const char *const Z1 = "[{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}]";
+  g_autofree char *la = g_strdup_printf("\"fsdp_collectives\":\"per_tensor_list\",%s", pa);
+  g_autofree char *lb = g_strdup_printf("\"fsdp_collectives\":\"per_tensor_list\",%s", pb);
+  g_autofree char *za = config("pretrain", 16, la, Z1), *zb = config("pretrain", 16, lb, Z1);
+  g_autoptr(MmSimulation) za_sim = mm_test_sim_ok("models/llama3-8b.json", "hardware/dgx-h100-2048.json", za, 2);
+  g_autoptr(MmSimulation) zb_sim = mm_test_sim_ok("models/llama3-8b.json", "hardware/dgx-h100-2048.json", zb, 2);
+  ck_assert_double_gt(coll_bytes(za_sim, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1), 0);
+  ck_assert_double_lt(coll_bytes(zb_sim, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1),
+                      0.6 * coll_bytes(za_sim, MM_COLL_ALL_GATHER, MM_REASON_ZERO, -1));
 }
 END_TEST
 

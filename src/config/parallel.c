@@ -222,7 +222,8 @@ static const MmField precision_fields[] = {
    "half a bf16 gather's bytes and gathered buffers; each shard is cast before its gather, so the cast of the whole "
    "weight before a forward GEMM becomes a cast of the shard, and the input-gradient GEMM's transposed weight a "
    "transpose of the gathered FP8 weight (read 1, write 1 byte per element; docs/MODEL.md, \"FP8 recipes\"). Needs "
-   "fp8_recipe tensorwise or delayed and fsdp_collectives flat; no effect where nothing gathers parameters"},
+   "fp8_recipe tensorwise or delayed, and fsdp_collectives flat where a block is FSDP-sharded; no effect where "
+   "nothing gathers parameters"},
   MM_FIELDS_END,
 };
 
@@ -625,12 +626,6 @@ static MmParallelConfig *config_from_json(const char *path, const cJSON *root, G
     mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.precision.fp8_param_gather",
                   "expected false with fp8_recipe \"%s\": FP8 parameter all-gathers need fp8_recipe \"tensorwise\" "
                   "or \"delayed\"", mm_fp8_recipe_names[c->fp8_recipe]);
-    return NULL;
-  }
-  if (c->fp8_param_gather && c->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST) {
-    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, &ctx, "$.precision.fp8_param_gather",
-                  "expected false with fsdp_collectives \"per_tensor_list\" (DeepSpeed ZeRO-3's per-tensor calls gather "
-                  "the parameters in their own dtype)");
     return NULL;
   }
 

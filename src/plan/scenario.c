@@ -262,6 +262,14 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     if (l->cp_fsdp) bs->fsdp_mask |= MM_STRAT_MASK(MM_STRAT_CP);
   }
   bs->fsdp_shards = mm_plan_mask_degree(bs, bs->fsdp_mask);
+  if (s->cfg->fp8_param_gather && s->cfg->fsdp_collectives == MM_FSDP_COLL_PER_TENSOR_LIST && bs->fsdp_shards > 1) {
+    /* only FSDP's gathers take per_tensor_list: ZeRO-1/2's parameter all-gathers still gather FP8 */
+    mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, "$.precision.fp8_param_gather",
+                  "expected false with fsdp_collectives \"per_tensor_list\" where a block is FSDP-sharded (\"%s\" "
+                  "is, over %" G_GINT64_FORMAT " ranks): DeepSpeed ZeRO-3's per-tensor calls gather the parameters in "
+                  "their own dtype", b->name, bs->fsdp_shards);
+    return FALSE;
+  }
   /* ZeRO shards over the gradient replicas: ddp, ep and the cp ranks outside FSDP's group */
   const int64_t cp_replicas = bs->fsdp_mask & MM_STRAT_MASK(MM_STRAT_CP) ? 1 : bs->degree[MM_STRAT_CP];
   if (bs->zero < 0 || bs->degree[MM_STRAT_DDP] * bs->degree[MM_STRAT_EP] * cp_replicas <= 1) bs->zero = 0;
