@@ -127,6 +127,28 @@ START_TEST(test_resume_after_cut)
 }
 END_TEST
 
+/* A last row that is not one of this sweep's (another file's, an index past the space's end, a
+ * row cut short by an editor) is refused, the file untouched: before, --resume read its index
+ * as 0 or past the end and appended the whole sweep again after it (exit 1 at the summary). */
+START_TEST(test_resume_bad_last_row)
+{
+  g_autofree char *full = tmp("full-bad"), *cut = tmp("cut-bad");
+  g_autofree char *want = sweep_csv(full, NULL, 0);
+  ck_assert(g_mkdir_with_parents(cut, 0755) == 0);
+  g_autofree char *csv = g_build_filename(cut, "points.csv", NULL);
+  const char *header_end = strchr(want, '\n') + 1, *row2_end = strchr(strchr(header_end, '\n') + 1, '\n') + 1;
+  static const char *const tails[] = {"garbage,1,2\n", "99999999,1,2\n", "5,1,2\n", "-3,x\n"};
+  for (guint i = 0; i < G_N_ELEMENTS(tails); i++) {
+    g_autofree char *head = g_strndup(want, (gsize)(row2_end - want));
+    g_autofree char *bad = g_strconcat(head, tails[i], NULL);
+    ck_assert(g_file_set_contents(csv, bad, -1, NULL));
+    const char *resume[] = {"--resume", NULL};
+    g_autofree char *got = sweep_csv(cut, resume, 1);
+    ck_assert_str_eq(got, bad);
+  }
+}
+END_TEST
+
 /* kill -9 in the middle of a longer sweep, then --resume: the same bytes as uninterrupted. */
 START_TEST(test_resume_after_kill)
 {
@@ -811,6 +833,7 @@ int main(void)
   tcase_add_test(tc, test_same_bytes_any_jobs);
   tcase_add_test(tc, test_resume_after_cut);
   tcase_add_test(tc, test_resume_after_kill);
+  tcase_add_test(tc, test_resume_bad_last_row);
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);

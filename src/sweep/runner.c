@@ -267,9 +267,24 @@ static gboolean last_newline(FILE *f, off_t lo, off_t hi, off_t *out)
   return TRUE;
 }
 
+/* Whether @row (without its end) is one of this shard's rows: a point index below @n on the shard,
+ * then as many fields as @header has. */
+static gboolean shard_row(const MmSweepOptions *o, uint64_t n, const char *header, const char *row, uint64_t *index)
+{
+  guint commas = 0, want = 0;
+  for (const char *p = row; *p; p++) commas += *p == ',';
+  for (const char *p = header; *p; p++) want += *p == ',';
+  char *end = NULL;
+  *index = g_ascii_isdigit(*row) ? g_ascii_strtoull(row, &end, 10) : G_MAXUINT64;
+  return end && *end == ',' && *index < n && *index % o->shards == o->shard && commas == want;
+}
+
 /* Resume: keeps the complete rows of an existing points.csv (whose header must match) and
- * returns the index after its last row. Reads the header and the last rows only. */
-static gboolean resume_from(const char *csv, const char *header, uint64_t *next, gboolean *found, GError **error)
+ * returns the index after its last row, which must be one of this sweep's (of @n points, on
+ * this shard): never rows appended after another file's. Reads the header and the last rows
+ * only. */
+static gboolean resume_from(const MmSweepOptions *o, uint64_t n, const char *csv, const char *header, uint64_t *next,
+                            gboolean *found, GError **error)
 {
   *found = FALSE;
   if (!g_file_test(csv, G_FILE_TEST_EXISTS)) return TRUE;
@@ -292,20 +307,31 @@ static gboolean resume_from(const char *csv, const char *header, uint64_t *next,
   }
   /* drop a row cut off by a kill; the last complete row's index */
   ok = ok && last_newline(f, (off_t)hl, len, &end) && (end == (off_t)hl || last_newline(f, (off_t)hl, end - 1, &start));
-  char first[32] = {0};
-  if (ok && end > (off_t)hl)
-    ok = fseeko(f, start, SEEK_SET) == 0 && fread(first, 1, MIN(sizeof first - 1, (size_t)(end - start)), f) > 0;
+  char last[4096] = {0};
+  const size_t last_len = end > (off_t)hl ? MIN(sizeof last - 1, (size_t)(end - start)) : 0;
+  if (ok && last_len) ok = fseeko(f, start, SEEK_SET) == 0 && fread(last, 1, last_len, f) == last_len;
   fclose(f);
   if (!ok) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: reading failed", csv);
     return FALSE;
+  }
+  uint64_t index = 0;
+  if (last_len) {
+    if (last[last_len - 1] == '\n') last[last_len - 1] = '\0';
+    if (last_len == sizeof last - 1 || !shard_row(o, n, header, last, &index)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "%s: its last row is not a point of this sweep (a point index below %" G_GUINT64_FORMAT
+                  "%s, then the header's columns); --resume continues the same sweep only",
+                  csv, n, o->shards > 1 ? " on this shard" : "");
+      return FALSE;
+    }
   }
   if (end < len && truncate(csv, end) != 0) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
     return FALSE;
   }
   *found = TRUE;
-  if (end > (off_t)hl) *next = g_ascii_strtoull(first, NULL, 10) + 1;
+  if (last_len) *next = index + 1;
   return TRUE;
 }
 
@@ -328,7 +354,8 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
                   "%s: a sweep of other inputs, space or options; --resume continues the same sweep only", sig);
       return FALSE;
     }
-    if (!resume_from(csv, header, &first, &existed, error)) return FALSE;
+    const uint64_t n = o->systems[o->n_systems - 1].first + o->systems[o->n_systems - 1].space->n_points;
+    if (!resume_from(o, n, csv, header, &first, &existed, error)) return FALSE;
   } else if (g_file_test(csv, G_FILE_TEST_EXISTS)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                 "--out %s already holds a sweep (points.csv): give --resume to continue it, or another folder", o->dir);
