@@ -149,6 +149,34 @@ START_TEST(test_resume_bad_last_row)
 }
 END_TEST
 
+/* --resume with another --nodes or with --space full is another sweep: refused, the rows kept.
+ * Before, neither was in sweep.json, and the rows of 16 nodes were appended to those of 8. */
+START_TEST(test_resume_other_nodes_or_space)
+{
+  g_autofree char *dir = tmp("nodes8");
+  const char *n8[] = {"--nodes", "8", NULL};
+  g_autofree char *want = sweep_csv(dir, n8, 0);
+  const char *n16[] = {"--nodes", "16", "--resume", NULL}, *full[] = {"--nodes", "8", "--space", "full", "--resume", NULL};
+  const char *const *other[] = {n16, full};
+  for (guint i = 0; i < G_N_ELEMENTS(other); i++) {
+    const char *args[32] = {"sweep"};
+    guint n = 1;
+    for (guint k = 0; k < G_N_ELEMENTS(DLRM); k++) args[n++] = DLRM[k];
+    args[n++] = "--out", args[n++] = dir, args[n++] = "--quiet";
+    for (guint k = 0; other[i][k]; k++) args[n++] = other[i][k];
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    ck_assert_msg(strstr(err, "sweep.json: a sweep of other inputs"), "%s", err);
+    g_autofree char *csv = g_build_filename(dir, "points.csv", NULL), *got = NULL;
+    ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
+    ck_assert_str_eq(got, want);
+  }
+  const char *same[] = {"--nodes", "8", "--resume", NULL};
+  g_autofree char *again = sweep_csv(dir, same, 0);
+  ck_assert_str_eq(again, want);
+}
+END_TEST
+
 /* kill -9 in the middle of a longer sweep, then --resume: the same bytes as uninterrupted. */
 START_TEST(test_resume_after_kill)
 {
@@ -834,6 +862,7 @@ int main(void)
   tcase_add_test(tc, test_resume_after_cut);
   tcase_add_test(tc, test_resume_after_kill);
   tcase_add_test(tc, test_resume_bad_last_row);
+  tcase_add_test(tc, test_resume_other_nodes_or_space);
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_summary);

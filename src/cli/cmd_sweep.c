@@ -67,10 +67,10 @@ static void on_sigint(int sig)
   stop_flag = 1;
 }
 
-/* What a sweep is of, for --resume to check: the inputs' paths and contents, the space and the
- * options that change the rows. (transfer full) */
-static char *signature(const char *const files[4], char **more_systems, gboolean include_oom, guint shard,
-                       guint shards)
+/* What a sweep is of, for --resume to check: the inputs' paths and contents, the space (a file,
+ * or "full") and the options that change the rows (--nodes when given). (transfer full) */
+static char *signature(const char *const files[4], gboolean full_space, char **more_systems, gint64 nodes,
+                       gboolean include_oom, guint shard, guint shards)
 {
   GString *s = g_string_new("{");
   static const char *const keys[] = {"model", "hardware", "config", "space"};
@@ -80,7 +80,7 @@ static char *signature(const char *const files[4], char **more_systems, gboolean
     g_autofree char *sum = files[i] && g_file_get_contents(files[i], &text, &len, NULL)
                              ? g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)text, len)
                              : g_strdup("");
-    g_autofree char *esc = g_strescape(files[i] ? files[i] : "", NULL);
+    g_autofree char *esc = g_strescape(files[i] ? files[i] : i == 3 && full_space ? "full" : "", NULL);
     g_string_append_printf(s, "%s\"%s\": {\"path\": \"%s\", \"sha256\": \"%s\"}", i ? ", " : "", keys[i], esc, sum);
   }
   for (guint i = 0; more_systems && more_systems[i]; i++) { /* the systems after the first */
@@ -94,6 +94,7 @@ static char *signature(const char *const files[4], char **more_systems, gboolean
                            sum);
     if (!more_systems[i + 1]) g_string_append_c(s, ']');
   }
+  if (nodes > 0) g_string_append_printf(s, ", \"nodes\": %" G_GINT64_FORMAT, nodes);
   g_string_append_printf(s, ", \"include_oom\": %s, \"shard\": %u, \"shards\": %u}\n", include_oom ? "true" : "false",
                          shard, shards);
   return g_string_free(s, FALSE);
@@ -344,7 +345,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   g_autoptr(GPtrArray) more_paths = g_ptr_array_new();
   for (guint k = 1; k < n_sys; k++) g_ptr_array_add(more_paths, hw_list->pdata[k]);
   g_ptr_array_add(more_paths, NULL);
-  g_autofree char *sig = signature(files, (char **)more_paths->pdata, include_oom, shard, shards);
+  g_autofree char *sig = signature(files, space_path && strcmp(space_path, "full") == 0, (char **)more_paths->pdata,
+                                   paths.nodes, include_oom, shard, shards);
   g_autofree char *rank_dir = mpi->on ? g_strdup_printf("%s/rank-%d", out_dir, mpi->rank) : NULL;
   MmSweepOptions o = {.systems = sys, .n_systems = n_sys, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
                       .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
