@@ -266,6 +266,49 @@ START_TEST(test_shards_merge)
 }
 END_TEST
 
+/* Merging what is not the shards of one sweep is refused, nothing written: a shard missing, one
+ * twice, shards of another count, a shard with a row out of place. Before, each merged with exit 0
+ * (rows missing or twice). --out one of the shards' folders: before, its points.csv was truncated
+ * while being read (rows lost); now the merge replaces it once complete. */
+START_TEST(test_merge_refuses)
+{
+  g_autofree char *whole = tmp("m-whole"), *merged = tmp("m-merged");
+  g_autofree char *want = sweep_csv(whole, NULL, 0);
+  g_autofree char *s0 = tmp("m-s0"), *s1 = tmp("m-s1"), *s2 = tmp("m-s2"), *t0 = tmp("m-t0");
+  const char *const dirs[] = {s0, s1, s2, t0};
+  for (guint k = 0; k < 4; k++) {
+    g_autofree char *spec = g_strdup_printf(k < 3 ? "%u/3" : "0/2", k % 3);
+    const char *sh[] = {"--shard", spec, NULL};
+    g_free(sweep_csv(dirs[k], sh, 0));
+  }
+  g_autofree char *bad = tmp("m-bad"); /* s2 with a row of s0 in it */
+  ck_assert(g_mkdir_with_parents(bad, 0755) == 0);
+  g_autofree char *s2csv = g_build_filename(s2, "points.csv", NULL), *s2sig = g_build_filename(s2, "sweep.json", NULL);
+  g_autofree char *badcsv = g_build_filename(bad, "points.csv", NULL), *badsig = g_build_filename(bad, "sweep.json", NULL);
+  g_autofree char *text = NULL, *sig = NULL;
+  ck_assert(g_file_get_contents(s2csv, &text, NULL, NULL) && g_file_get_contents(s2sig, &sig, NULL, NULL));
+  ck_assert(g_file_set_contents(badsig, sig, -1, NULL));
+  char *second = strchr(strchr(text, '\n') + 1, '\n') + 1; /* the second row's index -> 0 (shard 0's) */
+  g_autofree char *broken = g_strdup_printf("%.*s0%s", (int)(second - text), text, strchr(second, ','));
+  ck_assert(g_file_set_contents(badcsv, broken, -1, NULL));
+  const char *const sets[][5] = {{s0, s1, NULL}, {s0, s1, s1, s2, NULL}, {s0, s1, t0, NULL}, {s0, s1, bad, NULL}};
+  for (guint i = 0; i < G_N_ELEMENTS(sets); i++) {
+    const char *args[16] = {"sweep", "merge", "--out", merged};
+    guint n = 4;
+    for (guint k = 0; sets[i][k]; k++) args[n++] = sets[i][k];
+    args[n] = NULL;
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    ck_assert_msg(!g_file_test(merged, G_FILE_TEST_EXISTS), "set %u: %s", i, err);
+  }
+  const char *into_s0[] = {"sweep", "merge", "--out", s0, s0, s1, s2, NULL};
+  ck_assert_int_eq(mm_test_cli(into_s0, NULL, NULL), 0);
+  g_autofree char *csv = g_build_filename(s0, "points.csv", NULL), *got = NULL;
+  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
+  ck_assert_str_eq(got, want);
+}
+END_TEST
+
 /* The summary: the FSDP baseline (tables MP, as MAD-Max), the best point at least as fast, the
  * per-kind study, a Pareto set; OOM points pruned and counted. */
 START_TEST(test_summary)
@@ -865,6 +908,7 @@ int main(void)
   tcase_add_test(tc, test_resume_other_nodes_or_space);
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
+  tcase_add_test(tc, test_merge_refuses);
   tcase_add_test(tc, test_summary);
   tcase_add_test(tc, test_summary_pareto_streamed);
   tcase_add_test(tc, test_two_systems);

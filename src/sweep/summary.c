@@ -5,9 +5,13 @@
  * memory does not grow with the sweep. */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "sweep.h"
 
@@ -566,25 +570,81 @@ typedef struct {
   size_t cap;
   gboolean has; /* buf holds a row not yet written */
   guint64 idx;  /* its point index */
+  guint shard, shards; /* K/N of its sweep.json */
+  guint line;
 } Shard;
 
-/* The shard's next line into buf (without its end): FALSE at the end or at an empty line. */
-static gboolean shard_next(Shard *s)
+/* The shard's next line into buf (without its end): FALSE at the end or at an empty line, and
+ * with @error set at a row that is not the shard's next (an index on the shard, after the last). */
+static gboolean shard_next(Shard *s, const char *path, GError **error)
 {
   const ssize_t n = getline(&s->buf, &s->cap, s->f);
   if (n > 0 && s->buf[n - 1] == '\n') s->buf[n - 1] = '\0';
+  const gboolean had = s->has && s->line > 1;
+  const guint64 prev = s->idx;
+  s->line++;
   s->has = n > 0 && *s->buf;
-  if (s->has) s->idx = g_ascii_strtoull(s->buf, NULL, 10);
+  if (!s->has || s->line == 1) return s->has; /* the end, or the header */
+  char *end = NULL;
+  s->idx = g_ascii_isdigit(*s->buf) ? g_ascii_strtoull(s->buf, &end, 10) : 0;
+  if (!end || *end != ',' || s->idx % s->shards != s->shard || (had && s->idx <= prev)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: line %u: expected a row of shard %u/%u: a point index i with i mod %u = %u, above the "
+                "previous row's", path, s->line, s->shard, s->shards, s->shards, s->shard);
+    s->has = FALSE;
+  }
   return s->has;
+}
+
+/* A shard's sweep.json (what `madmax sweep --shard K/N` wrote): K, N and the rest, which is the
+ * same for every shard of one sweep. (transfer full) */
+static char *shard_signature(const char *shard_dir, guint *k, guint *n, GError **error)
+{
+  g_autofree char *path = g_build_filename(shard_dir, "sweep.json", NULL), *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, error)) return NULL;
+  char *tail = g_strrstr(text, ", \"shard\": ");
+  int used = 0;
+  if (!tail || sscanf(tail, ", \"shard\": %u, \"shards\": %u}\n%n", k, n, &used) != 2 || tail[used] || *n < 1 ||
+      *k >= *n) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: expected the sweep.json of `madmax sweep --shard K/N`, ending \"shard\": K, \"shards\": N}", path);
+    return NULL;
+  }
+  *tail = '\0';
+  return g_steal_pointer(&text);
 }
 
 gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error)
 {
-  g_autofree char *out_path = g_build_filename(dir, "points.csv", NULL);
+  g_autofree char *out_path = g_build_filename(dir, "points.csv", NULL), *tmp_path = NULL;
   Shard *sh = g_new0(Shard, n);
   gboolean ok = TRUE;
   char *header = NULL;
+  g_autofree char *sweep = NULL;      /* the shards' sweep.json without K/N */
+  g_autofree char **seen = NULL;      /* per K: the folder that has it */
   for (guint i = 0; i < n && ok; i++) {
+    g_autofree char *sig = shard_signature(shard_dirs[i], &sh[i].shard, &sh[i].shards, error);
+    if (!sig) {
+      ok = FALSE;
+      break;
+    }
+    if (!sweep) {
+      sweep = g_steal_pointer(&sig);
+      seen = g_new0(char *, sh[i].shards);
+    } else if (strcmp(sweep, sig) != 0 || sh[i].shards != sh[0].shards) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "%s: a shard of another sweep than %s's (its sweep.json: other inputs, options or shard count)",
+                  shard_dirs[i], shard_dirs[0]);
+      ok = FALSE;
+      break;
+    }
+    if (seen[sh[i].shard]) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: shard %u/%u, as %s: each shard once", shard_dirs[i],
+                  sh[i].shard, sh[i].shards, seen[sh[i].shard]);
+      ok = FALSE;
+      break;
+    }
+    seen[sh[i].shard] = shard_dirs[i];
     g_autofree char *p = g_build_filename(shard_dirs[i], "points.csv", NULL);
     if (!(sh[i].f = fopen(p, "r"))) {
       int err = errno;
@@ -593,7 +653,7 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
       ok = FALSE;
       break;
     }
-    shard_next(&sh[i]); /* the header */
+    shard_next(&sh[i], p, NULL); /* the header */
     const char *h = sh[i].has ? sh[i].buf : "";
     if (!header) header = g_strdup(h);
     else if (strcmp(header, h) != 0) {
@@ -601,16 +661,36 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
                   p, shard_dirs[0]);
       ok = FALSE;
     }
-    shard_next(&sh[i]);
+    GError *row_error = NULL;
+    if (ok && !shard_next(&sh[i], p, &row_error) && row_error) {
+      g_propagate_error(error, row_error);
+      ok = FALSE;
+    }
   }
+  for (guint k = 0; ok && k < sh[0].shards; k++)
+    if (!seen[k]) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "shard %u/%u is missing: expected the %u folders of "
+                  "`madmax sweep --shard K/%u`, K = 0 .. %u", k, sh[0].shards, sh[0].shards, sh[0].shards,
+                  sh[0].shards - 1);
+      ok = FALSE;
+    }
   FILE *out = NULL;
+  const gboolean made = ok && !g_file_test(dir, G_FILE_TEST_EXISTS);
   if (ok && g_mkdir_with_parents(dir, 0755) != 0) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "--out %s: %s", dir, g_strerror(errno));
     ok = FALSE;
   }
-  if (ok && !(out = fopen(out_path, "w"))) {
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", out_path, g_strerror(errno));
-    ok = FALSE;
+  /* a temporary beside points.csv, renamed over it once complete: a failure leaves no half file,
+   * and --out may be one of the shards' folders (its points.csv is read to the end first) */
+  int fd = -1;
+  if (ok) {
+    tmp_path = g_build_filename(dir, ".points.csv.XXXXXX", NULL);
+    if ((fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0666)) < 0 || !(out = fdopen(fd, "w"))) {
+      g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", out_path, g_strerror(errno));
+      if (fd >= 0) close(fd), g_unlink(tmp_path);
+      g_clear_pointer(&tmp_path, g_free);
+      ok = FALSE;
+    }
   }
   if (ok) {
     fprintf(out, "%s\n", header);
@@ -621,12 +701,24 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
         if (sh[i].has && sh[i].idx < lowest) lowest = sh[i].idx, pick = (int)i;
       if (pick < 0) break;
       fprintf(out, "%s\n", sh[pick].buf);
-      shard_next(&sh[pick]);
+      g_autofree char *p = g_build_filename(shard_dirs[pick], "points.csv", NULL);
+      GError *row_error = NULL;
+      if (!shard_next(&sh[pick], p, &row_error) && row_error) {
+        g_propagate_error(error, row_error);
+        ok = FALSE;
+        break;
+      }
     }
-    if (fclose(out) != 0) {
+    if (fclose(out) != 0 && ok) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", out_path);
       ok = FALSE;
     }
+    if (ok && g_rename(tmp_path, out_path) != 0) {
+      g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", out_path, g_strerror(errno));
+      ok = FALSE;
+    }
+    if (!ok) g_unlink(tmp_path);
+    if (!ok && made) g_rmdir(dir); /* the folder this merge made, empty again */
   }
   for (guint i = 0; i < n; i++) {
     if (sh[i].f) fclose(sh[i].f);
