@@ -1143,6 +1143,9 @@ static const struct {
   {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "0", "-H", DGX, NULL}, {"--ranks 0"}},
   {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "0.5", "-H", DGX, NULL}, {"--bytes 0.5", "whole number"}},
   {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "4096", "-H", DGX, NULL}, {"--ranks 4096", DGX}},
+  /* a factor too small for any point to finish (said "nothing fits"), a component twice (the last won) */
+  {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=1e-308", NULL}, {"--scale compute=1e-308", "1e-06"}},
+  {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=2,compute=3", NULL}, {"compute is given twice"}},
   {"overflow", "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":1e30,\"dim\":4,\"pooling\":1}]}",
    {"describe", "-m", "@", NULL}, {"@: $.blocks[0].rows:", "overflow"}},
   {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1e30", "-H", DGX, NULL}, {"--bytes 1e30"}},

@@ -7,6 +7,11 @@
 #include "report/report.h"
 #include "sweep/sweep.h"
 
+/* The factors --scale accepts: a millionfold either way (further, every point of a study takes
+ * longer than madmax simulates, and the study would say "nothing fits" of a slowdown). */
+#define SCALE_MIN 1e-6
+#define SCALE_MAX 1e6
+
 /* "compute=10,hbm_bw=1.5" -> factors; FALSE with a message naming the bad item. */
 static gboolean parse_scales(const char *text, double factor[MM_SCALE_COUNT])
 {
@@ -18,9 +23,14 @@ static gboolean parse_scales(const char *text, double factor[MM_SCALE_COUNT])
       if (strcmp(kv[0], mm_scale_names[j]) == 0) k = j;
     char *end = NULL;
     double v = kv[0] && kv[1] ? g_ascii_strtod(kv[1], &end) : 0;
-    if (k < 0 || !end || *end || !(v > 0) || v > 1e6) {
+    if (k < 0 || !end || *end || !(v >= SCALE_MIN && v <= SCALE_MAX)) {
       g_autofree char *names = g_strjoinv(", ", (char **)mm_scale_names);
-      fprintf(stderr, "madmax: --scale %s: expected NAME=FACTOR with FACTOR > 0 and NAME one of %s\n", items[i], names);
+      fprintf(stderr, "madmax: --scale %s: expected NAME=FACTOR with FACTOR from %g to %g and NAME one of %s\n",
+              items[i], SCALE_MIN, SCALE_MAX, names);
+      return FALSE;
+    }
+    if (factor[k] > 0) {
+      fprintf(stderr, "madmax: --scale %s: %s is given twice; expected each component once\n", text, kv[0]);
       return FALSE;
     }
     factor[k] = v;
