@@ -1143,6 +1143,11 @@ static const struct {
   {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "0", "-H", DGX, NULL}, {"--ranks 0"}},
   {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "0.5", "-H", DGX, NULL}, {"--bytes 0.5", "whole number"}},
   {"ranges", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "--ranks", "4096", "-H", DGX, NULL}, {"--ranks 4096", DGX}},
+  /* --per-device on 2048 devices x 4096 micro-steps: exit 2 "too many ops" (at 2048 micro-steps a 41 GB
+   * allocation and an abort) */
+  {"ranges", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8388608,\"micro_batch\":1,"
+   "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}",
+   {"run", "-m", LLAMA, "-H", DGX, "-c", "@", "--per-device", NULL}, {"--per-device: 2048 devices", "ops"}},
   /* a factor too small for any point to finish (said "nothing fits"), a component twice (the last won) */
   {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=1e-308", NULL}, {"--scale compute=1e-308", "1e-06"}},
   {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=2,compute=3", NULL}, {"compute is given twice"}},

@@ -32,6 +32,8 @@ static inline MmTime mm_time_from_s(double s)
 static inline double mm_time_to_s(MmTime t) { return (double)t / MM_PS_PER_S; }
 
 #define MM_NO_COLL UINT32_MAX
+/* Streams of all classes together that one engine holds (mm_engine_new fails beyond). */
+#define MM_ENGINE_MAX_STREAMS (1u << 24)
 
 /* One op of a program. It starts when it is at the head of its stream (streams
  * are FIFO queues in program order), its stream is idle and every dependency

@@ -136,6 +136,25 @@ static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan,
   return FALSE;
 }
 
+/* Whether --per-device's classes, one per device, stay within what one engine holds (the ops of
+ * all devices together, their streams); else MM_CONFIG_ERROR_RANGE saying how many it would be. */
+static gboolean per_device_fits(const MmPlan *p, GError **error)
+{
+  uint64_t ops = 0, streams = 0;
+  for (uint32_t c = 0; c < p->n_classes; c++) {
+    ops += mm_plan_class_program(p, c)->program.n_ops;
+    streams += mm_plan_class_program(p, c)->program.n_streams;
+  }
+  if (ops <= MM_PLAN_MAX_PER_DEVICE_OPS && streams <= MM_ENGINE_MAX_STREAMS) return TRUE;
+  g_set_error(error, MM_CONFIG_ERROR, MM_CONFIG_ERROR_RANGE,
+              "--per-device: %u devices of %s running %" G_GUINT64_FORMAT " ops on %" G_GUINT64_FORMAT
+              " streams in all (model %s, config %s); madmax simulates at most %u ops and %u streams with "
+              "--per-device: run without it (a device per class, the same answer), or with fewer devices or "
+              "micro-steps", p->n_classes, p->scenario->hw->path, ops, streams, p->scenario->model->path,
+              p->scenario->cfg->path, (guint)MM_PLAN_MAX_PER_DEVICE_OPS, (guint)MM_ENGINE_MAX_STREAMS);
+  return FALSE;
+}
+
 static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_device, gboolean timeline, MmPlan **plan,
                          MmEngine **engine, MmRunMetrics *metrics, uint32_t *steady, GError **error)
 {
@@ -145,6 +164,7 @@ static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_dev
   }
   MmPlanOptions opt = {.per_device = per_device};
   *plan = mm_plan_new(s, g, &opt);
+  if (per_device && !per_device_fits(*plan, error)) return FALSE;
   *engine = mm_engine_new((*plan)->engine_programs, (*plan)->n_programs, (*plan)->classes, (*plan)->n_classes, error);
   if (!*engine || !mm_engine_run(*engine, error)) return FALSE;
   mm_report_run_metrics(*plan, *engine, metrics);
