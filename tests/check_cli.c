@@ -1148,6 +1148,8 @@ static const struct {
   {"ranges", "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":8388608,\"micro_batch\":1,"
    "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}",
    {"run", "-m", LLAMA, "-H", DGX, "-c", "@", "--per-device", NULL}, {"--per-device: 2048 devices", "ops"}},
+  /* --occupancy 0 ran with the device's default occupancy */
+  {"ranges", NULL, {"op", "emb-a2a", "--occupancy", "0", "-H", DGX, NULL}, {"--occupancy 0", "(0, 1]"}},
   /* a factor too small for any point to finish (said "nothing fits"), a component twice (the last won) */
   {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=1e-308", NULL}, {"--scale compute=1e-308", "1e-06"}},
   {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=2,compute=3", NULL}, {"compute is given twice"}},

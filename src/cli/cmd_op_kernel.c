@@ -292,15 +292,14 @@ int mm_cmd_op_kernel(int argc, char **argv)
   const int op = mm_name_index(mm_fused_op_names, kind);
   g_return_val_if_fail(op >= 0, MM_EXIT_INTERNAL);
   g_autofree char *hw_path = NULL, *json_path = NULL, *trace_path = NULL, *plot_dir = NULL, *sched_s = NULL,
-                  *dtype_s = NULL, *ranks_s = NULL, *stride_s = NULL;
+                  *dtype_s = NULL, *ranks_s = NULL, *stride_s = NULL, *occupancy_s = NULL;
   char *values[N_SHAPE] = {NULL};
-  double occupancy = 0;
   GOptionEntry fixed[] = {
     {"hardware", 'H', 0, G_OPTION_ARG_FILENAME, &hw_path, "System file (hardware/*.json)", "H"},
     {"ranks", 'r', 0, G_OPTION_ARG_STRING, &ranks_s, "GPUs in the group (default: one node)", "N"},
     {"stride", 's', 0, G_OPTION_ARG_STRING, &stride_s, "Device-index distance between them (default 1; gpus_per_node: one per node)", "D"},
     {"schedule", 0, 0, G_OPTION_ARG_STRING, &sched_s, "aware (remote slices first), oblivious (WG order), interleaved (a what-if: remote destinations round-robin), a comma list or all (default aware,oblivious)", "S"},
-    {"occupancy", 0, 0, G_OPTION_ARG_DOUBLE, &occupancy, "Fused kernel's occupancy, a fraction of the plain kernel's full one (default 1 - occupancy_loss)", "F"},
+    {"occupancy", 0, 0, G_OPTION_ARG_STRING, &occupancy_s, "Fused kernel's occupancy, a fraction of the plain kernel's full one (default 1 - occupancy_loss)", "F"},
     {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_s, "Element type (emb-a2a fp32; gemv-ar, gemm-a2a fp16)", "T"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Write JSON to OUT ('-' = stdout)", "OUT"},
     {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path, "Write a Chrome trace of slices and puts (one shape)", "T.json"},
@@ -397,9 +396,15 @@ int mm_cmd_op_kernel(int argc, char **argv)
     base.dtype = (MmDtype)dt;
     base.dtype_given = TRUE;
   }
-  if (occupancy != 0 && !(occupancy > 0 && occupancy <= 1)) {
-    fprintf(stderr, "madmax: --occupancy %g: expected a fraction in (0, 1]\n", occupancy);
-    return MM_EXIT_INPUT;
+  double occupancy = 0; /* 0: the device's default */
+  if (occupancy_s) { /* given, 0 included: a double option could not tell 0 from absent */
+    char *end = NULL;
+    occupancy = g_ascii_strtod(occupancy_s, &end);
+    if (end == occupancy_s || *end || !(occupancy > 0 && occupancy <= 1)) {
+      g_autofree char *shown = mm_config_printable(occupancy_s);
+      fprintf(stderr, "madmax: --occupancy %s: expected a fraction in (0, 1]\n", shown);
+      return MM_EXIT_INPUT;
+    }
   }
   base.occupancy = occupancy;
   gint64 v = 0;
