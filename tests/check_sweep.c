@@ -692,6 +692,14 @@ START_TEST(test_whatif_dlrm)
   g_autofree char *err = NULL;
   ck_assert_int_eq(mm_test_cli(bad, NULL, &err), 1);
   ck_assert_ptr_nonnull(strstr(err, "flops=10"));
+  /* nothing fits on the baseline (one node), something with 10x the memory: no speedup over it
+   * (the text said 0.00x, a slowdown) */
+  const char *none[] = {"whatif", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--nodes", "1",
+                        "--scale", "hbm_cap=10", NULL};
+  g_autofree char *text = NULL;
+  ck_assert_int_eq(mm_test_cli(none, &text, NULL), 0);
+  ck_assert_msg(strstr(text, "baseline             (nothing fits)") && strstr(text, "hbm_cap x10"), "%s", text);
+  ck_assert_msg(!strstr(text, "0.00x"), "%s", text);
 }
 END_TEST
 

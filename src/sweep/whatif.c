@@ -197,7 +197,9 @@ void mm_whatif_text(FILE *out, const MmWhatif *w)
       continue;
     }
     g_autofree char *sh = shrank(r, &w->rows[0]);
-    fprintf(out, "%-20s %-44s %12.4g %7.2fx  %s\n", r->name, r->strategies, r->samples_per_s, r->speedup, sh);
+    /* nothing fits on the baseline: no speedup over it (the JSON's 0), not a 0.00x slowdown */
+    g_autofree char *sp = w->rows[0].found ? g_strdup_printf("%7.2fx", r->speedup) : g_strdup("-");
+    fprintf(out, "%-20s %-44s %12.4g %8s  %s\n", r->name, r->strategies, r->samples_per_s, sp, sh);
   }
   if (w->joint_over_product > 0)
     fprintf(out, "joint improvement: %.2fx the best single one, %.2fx the product of the single ones (%s)\n",
