@@ -307,8 +307,9 @@ static gboolean resume_from(const MmSweepOptions *o, uint64_t n, const char *csv
   }
   /* drop a row cut off by a kill; the last complete row's index */
   ok = ok && last_newline(f, (off_t)hl, len, &end) && (end == (off_t)hl || last_newline(f, (off_t)hl, end - 1, &start));
-  char last[4096] = {0};
-  const size_t last_len = end > (off_t)hl ? MIN(sizeof last - 1, (size_t)(end - start)) : 0;
+  /* the last row (a row of a megabyte is none of a sweep's: its system names are short) */
+  const size_t row_max = 1 << 20, last_len = end > (off_t)hl ? MIN(row_max, (size_t)(end - start)) : 0;
+  g_autofree char *last = g_malloc0(last_len + 1);
   if (ok && last_len) ok = fseeko(f, start, SEEK_SET) == 0 && fread(last, 1, last_len, f) == last_len;
   fclose(f);
   if (!ok) {
@@ -318,7 +319,7 @@ static gboolean resume_from(const MmSweepOptions *o, uint64_t n, const char *csv
   uint64_t index = 0;
   if (last_len) {
     if (last[last_len - 1] == '\n') last[last_len - 1] = '\0';
-    if (last_len == sizeof last - 1 || !shard_row(o, n, header, last, &index)) {
+    if (last_len == row_max || !shard_row(o, n, header, last, &index)) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                   "%s: its last row is not a point of this sweep (a point index below %" G_GUINT64_FORMAT
                   "%s, then the header's columns); --resume continues the same sweep only",
