@@ -341,6 +341,34 @@ START_TEST(test_cli_errors)
 }
 END_TEST
 
+/* The outputs are checked before the fitting: --out or --csv naming a measurements file it reads
+ * exits 1 with nothing printed and the measurements as they were (before, --out replaced them with
+ * the device file, exit 0). */
+START_TEST(test_cli_keeps_inputs)
+{
+  g_autofree char *src = mm_test_src("hardware/calibration/h200-sxm-700w.csv"), *text = NULL;
+  gsize len = 0;
+  ck_assert(g_file_get_contents(src, &text, &len, NULL));
+  g_autofree char *csv = mm_test_write("keep-h200.csv", text);
+  const char *a0[] = {"calibrate", "--from-csv", csv, "--device", "hardware/devices/h200.json", "--out", csv, NULL};
+  g_autofree char *out = g_build_filename(mm_test_tmpdir(), "keep-h200.json", NULL);
+  const char *a1[] = {"calibrate", "--from-csv", csv, "--device", "hardware/devices/h200.json", "--out", out,
+                      "--csv", csv, NULL};
+  const char *const *args[] = {a0, a1};
+  const char *option[] = {"--out", "--csv"};
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+    g_autofree char *so = NULL, *se = NULL, *after = NULL;
+    ck_assert_int_eq(mm_test_cli(args[i], &so, &se), 1);
+    g_autofree char *want = g_strdup_printf("%s %s: is the file --from-csv %s reads", option[i], csv, csv);
+    ck_assert_msg(strstr(se, want) != NULL, "case %u: %s", i, se);
+    ck_assert_str_eq(so, "");
+    ck_assert(g_file_get_contents(csv, &after, NULL, NULL));
+    ck_assert_str_eq(after, text);
+  }
+  ck_assert(!g_file_test(out, G_FILE_TEST_EXISTS));
+}
+END_TEST
+
 /* validate --calibrated swaps in devices/X-calibrated.json where it exists: the H200 cases
  * change, the others do not. */
 START_TEST(test_use_calibrated)
@@ -461,6 +489,7 @@ static Suite *suite(void)
   tcase_add_test(tc, test_calibration_block_errors);
   tcase_add_test(tc, test_cli_from_csv);
   tcase_add_test(tc, test_cli_errors);
+  tcase_add_test(tc, test_cli_keeps_inputs);
   tcase_add_test(tc, test_use_calibrated);
   tcase_add_test(tc, test_cli_cpu_end_to_end);
   tcase_add_test(tc, test_fit_collectives);

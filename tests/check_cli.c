@@ -287,7 +287,8 @@ START_TEST(test_outputs_in_place_and_together)
   g_autofree char *out = NULL, *err = NULL;
   ck_assert_int_eq(run_small(both, &out, &err), 1);
   ck_assert_msg(!g_file_test(json, G_FILE_TEST_EXISTS), "--json was written by a failed run");
-  g_autofree char *want = g_strdup_printf("madmax: --trace %s: cannot write: ", trace);
+  g_autofree char *trace_dir = g_path_get_dirname(trace);
+  g_autofree char *want = g_strdup_printf("madmax: --trace %s: its folder %s does not exist", trace, trace_dir);
   ck_assert_msg(g_str_has_prefix(err, want), "%s", err);
   ck_assert_str_eq(out, "");
   /* the trace on stdout: only the trace there */
@@ -1167,7 +1168,12 @@ static const struct {
   {"paths", NULL, {"op", "sparse", "--rows", "100", "--dim", "8", "-H", "", NULL}, {"''", "file name"}},
   {"paths", NULL, {"describe", "-m", "models/no-such.json", NULL}, {"models/no-such.json: cannot read", "No such file"}},
   {"paths", NULL, {"describe", "-m", LLAMA, "--json", "%DIR%", NULL}, {"--json %DIR%:", "is a directory"}},
-  {"paths", NULL, {"describe", "-m", LLAMA, "--json", "no/such/dir/x.json", NULL}, {"--json no/such/dir/x.json:", "No such file"}},
+  {"paths", NULL, {"describe", "-m", LLAMA, "--json", "no/such/dir/x.json", NULL}, {"--json no/such/dir/x.json:", "no/such/dir does not exist"}},
+  /* an output checked before the work: validate printed its whole table, then refused the folder */
+  {"paths", NULL, {"validate", "configs/validation/inference.json", "--json", "%DIR%", NULL}, {"--json %DIR%:", "is a directory"}},
+  /* a result written over the model it was computed from (exit 0, the model file gone) */
+  {"paths", "{\"name\":\"t\",\"seq_len\":8,\"blocks\":[" BLOCK "]}", {"describe", "-m", "@", "--json", "@", NULL},
+   {"--json @:", "is the file --model @ reads"}},
   {"paths", NULL, {"run", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "-n", "1", "--json", "-", "--trace", "-", NULL}, {"--json -", "--trace -"}},
   {"paths", NULL, {"validate", "configs/validation/no-such.json", NULL}, {"configs/validation/no-such.json"}},
   {"non-regular files", NULL, {"describe", "-m", "/dev/zero", NULL}, {"/dev/zero:", "a character device"}},

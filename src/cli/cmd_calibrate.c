@@ -136,6 +136,12 @@ int mm_cmd_calibrate(int argc, char **argv)
     return MM_EXIT_INPUT;
   }
   if (threads_text && !mm_cli_parse_int("--threads", threads_text, 1, 4096, &threads, &error)) return mm_cli_fail(error);
+  /* where the result goes, before minutes of measuring; never over the measurements read (the
+   * base device may be replaced by its calibrated version: it is read first) */
+  const MmPathArg outputs[] = {{"--out", out_path}, {"--csv", csv_out}, {NULL, NULL}};
+  g_autoptr(GArray) inputs = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
+  for (guint i = 0; from_csv && from_csv[i]; i++) g_array_append_val(inputs, ((MmPathArg){"--from-csv", from_csv[i]}));
+  if (!mm_outputs_check(outputs, (const MmPathArg *)(void *)inputs->data, &error)) return mm_cli_fail(error);
 
   /* the base device first: a bad file fails before minutes of measuring */
   g_autoptr(cJSON) base_root = NULL;

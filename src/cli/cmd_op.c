@@ -157,6 +157,9 @@ static int op_collective(int argc, char **argv)
     hi = lo;
   }
   g_autoptr(GError) error = NULL;
+  const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
+  const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
+  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   int64_t n = mm_hardware_devices(hw), g = hw->gpus_per_node;
@@ -275,6 +278,9 @@ static int op_sparse(int argc, char **argv)
     return MM_EXIT_INPUT;
   }
   g_autoptr(GError) error = NULL;
+  const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
+  const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
+  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   const int64_t n = mm_hardware_devices(hw);

@@ -321,6 +321,9 @@ int mm_cmd_op_overlap(int argc, char **argv)
   if (!cases && (!parse_dim("--m", m_s, &m) || !parse_dim("--n", n_s, &n) || !parse_dim("--k", k_s, &k)))
     return MM_EXIT_INPUT;
   g_autoptr(GError) error = NULL;
+  const MmPathArg outputs[] = {{"--json", json_path}, {"--trace", trace_path}, {NULL, NULL}};
+  const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
+  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   ranks = hw->gpus_per_node;

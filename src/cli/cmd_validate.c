@@ -50,6 +50,10 @@ int mm_cmd_validate(int argc, char **argv)
     g_ptr_array_add(paths, default_cases("configs/validation/overlap.json"));
   }
   g_autoptr(GError) error = NULL;
+  const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
+  g_autoptr(GArray) inputs = g_array_new(TRUE, TRUE, sizeof(MmPathArg)); /* the cases files */
+  for (guint i = 0; i < paths->len; i++) g_array_append_val(inputs, ((MmPathArg){"CASES.json", g_ptr_array_index(paths, i)}));
+  if (!mm_outputs_check(outputs, (const MmPathArg *)(void *)inputs->data, &error)) return mm_cli_fail(error);
   g_autoptr(cJSON) all = cJSON_CreateArray();
   for (guint i = 0; i < paths->len; i++) {
     g_autoptr(MmValidation) v = mm_validation_run_calibrated(g_ptr_array_index(paths, i), calibrated, &error);

@@ -166,6 +166,40 @@ static gboolean resolve(Output *o, GError **error)
   return TRUE;
 }
 
+gboolean mm_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error)
+{
+  for (const MmPathArg *a = outputs; a->option; a++) {
+    if (!a->path) continue;
+    Output o = {.option = (char *)a->option, .path = (char *)a->path};
+    const gboolean ok = resolve(&o, error);
+    g_autofree char *target = o.target;
+    if (!ok) return FALSE;
+    if (o.kind == KIND_FILE && !o.exists) { /* created beside itself at commit: its folder must take it */
+      g_autofree char *dir = g_path_get_dirname(target);
+      if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        out_error(error, &o, "its folder %s does not exist", dir);
+        return FALSE;
+      }
+      if (g_access(dir, W_OK) != 0) {
+        int err = errno;
+        out_error(error, &o, "cannot write in %s: %s", dir, g_strerror(err));
+        return FALSE;
+      }
+    }
+    if (!o.exists) continue;
+    for (const MmPathArg *in = inputs; in && in->option; in++) {
+      GStatBuf st;
+      if (!in->path || strcmp(in->path, "-") == 0 || g_stat(in->path, &st) != 0 || !S_ISREG(st.st_mode) ||
+          st.st_dev != o.dev || st.st_ino != o.ino)
+        continue;
+      out_error(error, &o, "is the file %s %s reads: the output would replace it; give the output another name",
+                in->option, in->path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* The temporary "DIR/.BASE.XXXXXX" beside @target, created empty (umask applies). */
 static int open_beside(const char *target, char **tmp)
 {

@@ -183,6 +183,19 @@ const char *mm_outputs_stage_file(MmOutputs *s, const char *option, const char *
  * then stdout and devices, then the renames. The outputs are gone from @s afterwards. */
 gboolean mm_outputs_commit(MmOutputs *s, GError **error);
 
+/* An option naming a file: "--json" and its path. */
+typedef struct {
+  const char *option;
+  const char *path; /* NULL: not given (skipped) */
+} MmPathArg;
+/* Before the work a command's outputs wait for: whether each of @outputs can be written (the
+ * checks of commit: not a directory, writable; a new file's folder exists and takes files) and
+ * names none of @inputs, the files the command reads (a result written over its own model or
+ * measurements would destroy them). Both arrays end at an entry whose option is NULL. A long run
+ * (a calibration on a GPU, a validation) so never ends in a refusal of where to put its result.
+ * MM_REPORT_ERROR_IO naming the option and the path. */
+gboolean mm_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error);
+
 /* Writes @root to @path ("-" = stdout) as a single MmOutputs. */
 gboolean mm_report_write_json(const cJSON *root, const char *path, GError **error);
 
