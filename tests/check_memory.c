@@ -133,6 +133,29 @@ START_TEST(test_mp_table_wise_uneven)
 }
 END_TEST
 
+/* The loss keeps its softmax in fp32 for backward (Megatron's vocab-parallel cross-entropy on
+ * logits.float(); torchtitan, HF): Korthikanti et al. 2022's 4sbv/t, not the logits' dtype. */
+START_TEST(test_loss_keeps_fp32_softmax)
+{
+  g_autofree char *hw = mm_test_node8();
+  g_autofree char *cfg = cfg_with("pretrain", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  const char *model = "{\"name\":\"t\",\"seq_len\":64,\"dtype\":\"bf16\",\"blocks\":["
+                      "{\"kind\":\"token_embedding\",\"vocab\":1000,\"hidden\":64},"
+                      "{\"kind\":\"transformer\",\"count\":1,\"hidden\":64,\"heads\":4,\"ffn\":256},"
+                      "{\"kind\":\"lm_head\",\"vocab\":1000,\"hidden\":64}]}";
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(model, hw, cfg, 0);
+  /* 8 samples per device; the head keeps the final norm's and the projection's bf16 inputs (2 x s h x
+   * 2 B) and the loss's fp32 softmax (s V x 4 B) */
+  const double s = 64, h = 64, v = 1000;
+  ck_assert_double_eq_tol(x->memory->blocks[2].activations, 8.0 * (2 * s * h * 2 + s * v * 4), 0.5);
+  /* inference keeps nothing for a backward: the largest working set stays the projection's input and
+   * bf16 logits, not an fp32 softmax */
+  g_autofree char *inf = cfg_with("inference", "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) y = mm_test_sim_ok(model, hw, inf, 0);
+  ck_assert_double_eq_tol(y->memory->total.activations, 8.0 * (s * h * 2 + s * v * 2), 0.5);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
   Suite *s = suite_create("memory");
@@ -146,6 +169,7 @@ static Suite *memory_suite(void)
   tcase_add_test(tc, test_gpt3_ddp_zionex_does_not_fit);
   tcase_add_test(tc, test_gpt3_fsdp_2048_fits);
   tcase_add_test(tc, test_mp_table_wise_uneven);
+  tcase_add_test(tc, test_loss_keeps_fp32_softmax);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -46,11 +46,17 @@ typedef struct {
   MmGraphPass pass;
 } Builder;
 
+/* Whether this pass trains (a backward follows): inference and serving passes do not. */
+static gboolean training_pass(const Builder *bd)
+{
+  return !bd->pass.inference && !bd->pass.kv_cache;
+}
+
 /* Whether block @b drops out in this pass: a training pass of a block with dropout (inference
  * and serving run in eval mode). */
 static gboolean dropout_on(const Builder *bd, const MmBlock *b)
 {
-  return b->dropout && !bd->pass.inference && !bd->pass.kv_cache;
+  return b->dropout && training_pass(bd);
 }
 
 /* Query tokens and keys per query of block @b in this pass. */
@@ -538,6 +544,10 @@ static void head_layers(Builder *bd, const MmBlock *b, double s, gboolean shared
   c = (MmCost){0};
   elementwise(&c, s * v, s, FLOPS_SOFTMAX * v, e, s * v);
   c.bwd_input_bytes = 2.0 * s * v * e; /* read logits, write their gradient */
+  /* training keeps the softmax in fp32 for backward: Megatron's vocab-parallel cross-entropy runs on
+   * logits.float() and saves its exp_logits, torchtitan and HF upcast the logits before
+   * cross_entropy (Korthikanti et al. 2022 count the output layer's 4sbh/t (1 + v/h): its fp32 4sbv/t) */
+  if (training_pass(bd)) c.act_bytes = 4.0 * s * v;
   k = kelem(b, s, v);
   push(bd, MM_ROLE_LOSS, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, FALSE, &k);
 }
