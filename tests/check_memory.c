@@ -156,6 +156,34 @@ START_TEST(test_loss_keeps_fp32_softmax)
 }
 END_TEST
 
+/* Korthikanti et al. 2022 (Sec. 4.1, Table 2): a GPT layer (layernorm, gelu FFN of 4h, eager attention
+ * with dropout, 16-bit) keeps sbh(34 + 5as/h) bytes without parallelism and sbh(34/t + 5as/(ht)) with
+ * TP + sequence parallelism; madmax adds the flash-style fp32 log-sum-exp (4as per sample, /t). */
+#define KORTHIKANTI_MODEL                                                                                        \
+  "{\"name\":\"k\",\"seq_len\":64,\"dtype\":\"fp16\",\"blocks\":[{\"kind\":\"transformer\",\"count\":1,"            \
+  "\"hidden\":64,\"heads\":8,\"ffn\":256,\"ffn_kind\":\"gelu\",\"norm\":\"layernorm\",\"bias\":true,"             \
+  "\"attention\":\"eager\",\"dropout\":true}]}"
+
+static const struct {
+  const char *levels;
+  double samples, repl, sharded, tp; /* kept bytes: samples x (repl sbh + sharded sbh / tp + (5 a s^2 + 4 a s) / tp) */
+} korthikanti_rows[] = {
+  {"[{\"strategy\":\"ddp\",\"degree\":8}]", 8, 34, 0, 1},
+  {"[{\"strategy\":\"sp\",\"degree\":8}]", 64, 0, 34, 8},
+};
+
+START_TEST(test_korthikanti_activations)
+{
+  g_autofree char *hw = mm_test_node8();
+  g_autofree char *cfg = cfg_with("pretrain", korthikanti_rows[_i].levels);
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(KORTHIKANTI_MODEL, hw, cfg, 0);
+  const double s = 64, h = 64, a = 8, t = korthikanti_rows[_i].tp;
+  const double want = korthikanti_rows[_i].samples *
+                      (s * h * (korthikanti_rows[_i].repl + korthikanti_rows[_i].sharded / t) + (5 * a * s * s + 4 * a * s) / t);
+  ck_assert_double_eq_tol(x->memory->total.activations, want, 0.5);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
   Suite *s = suite_create("memory");
@@ -170,6 +198,7 @@ static Suite *memory_suite(void)
   tcase_add_test(tc, test_gpt3_fsdp_2048_fits);
   tcase_add_test(tc, test_mp_table_wise_uneven);
   tcase_add_test(tc, test_loss_keeps_fp32_softmax);
+  tcase_add_loop_test(tc, test_korthikanti_activations, 0, G_N_ELEMENTS(korthikanti_rows));
   suite_add_tcase(s, tc);
   return s;
 }

@@ -254,11 +254,13 @@ static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t 
     c->act_bytes += scores; /* softmax probabilities */
     c->recompute_bytes += scores;
     if (drop) {
-      /* a separate pass over the probabilities; a 1-byte mask kept for backward */
+      /* a separate pass over the probabilities; its 1-byte mask kept for backward, and its output,
+       * the dropped probabilities, kept by the AV matmul (softmax's backward needs the probabilities
+       * before dropout): Korthikanti et al. 2022 Sec. 4.1's 5as^2b = 2 + 1 + 2 */
       c->fwd_bytes += 2.0 * scores + a * q * kv;
       c->bwd_input_bytes += 2.0 * scores + a * q * kv;
-      c->act_bytes += a * q * kv;
-      c->recompute_bytes += a * q * kv;
+      c->act_bytes += a * q * kv + scores;
+      c->recompute_bytes += a * q * kv + scores;
     }
   }
   c->out_bytes = o;
