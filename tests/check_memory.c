@@ -157,8 +157,8 @@ START_TEST(test_loss_keeps_fp32_softmax)
 END_TEST
 
 /* Korthikanti et al. 2022 (Sec. 4.1, Table 2): a GPT layer (layernorm, gelu FFN of 4h, eager attention
- * with dropout, 16-bit) keeps sbh(34 + 5as/h) bytes without parallelism and sbh(34/t + 5as/(ht)) with
- * TP + sequence parallelism; madmax adds the flash-style fp32 log-sum-exp (4as per sample, /t). */
+ * with dropout, 16-bit) keeps sbh(34 + 5as/h) bytes without parallelism, sbh(10 + 24/t + 5as/(ht)) with
+ * TP and sbh(34/t + 5as/(ht)) with TP + sequence parallelism; madmax adds the flash-style fp32 log-sum-exp (4as per sample, /t). */
 #define KORTHIKANTI_MODEL                                                                                        \
   "{\"name\":\"k\",\"seq_len\":64,\"dtype\":\"fp16\",\"blocks\":[{\"kind\":\"transformer\",\"count\":1,"            \
   "\"hidden\":64,\"heads\":8,\"ffn\":256,\"ffn_kind\":\"gelu\",\"norm\":\"layernorm\",\"bias\":true,"             \
@@ -170,6 +170,8 @@ static const struct {
 } korthikanti_rows[] = {
   {"[{\"strategy\":\"ddp\",\"degree\":8}]", 8, 34, 0, 1},
   {"[{\"strategy\":\"sp\",\"degree\":8}]", 64, 0, 34, 8},
+  /* TP alone: the norms' inputs, the column-parallel GEMMs' inputs and both dropout masks whole */
+  {"[{\"strategy\":\"tp\",\"degree\":8}]", 64, 10, 24, 8},
 };
 
 START_TEST(test_korthikanti_activations)

@@ -36,6 +36,7 @@ void mm_cost_add(MmCost *acc, const MmCost *c)
   acc->params += c->params;
   acc->act_bytes += c->act_bytes;
   acc->recompute_bytes += c->recompute_bytes;
+  acc->mask_bytes += c->mask_bytes;
   acc->out_bytes += c->out_bytes;
 }
 
@@ -199,6 +200,7 @@ static void scale_work(MmCost *c, double f)
   c->bwd_weight_bytes *= f;
   c->act_bytes *= f;
   c->recompute_bytes *= f;
+  c->mask_bytes *= f;
   c->out_bytes *= f;
 }
 
@@ -271,6 +273,7 @@ static void attention(MmCost *c, const MmBlock *b, double q, double kv, int64_t 
 static void residual_dropout(MmCost *c, double n)
 {
   c->act_bytes += n;
+  c->mask_bytes += n;
 }
 
 /* Query, key and value projections of one layer. MLA: x -> q latent -> per-head queries,

@@ -59,6 +59,8 @@ typedef struct {
   int64_t params;
   double act_bytes;    /* kept from forward for backward */
   double recompute_bytes; /* part of act_bytes that selective recompute drops (attention scores) */
+  double mask_bytes;   /* part of act_bytes kept on the output side (a residual branch's dropout mask),
+                        * split as the output is, not as the input */
   double out_bytes;    /* output activation */
 } MmCost;
 

@@ -102,7 +102,7 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       if (mm_plan_offloaded(s, bi)) um->host += opt;
       else um->parts.optimizer += opt;
     }
-    act += samples * l->cost.act_bytes * af;
+    act += samples * mm_plan_kept_bytes(l, &p);
     dropped += samples * l->cost.recompute_bytes * af;
     if (li == un->first_layer) in = samples * l->cost.act_bytes * af;
     peak_io = MAX(peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);

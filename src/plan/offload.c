@@ -28,7 +28,7 @@ double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u)
   for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     MmPlacement p;
     mm_plan_place(s, g, li, &p);
-    act += samples * g->layers[li].cost.act_bytes * p.act_frac;
+    act += samples * mm_plan_kept_bytes(&g->layers[li], &p);
   }
   return act;
 }

@@ -243,6 +243,9 @@ typedef struct {
   double work_frac;   /* of its per-sample FLOPs and activation traffic one device runs (mean expert load) */
   double weight_frac; /* of its weights one device reads per pass */
   double act_frac;    /* of its kept activations one device holds */
+  double mask_scale;  /* its output-side kept bytes (cost.mask_bytes) are mask_scale x act_frac of them: tp
+                       * for a row-parallel layer without sequence parallelism, whose all-reduced output is
+                       * whole on every TP rank; else 1 */
   double kv_frac;     /* transformer: of the K/V cache one device holds */
   double seq_split;   /* ranks each sequence's tokens are split over (context / Ulysses parallel) */
   gboolean load_scaled; /* an expert layer spread over an ep group: work follows the rank's routed load */
@@ -275,6 +278,10 @@ const MmStrategyRow *mm_strategy_row(MmStrategy st);
 
 /* The placement of layer @li of @g under @s. */
 void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlacement *out);
+
+/* Bytes layer @l keeps for backward per sample on one device under placement @p: its input-side
+ * activations split by act_frac, its output-side ones (dropout masks) as its output is. */
+double mm_plan_kept_bytes(const MmLayer *l, const MmPlacement *p);
 
 /* Strategies whose groups average the gradients of block @b's (expert or other) parameters. */
 uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert);

@@ -142,6 +142,9 @@ static void place_tp(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlace
     p->work_frac /= tp;
   }
   if (l->tp == MM_TP_SHARDED || l->tp == MM_TP_ROW || sp) p->act_frac /= tp;
+  /* a row-parallel output is all-reduced: its dropout mask is whole on every rank (Korthikanti et al.
+   * 2022 Sec. 4.1: TP alone leaves the masks after attention and the MLP unsplit, 10 + 24/t) */
+  if (l->tp == MM_TP_ROW && !sp) p->mask_scale = tp;
   if (b->kind == MM_BLOCK_TRANSFORMER)
     p->kv_frac = b->kv_lora_rank > 0 ? 1.0 : 1.0 / MIN(tp, (double)b->kv_heads); /* MLA's latent is whole */
   if (l->expert && bs->degree[MM_STRAT_EP] <= 1 && !bs->experts_sharded) {
@@ -391,6 +394,7 @@ void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlaceme
 {
   const MmBlockSetup *bs = &s->blocks[g->layers[li].block];
   p->param_frac = p->work_frac = p->weight_frac = p->act_frac = p->kv_frac = 1.0;
+  p->mask_scale = 1.0;
   p->seq_split = 1.0;
   p->load_scaled = FALSE;
   p->n_colls = 0;
@@ -404,6 +408,12 @@ void mm_plan_place(const MmScenario *s, const MmGraph *g, uint32_t li, MmPlaceme
   }
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
     if (rows[i].place && bs->degree[rows[i].id] > 1) rows[i].place(s, g, li, p);
+}
+
+double mm_plan_kept_bytes(const MmLayer *l, const MmPlacement *p)
+{
+  g_return_val_if_fail(l && p, 0);
+  return (l->cost.act_bytes + l->cost.mask_bytes * (p->mask_scale - 1.0)) * p->act_frac;
 }
 
 uint32_t mm_plan_grad_replicas(const MmScenario *s, guint b, gboolean expert)
