@@ -186,6 +186,27 @@ START_TEST(test_korthikanti_activations)
 }
 END_TEST
 
+/* Skewed routing (expert_skew): the busiest ep rank, which the lowering runs as the hot class with
+ * (1 + skew) x the mean routed tokens, keeps that many tokens' expert activations. */
+START_TEST(test_expert_skew_hot_rank_activations)
+{
+  g_autofree char *hw = mm_test_node8();
+  const char *model = "{\"name\":\"m\",\"seq_len\":32,\"blocks\":[{\"kind\":\"transformer\",\"count\":1,"
+                      "\"hidden\":64,\"heads\":4,\"ffn\":128,\"experts\":8,\"top_k\":2,\"capacity_factor\":1}]}";
+#define SKEW_CFG(skew)                                                                                   \
+  "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,\"expert_skew\":" skew ","                            \
+  "\"parallelism\":{\"default\":[{\"strategy\":\"ep\",\"degree\":8}]}}"
+  const char *even = SKEW_CFG("0"), *skewed = SKEW_CFG("1.5");
+#undef SKEW_CFG
+  g_autoptr(MmSimulation) x = mm_test_sim_ok(model, hw, even, 0);
+  g_autoptr(MmSimulation) y = mm_test_sim_ok(model, hw, skewed, 0);
+  /* 8 samples per device; per sample the experts keep top_k x s tokens' up-projection input (h),
+   * gelu input (f) and down-projection input (f), 2 bytes each: 1.5 x that more on the hot rank */
+  const double s = 32, h = 64, f = 128, experts_kept = 8.0 * 2 * s * (h + 2 * f) * 2;
+  ck_assert_double_eq_tol(y->memory->total.activations - x->memory->total.activations, 1.5 * experts_kept, 0.5);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
   Suite *s = suite_create("memory");
@@ -201,6 +222,7 @@ static Suite *memory_suite(void)
   tcase_add_test(tc, test_mp_table_wise_uneven);
   tcase_add_test(tc, test_loss_keeps_fp32_softmax);
   tcase_add_loop_test(tc, test_korthikanti_activations, 0, G_N_ELEMENTS(korthikanti_rows));
+  tcase_add_test(tc, test_expert_skew_hot_rank_activations);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -70,6 +70,9 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
   const gboolean trained = training && !bs->frozen;
   /* ZeRO: optimizer states (stage 1) and gradients (stage 2) sharded over the replicas */
   double act = 0, in = 0, peak_io = 0, dropped = 0;
+  /* skewed routing: the busiest ep rank, the one the lowering's hot class runs, computes (1 + skew) x
+   * the mean routed tokens and keeps their expert activations */
+  const double hot = c->expert_skew > 0 && s->ep_degree > 1 ? 1.0 + c->expert_skew : 1.0;
   memset(um, 0, sizeof *um);
   for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     const MmLayer *l = &g->layers[li];
@@ -102,10 +105,11 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
       if (mm_plan_offloaded(s, bi)) um->host += opt;
       else um->parts.optimizer += opt;
     }
-    act += samples * mm_plan_kept_bytes(l, &p);
-    dropped += samples * l->cost.recompute_bytes * af;
-    if (li == un->first_layer) in = samples * l->cost.act_bytes * af;
-    peak_io = MAX(peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af);
+    const double load = p.load_scaled ? hot : 1.0;
+    act += samples * mm_plan_kept_bytes(l, &p) * load;
+    dropped += samples * l->cost.recompute_bytes * af * load;
+    if (li == un->first_layer) in = samples * l->cost.act_bytes * af * load;
+    peak_io = MAX(peak_io, samples * (l->cost.act_bytes + l->cost.out_bytes) * af * load);
     /* the collectives the lowering emits around this layer need their buffers */
     for (uint32_t i = 0; i < p.n_colls; i++)
       um->coll_buf = MAX(um->coll_buf, MAX(p.colls[i].fwd_bytes, p.colls[i].bwd_bytes));
