@@ -231,6 +231,7 @@ static const BadCase bad_cases[] = {
   {"dualpipev for inference", K_SCENARIO, "{\"name\":\"c\",\"task\":\"inference\",\"global_batch\":8,\"pipeline\":{\"degree\":4,\"schedule\":\"dualpipev\"}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "$.pipeline.schedule: dualpipev is a training schedule", NULL},
   {"zb_h1 with activation offload", K_SCENARIO, CFG_HEAD "\"offload_num_layers\":2,\"pipeline\":{\"degree\":4,\"schedule\":\"zb_h1\"}," FSDP_ALL "}", MM_CONFIG_ERROR_INCONSISTENT, "offload_num_layers 2", NULL},
   {"unknown dispatch", K_CONFIG, CFG_HEAD "\"moe_dispatch\":\"per_rank\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.moe_dispatch", NULL},
+  {"unknown cross entropy", K_CONFIG, CFG_HEAD "\"cross_entropy\":\"fused\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.cross_entropy", NULL},
   {"unknown attention kernel", K_CONFIG, CFG_HEAD "\"attention_kernel\":\"fa4\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.attention_kernel", NULL},
   {"attention kernel not a string", K_CONFIG, CFG_HEAD "\"attention_kernel\":2," FSDP_ALL "}", MM_CONFIG_ERROR_TYPE, "$.attention_kernel", NULL},
   {"unknown fsdp collectives", K_CONFIG, CFG_HEAD "\"fsdp_collectives\":\"per_tensor\"," FSDP_ALL "}", MM_CONFIG_ERROR_UNKNOWN_VALUE, "$.fsdp_collectives", NULL},

@@ -128,7 +128,7 @@ START_TEST(test_sliding_window)
   /* projections do not change */
   ck_assert_double_eq(mm_test_layer(gs, 0, MM_ROLE_QKV)->cost.fwd_flops, mm_test_layer(gf, 0, MM_ROLE_QKV)->cost.fwd_flops);
   /* a decode step at 4096 tokens of context: a windowed layer reads 512 cached tokens */
-  MmGraphPass step = {1, 4096, TRUE, TRUE, TRUE, TRUE};
+  MmGraphPass step = {1, 4096, TRUE, TRUE, TRUE, TRUE, FALSE};
   g_autoptr(MmGraph) df = mm_graph_new_pass(mf, &step);
   g_autoptr(MmGraph) ds = mm_graph_new_pass(ms, &step);
   const MmLayer *dl = mm_test_layer(ds, 0, MM_ROLE_ATTN_CORE), *dg = mm_test_layer(ds, 1, MM_ROLE_ATTN_CORE);

@@ -153,6 +153,13 @@ START_TEST(test_loss_keeps_fp32_softmax)
   g_autofree char *inf = cfg_with("inference", "[{\"strategy\":\"ddp\",\"degree\":8}]");
   g_autoptr(MmSimulation) y = mm_test_sim_ok(model, hw, inf, 0);
   ck_assert_double_eq_tol(y->memory->total.activations, 8.0 * (s * h * 2 + s * v * 2), 0.5);
+  /* cross_entropy inplace (Transformer Engine's parallel_cross_entropy): the logits' gradient in bf16 */
+  g_autofree char *te = g_strdup_printf("{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":64,"
+                                        "\"cross_entropy\":\"inplace\",\"parallelism\":{\"default\":%s}}",
+                                        "[{\"strategy\":\"ddp\",\"degree\":8}]");
+  g_autoptr(MmSimulation) z = mm_test_sim_ok(model, hw, te, 0);
+  ck_assert_double_eq_tol(z->memory->blocks[2].activations, 8.0 * (2 * s * h * 2 + s * v * 2), 0.5);
+  ck_assert_double_eq(z->metrics.iteration_time_s, x->metrics.iteration_time_s); /* memory only */
 }
 END_TEST
 

@@ -118,6 +118,13 @@ typedef enum {
   MM_ATTN_KERNEL_COUNT
 } MmAttnKernel;
 extern const char *const mm_attn_kernel_names[]; /* NULL-terminated: "default", "fa2", "fa3", "cudnn" */
+/* What a training run's cross-entropy keeps for its backward (the config's "cross_entropy"): the
+ * softmax in fp32 (Megatron-LM's native and fused vocab-parallel cross entropy, torchtitan and
+ * Hugging Face upcast the logits), or the logits' gradient written over them in the forward, in
+ * their dtype (Transformer Engine's parallel_cross_entropy: Megatron-Core's cross_entropy_fusion_impl
+ * te, the default of Megatron-Bridge's performance recipes). */
+typedef enum { MM_XENT_FP32, MM_XENT_INPLACE, MM_XENT_COUNT } MmCrossEntropy;
+extern const char *const mm_cross_entropy_names[]; /* NULL-terminated: "fp32", "inplace" */
 /* Sequential (x + Attn(LN x), then + MLP(LN x')) or parallel attention and MLP read by one
  * normalized input (GPT-J, PaLM, Falcon-7B) or by two norms of the same input (GPT-NeoX's
  * gpt_j_residual): y = x + Attn(LN1 x) + MLP(LN2 x). */
@@ -611,6 +618,7 @@ typedef struct {
   MmFp8Recipe fp8_recipe;    /* training blocks computing in fp8 */
   gboolean fp8_param_gather; /* FSDP / ZeRO parameter all-gathers carry FP8 GEMM weights (1 byte) */
   MmAttnKernel attention_kernel; /* the flash-attention kernel the run's software calls (DEFAULT: the device's) */
+  MmCrossEntropy cross_entropy;  /* what the training loss keeps for its backward */
   char **frozen; guint n_frozen; /* finetune: block names or kinds that are not trained */
   int64_t fsdp_prefetch;     /* units gathered ahead of the one computing */
   gboolean fsdp_reshard;     /* FSDP: gather again for every micro-batch's forward and backward (else once) */

@@ -41,6 +41,7 @@ const char *const mm_kernel_kind_names[] = {"gemm", "gemv", "attention", "intera
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_kernel_kind_names) == MM_KERNEL_KIND_COUNT + 1);
 const char *const mm_kernel_pass_names[] = {"fwd", "bwd", NULL};
 const char *const mm_attn_kernel_names[] = {"default", "fa2", "fa3", "cudnn", NULL};
+const char *const mm_cross_entropy_names[] = {"fp32", "inplace", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_attn_kernel_names) == MM_ATTN_KERNEL_COUNT + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_coll_names) == MM_COLL_COUNT + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(mm_algorithm_names) == MM_ALGO_COUNT + 1);

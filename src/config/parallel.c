@@ -61,6 +61,12 @@ static const MmField config_fields[] = {
    "A device whose curve has no point of the kernel named times attention with its utilization.gemm scalar, and "
    "one with a calibration fit of attention with that fit (the kernel calibrate measured), whatever the name "
    "(describe says which). Naming a kernel for a model without flash attention is an error"},
+  {"cross_entropy", MM_F_ENUM, FALSE, 0, 0, MM_XENT_FP32, mm_cross_entropy_names, CFG(cross_entropy), NULL,
+   "what a training run's loss keeps for its backward, per token and vocabulary entry of the TP rank's share: "
+   "fp32 (4 bytes: the softmax of the upcast logits; Megatron-LM's native and fused vocab-parallel cross "
+   "entropy, torchtitan, Hugging Face), inplace (the logits' dtype: the gradient written over the logits in the "
+   "forward; Transformer Engine's parallel_cross_entropy, Megatron-Core's cross_entropy_fusion_impl te, the "
+   "default of Megatron-Bridge's performance recipes). Memory only; serving and inference keep nothing"},
   {"frozen", MM_F_ARRAY, FALSE, 0, 0, 0, NULL, MM_NO_OFFSET, NULL,
    "finetune: block names or kinds that are not trained"},
   {"fsdp_prefetch", MM_F_INT, FALSE, 0, 16, 1, NULL, CFG(fsdp_prefetch), "units",

@@ -551,8 +551,10 @@ static void head_layers(Builder *bd, const MmBlock *b, double s, gboolean shared
   c.bwd_input_bytes = 2.0 * s * v * e; /* read logits, write their gradient */
   /* training keeps the softmax in fp32 for backward: Megatron's vocab-parallel cross-entropy runs on
    * logits.float() and saves its exp_logits, torchtitan and HF upcast the logits before
-   * cross_entropy (Korthikanti et al. 2022 count the output layer's 4sbh/t (1 + v/h): its fp32 4sbv/t) */
-  if (training_pass(bd)) c.act_bytes = 4.0 * s * v;
+   * cross_entropy (Korthikanti et al. 2022 count the output layer's 4sbh/t (1 + v/h): its fp32 4sbv/t);
+   * an in-place loss (Transformer Engine's parallel_cross_entropy) writes the gradient over the
+   * logits in the forward and keeps them, in their dtype */
+  if (training_pass(bd)) c.act_bytes = (bd->pass.loss_inplace ? e : 4.0) * s * v;
   k = kelem(b, s, v);
   push(bd, MM_ROLE_LOSS, MM_LAYER_ELEMENTWISE, MM_TP_SHARDED, &c, FALSE, &k);
 }

@@ -136,6 +136,8 @@ typedef struct {
   gboolean last_logits; /* lm_head projects the last token only */
   gboolean decode;      /* a generation step (kernels may be replayed from a graph) */
   gboolean inference;   /* forward only, in eval mode: no dropout (every serving pass is one too) */
+  gboolean loss_inplace; /* training: the cross entropy keeps the logits' gradient in their dtype, not an fp32
+                          * softmax (the config's cross_entropy) */
 } MmGraphPass;
 
 typedef struct {

@@ -680,12 +680,13 @@ gboolean mm_plan_graph_passes(const MmScenario *s, MmGraphPass *first, MmGraphPa
 {
   const MmServing *sv = &s->cfg->serving;
   if (!sv->present) {
-    *first = (MmGraphPass){.inference = s->cfg->task == MM_TASK_INFERENCE};
+    *first = (MmGraphPass){.inference = s->cfg->task == MM_TASK_INFERENCE,
+                           .loss_inplace = s->cfg->cross_entropy == MM_XENT_INPLACE};
     return FALSE;
   }
   /* the prefill writes the prompt's K/V; each decode step reads the context so far (on
    * average prompt + output / 2 tokens) and appends one token */
-  *first = (MmGraphPass){sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE};
-  *decode = (MmGraphPass){1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE};
+  *first = (MmGraphPass){sv->prompt_tokens, sv->prompt_tokens, TRUE, TRUE, FALSE, TRUE, FALSE};
+  *decode = (MmGraphPass){1, sv->prompt_tokens + sv->output_tokens / 2, TRUE, TRUE, TRUE, TRUE, FALSE};
   return TRUE;
 }

@@ -208,7 +208,8 @@ void mm_graph_cache_free(MmGraphCache *c)
 static gboolean same_pass(const MmGraphPass *a, const MmGraphPass *b)
 {
   return a->tokens == b->tokens && a->context == b->context && !a->kv_cache == !b->kv_cache &&
-         !a->last_logits == !b->last_logits && !a->decode == !b->decode && !a->inference == !b->inference;
+         !a->last_logits == !b->last_logits && !a->decode == !b->decode && !a->inference == !b->inference &&
+         !a->loss_inplace == !b->loss_inplace;
 }
 
 /* @model's graph of @pass from @c, built on first use (under the lock: the other threads wait for
