@@ -86,6 +86,12 @@ static const LimitCase limit_cases[] = {
    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":2048,\"micro_batch\":1,\"pipeline\":{\"degree\":2},"
    "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"cp\",\"degree\":\"all\"}]}}",
    "models/llama2-70b.json", "hardware/dgx-a100-2048.json", "$.micro_batch", "ring attention"},
+  /* each stage's program under the limit, all 16 together over it (every stage is held at once: a
+   * 4096-layer model over 256 stages grew past 6 GB before it was stopped) */
+  {"16 pipeline stages of 65536 micro-steps", L_CONFIG,
+   "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch\":1048576,\"micro_batch\":1,\"pipeline\":{\"degree\":16},"
+   "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\"}]}}",
+   "models/llama2-70b.json", "hardware/dgx-a100-2048.json", "$.micro_batch", "in all, which madmax holds at once"},
   {"2^40 micro-steps from the whole-batch default", L_CONFIG,
    "{\"name\":\"c\",\"task\":\"pretrain\",\"global_batch_tokens\":1099511627776,\"micro_batch\":1," DDP_ALL "}",
    "models/mpt-7b.json", NULL, "$.micro_batch", "ops"},

@@ -166,6 +166,17 @@ gboolean mm__scenario_check_limits(const MmScenario *s, GError **error)
                   (double)MM_PLAN_MAX_OPS);
     return FALSE;
   }
+  if (!(ops * (double)s->pp <= MM_PLAN_MAX_TOTAL_OPS)) {
+    const int64_t local = s->global_batch / s->dp_ref;
+    mm_json_error(error, MM_CONFIG_ERROR_RANGE, &ctx, c->micro_batch > 0 ? "$.micro_batch" : bkey,
+                  "%" G_GINT64_FORMAT " samples per data-parallel rank in micro-batches of %" G_GINT64_FORMAT
+                  " are %" G_GINT64_FORMAT " micro-steps per iteration: about %.3g ops in each of %" G_GINT64_FORMAT
+                  " pipeline stages' programs, %.3g in all, which madmax holds at once (model %s); it simulates at "
+                  "most %.3g: use a larger micro_batch or a smaller global batch",
+                  local, s->micro_batch, s->micro_steps, ops, s->pp, ops * (double)s->pp, s->model->path,
+                  (double)MM_PLAN_MAX_TOTAL_OPS);
+    return FALSE;
+  }
 
   const MmGraph *passes[2] = {g, decode};
   for (int k = 0; k < 2 && passes[k]; k++) {

@@ -526,6 +526,8 @@ static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32
  * within a factor of 2 of the simulated time, far below the 1.8e7 s the engine's picosecond
  * clock holds. */
 #define MM_PLAN_MAX_OPS (1 << 24)
+/* The programs of all pipeline stages are held at once: their estimated ops together. */
+#define MM_PLAN_MAX_TOTAL_OPS (1 << 26)
 #define MM_PLAN_MAX_ITERATION_S 1e6 /* 11.6 days */
 /* --per-device runs a class per device, each with its program's op states (about 38 bytes per op
  * and device in the engine, measured: 2048 devices x 523,000 ops asked 41 GB): the ops of all
