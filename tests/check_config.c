@@ -307,6 +307,7 @@ static const BadCase bad_cases[] = {
   {"empty level list", K_CONFIG, CFG_HEAD "\"parallelism\":{\"default\":[]}}", MM_CONFIG_ERROR_RANGE, "$.parallelism.default", NULL},
   /* cross-file consistency (llama2-70b on 2048 A100 unless said) */
   {"degrees do not match the system", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"fsdp\",\"degree\":64}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default", NULL},
+  {"sp does not divide seq_len", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"sp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default[0].degree: tp degree 8 does not divide seq_len 257", "models/vit-25b.json"},
   {"tp does not divide heads", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"tp\",\"degree\":64},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "heads", "models/gpt3-175b.json"},
   {"unknown parallelism key", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"transfomer\":[{\"strategy\":\"fsdp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_UNKNOWN_KEY, "$.parallelism.transfomer", NULL},
   {"mp on a transformer", K_SCENARIO, CFG_HEAD "\"parallelism\":{\"default\":[{\"strategy\":\"mp\",\"degree\":\"all\"}]}}", MM_CONFIG_ERROR_INCONSISTENT, "$.parallelism.default[0].strategy", NULL},

@@ -756,6 +756,16 @@ START_TEST(test_fp8_param_gather_exceptions)
 }
 END_TEST
 
+/* ViT-25B's 257 tokens: TP 8 runs (it splits heads and the FFN), TP 8 with sequence parallelism does
+ * not (check_config: "sp does not divide seq_len") */
+START_TEST(test_tp_without_sp_odd_sequence)
+{
+  g_autofree char *cfg = config("pretrain", 64, "", "[{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}]");
+  g_autoptr(MmSimulation) x = mm_test_sim_ok("models/vit-25b.json", "hardware/aws-p4de-a100-80gb.json", cfg, 2);
+  ck_assert_double_gt(x->metrics.iteration_time_s, 0);
+}
+END_TEST
+
 START_TEST(test_fsdp_per_tensor_list)
 {
   static const char *const GPT =
@@ -1598,6 +1608,7 @@ static Suite *parallel_suite(void)
   tcase_add_test(tc, test_fp8_param_gather);
   tcase_add_test(tc, test_fp8_param_gather_exceptions);
   tcase_add_test(tc, test_fsdp_per_tensor_list);
+  tcase_add_test(tc, test_tp_without_sp_odd_sequence);
   tcase_add_test(tc, test_fsdp_per_tensor_list_experts);
   tcase_add_test(tc, test_fsdp_regather_recompute);
   suite_add_tcase(s, tc);

@@ -315,7 +315,8 @@ static const MmField level_fields[] = {
    "de-duplication, AllReduce of the touched rows), host (the sparse exchange through host memory, Gloo), or auto"},
   {"sequence_parallel", MM_F_BOOL, FALSE, 0, 0, 0, NULL, (gssize)offsetof(LevelRaw, sequence_parallel), NULL,
    "tp levels: Megatron sequence parallelism (AllReduce -> ReduceScatter + AllGather; norms, dropout "
-   "and their activations sharded); strategy \"sp\" is tp with this set"},
+   "and their activations sharded); strategy \"sp\" is tp with this set. The block's tp degree must divide its "
+   "seq_len (Megatron-Core splits each sequence over the TP ranks)"},
   {"experts", MM_F_ENUM, FALSE, 0, 0, 0, expert_tp_names, (gssize)offsetof(LevelRaw, experts), NULL,
    "tp levels of MoE blocks without an ep level: spread (MAD-Max: each rank holds experts / degree whole "
    "experts; tokens dispatched and combined by All2All) or sharded (Megatron expert-TP, vLLM, SGLang, "

@@ -211,9 +211,15 @@ static char *check_tp(const MmScenario *s, const MmBlock *b, const MmBlockSetup 
   if (b->heads % tp != 0) bad = "heads", v = b->heads;
   else if (b->kv_heads >= tp ? b->kv_heads % tp != 0 : tp % b->kv_heads != 0) bad = "kv_heads", v = b->kv_heads;
   else if (b->ffn % tp != 0) bad = "ffn", v = b->ffn;
+  /* sequence parallelism splits each sequence over the TP ranks outside attention and the MLP
+   * (Megatron-Core's scatter along the sequence dimension asserts it divides) */
+  else if (bs->sp && !s->cfg->serving.present && b->seq_len % tp != 0) bad = "seq_len", v = b->seq_len;
   if (!bad) return NULL;
-  return g_strdup_printf("tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT " of block \"%s\" (%s)",
-                         tp, bad, v, b->name, s->model->path);
+  return g_strdup_printf("tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT " of block \"%s\" (%s)%s",
+                         tp, bad, v, b->name, s->model->path,
+                         v == b->seq_len && strcmp(bad, "seq_len") == 0
+                           ? ": sequence parallelism splits each sequence over the TP ranks (use tp without it)"
+                           : "");
 }
 
 /* Expert parallelism: each rank holds experts / degree whole experts and computes its
