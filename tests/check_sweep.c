@@ -263,6 +263,11 @@ START_TEST(test_shards_merge)
   g_autofree char *got = NULL;
   ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
   ck_assert_str_eq(got, want);
+  /* its sweep.json is the one process's: a --resume there with other inputs is refused */
+  g_autofree char *wsig = g_build_filename(whole, "sweep.json", NULL), *msig = g_build_filename(merged, "sweep.json", NULL);
+  g_autofree char *wtext = NULL, *mtext = NULL;
+  ck_assert(g_file_get_contents(wsig, &wtext, NULL, NULL) && g_file_get_contents(msig, &mtext, NULL, NULL));
+  ck_assert_str_eq(mtext, wtext);
 }
 END_TEST
 

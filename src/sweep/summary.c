@@ -719,6 +719,11 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
     }
     if (!ok) g_unlink(tmp_path);
     if (!ok && made) g_rmdir(dir); /* the folder this merge made, empty again */
+    /* the merged folder is the sweep of one process: its sweep.json (shard 0 of 1), so that a
+     * --resume there (the summary of scripts/sweep-slurm.sh) checks its inputs as any other */
+    g_autofree char *sig_path = g_build_filename(dir, "sweep.json", NULL);
+    g_autofree char *sig = ok ? g_strdup_printf("%s, \"shard\": 0, \"shards\": 1}\n", sweep) : NULL;
+    if (ok && !g_file_set_contents(sig_path, sig, -1, error)) ok = FALSE;
   }
   for (guint i = 0; i < n; i++) {
     if (sh[i].f) fclose(sh[i].f);
