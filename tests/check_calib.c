@@ -356,6 +356,23 @@ START_TEST(test_cli_keeps_inputs)
                       "--csv", csv, NULL};
   const char *const *args[] = {a0, a1};
   const char *option[] = {"--out", "--csv"};
+  /* two outputs on one place, and --csv over the base device: refused before the fit (printed nothing) */
+  g_autofree char *dev = NULL;
+  g_autofree char *dev_src = mm_test_src("hardware/devices/h200.json");
+  ck_assert(g_file_get_contents(dev_src, &dev, NULL, NULL));
+  g_autofree char *devcopy = mm_test_write("keep-h200-device.json", dev);
+  const char *a2[] = {"calibrate", "--from-csv", csv, "--device", devcopy, "--out", out, "--csv", out, NULL};
+  const char *a3[] = {"calibrate", "--from-csv", csv, "--device", devcopy, "--out", out, "--csv", devcopy, NULL};
+  const char *const *more[] = {a2, a3};
+  const char *says[] = {"write to the same place", "is the file --device"};
+  for (guint i = 0; i < G_N_ELEMENTS(more); i++) {
+    g_autofree char *so = NULL, *se = NULL, *after = NULL;
+    ck_assert_int_eq(mm_test_cli(more[i], &so, &se), 1);
+    ck_assert_msg(strstr(se, says[i]) != NULL, "case %u: %s", i, se);
+    ck_assert_str_eq(so, "");
+    ck_assert(g_file_get_contents(devcopy, &after, NULL, NULL));
+    ck_assert_str_eq(after, dev);
+  }
   for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
     g_autofree char *so = NULL, *se = NULL, *after = NULL;
     ck_assert_int_eq(mm_test_cli(args[i], &so, &se), 1);

@@ -296,7 +296,18 @@ START_TEST(test_merge_refuses)
   char *second = strchr(strchr(text, '\n') + 1, '\n') + 1; /* the second row's index -> 0 (shard 0's) */
   g_autofree char *broken = g_strdup_printf("%.*s0%s", (int)(second - text), text, strchr(second, ','));
   ck_assert(g_file_set_contents(badcsv, broken, -1, NULL));
-  const char *const sets[][5] = {{s0, s1, NULL}, {s0, s1, s1, s2, NULL}, {s0, s1, t0, NULL}, {s0, s1, bad, NULL}};
+  /* a sweep.json claiming 2^32 - 1 shards (its count sized a table: a 34 GB allocation, an abort) */
+  g_autofree char *huge = tmp("m-huge");
+  ck_assert(g_mkdir_with_parents(huge, 0755) == 0);
+  g_autofree char *hugesig = g_build_filename(huge, "sweep.json", NULL), *hugecsv = g_build_filename(huge, "points.csv", NULL);
+  g_autofree char *hsig = g_strdup(sig);
+  char *tail = g_strrstr(hsig, "\"shards\": 3}");
+  ck_assert(tail != NULL);
+  *tail = '\0';
+  g_autofree char *hsig2 = g_strconcat(hsig, "\"shards\": 4294967295}\n", NULL);
+  ck_assert(g_file_set_contents(hugesig, hsig2, -1, NULL) && g_file_set_contents(hugecsv, text, -1, NULL));
+  const char *const sets[][5] = {{s0, s1, NULL}, {s0, s1, s1, s2, NULL}, {s0, s1, t0, NULL}, {s0, s1, bad, NULL},
+                                 {huge, NULL}};
   for (guint i = 0; i < G_N_ELEMENTS(sets); i++) {
     const char *args[16] = {"sweep", "merge", "--out", merged};
     guint n = 4;

@@ -142,6 +142,9 @@ int mm_cmd_calibrate(int argc, char **argv)
   g_autoptr(GArray) inputs = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
   for (guint i = 0; from_csv && from_csv[i]; i++) g_array_append_val(inputs, ((MmPathArg){"--from-csv", from_csv[i]}));
   if (!mm_outputs_check(outputs, (const MmPathArg *)(void *)inputs->data, &error)) return mm_cli_fail(error);
+  /* the measurements are no device file: --csv never replaces the base device */
+  const MmPathArg csv_output[] = {{"--csv", csv_out}, {NULL, NULL}}, device[] = {{"--device", device_path}, {NULL, NULL}};
+  if (!mm_outputs_check(csv_output, device, &error)) return mm_cli_fail(error);
 
   /* the base device first: a bad file fails before minutes of measuring */
   g_autoptr(cJSON) base_root = NULL;

@@ -421,8 +421,9 @@ gboolean mm__sac_unit(const MmScenario *s, const MmGraph *g, uint32_t u);
 /* offload.c: activation offload to host (offload_num_layers; Megatron-Core cpu_offloading) */
 /* Per unit: 1 when its activations are offloaded (the first N layer units of each chunk). (transfer full) */
 uint8_t *mm__offload_units(const MmScenario *s, const MmGraph *g, const uint32_t *chunk);
-/* The activations unit @u keeps for its backward on one device, one micro-batch (no recompute). */
-double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u);
+/* The activations unit @u keeps for its backward on one device, one micro-batch (no recompute),
+ * its expert layers' for @expert_load x the mean routed tokens (the device's behaviour, as memory.c). */
+double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u, double expert_load);
 /* Emits the copy of unit @u's activations to host memory (or, @reload, back) after @d. */
 uint32_t mm__emit_offload_copy(Lower *L, uint32_t u, uint32_t micro, gboolean reload, const Deps *d);
 

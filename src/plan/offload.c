@@ -20,7 +20,7 @@ uint8_t *mm__offload_units(const MmScenario *s, const MmGraph *g, const uint32_t
   return r;
 }
 
-double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u)
+double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u, double expert_load)
 {
   const MmUnit *un = &g->units[u];
   const double samples = s->blocks[un->block].samples_per_micro;
@@ -28,7 +28,7 @@ double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u)
   for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     MmPlacement p;
     mm_plan_place(s, g, li, &p);
-    act += samples * mm_plan_kept_bytes(&g->layers[li], &p);
+    act += samples * mm_plan_kept_bytes(&g->layers[li], &p) * (p.load_scaled ? expert_load : 1.0);
   }
   return act;
 }
@@ -36,5 +36,6 @@ double mm__unit_act_bytes(const MmScenario *s, const MmGraph *g, uint32_t u)
 uint32_t mm__emit_offload_copy(Lower *L, uint32_t u, uint32_t micro, gboolean reload, const Deps *d)
 {
   return mm__emit_host_copy(L, reload ? MM_STREAM_OFFLOAD_H2D : MM_STREAM_OFFLOAD_D2H, MM_OP_COPY,
-                            reload ? MM_PHASE_BWD : MM_PHASE_FWD, u, micro, mm__unit_act_bytes(L->s, L->g, u), d);
+                            reload ? MM_PHASE_BWD : MM_PHASE_FWD, u, micro,
+                            mm__unit_act_bytes(L->s, L->g, u, L->expert_load), d);
 }

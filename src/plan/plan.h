@@ -529,11 +529,12 @@ static inline const MmPlanProgram *mm_plan_class_program(const MmPlan *p, uint32
 /* The programs of all pipeline stages are held at once: their estimated ops together. */
 #define MM_PLAN_MAX_TOTAL_OPS (1 << 26)
 #define MM_PLAN_MAX_ITERATION_S 1e6 /* 11.6 days */
-/* --per-device runs a class per device, each with its program's op states (about 38 bytes per op
- * and device in the engine, measured: 2048 devices x 523,000 ops asked 41 GB): the ops of all
- * devices together, at most about 5 GB; and the streams of all devices, at most what the engine
- * numbers (MM_ENGINE_MAX_STREAMS). */
-#define MM_PLAN_MAX_PER_DEVICE_OPS (1 << 27)
+/* --per-device runs a class per device, each with its program's op states (23 to 38 bytes per op
+ * and device in the engine, measured: 2048 devices x 523,000 ops asked 41 GB; scripts/bench-scale.sh's
+ * 405B layout on 131,072 GPUs runs about 4e8 ops in 9.3 GB): the ops of all devices together, at
+ * most 2^29 (about 12-20 GB); and the streams of all devices, at most what the engine numbers
+ * (MM_ENGINE_MAX_STREAMS). */
+#define MM_PLAN_MAX_PER_DEVICE_OPS (1 << 29)
 
 /* Lowers one training (or inference) iteration of @s: forward, backward
  * (input- and weight-gradient), recompute, optimizer; FSDP gathers with

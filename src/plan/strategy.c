@@ -203,7 +203,6 @@ static char *check_tp(const MmScenario *s, const MmBlock *b, const MmBlockSetup 
                       const char **field)
 {
   const int64_t tp = bs->degree[MM_STRAT_TP];
-  (void)l;
   *field = "degree";
   if (b->kind != MM_BLOCK_TRANSFORMER || tp <= 1) return NULL;
   const char *bad = NULL;
@@ -211,15 +210,20 @@ static char *check_tp(const MmScenario *s, const MmBlock *b, const MmBlockSetup 
   if (b->heads % tp != 0) bad = "heads", v = b->heads;
   else if (b->kv_heads >= tp ? b->kv_heads % tp != 0 : tp % b->kv_heads != 0) bad = "kv_heads", v = b->kv_heads;
   else if (b->ffn % tp != 0) bad = "ffn", v = b->ffn;
-  /* sequence parallelism splits each sequence over the TP ranks outside attention and the MLP
-   * (Megatron-Core's scatter along the sequence dimension asserts it divides) */
-  else if (bs->sp && !s->cfg->serving.present && b->seq_len % tp != 0) bad = "seq_len", v = b->seq_len;
-  if (!bad) return NULL;
-  return g_strdup_printf("tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT " of block \"%s\" (%s)%s",
-                         tp, bad, v, b->name, s->model->path,
-                         v == b->seq_len && strcmp(bad, "seq_len") == 0
-                           ? ": sequence parallelism splits each sequence over the TP ranks (use tp without it)"
-                           : "");
+  if (bad)
+    return g_strdup_printf("tp degree %" G_GINT64_FORMAT " does not divide %s %" G_GINT64_FORMAT " of block \"%s\" (%s)",
+                           tp, bad, v, b->name, s->model->path);
+  /* sequence parallelism splits each cp (ulysses) rank's part of a sequence over the TP ranks outside
+   * attention and the MLP (Megatron-Core's scatter along the sequence dimension asserts it divides);
+   * checked at the sp level (a tp level beside it is not the one to change) */
+  const int64_t split = tp * bs->degree[MM_STRAT_CP] * bs->degree[MM_STRAT_ULYSSES];
+  if (!bs->sp || !l->sequence_parallel || l->degree <= 1 || s->cfg->serving.present || b->seq_len % split == 0)
+    return NULL;
+  g_autofree char *over = split == tp ? g_strdup_printf("the %" G_GINT64_FORMAT " TP ranks", tp)
+                                      : g_strdup_printf("tp x cp x ulysses = %" G_GINT64_FORMAT " ranks", split);
+  return g_strdup_printf("sequence parallelism splits each sequence over %s, which does not divide seq_len %"
+                         G_GINT64_FORMAT " of block \"%s\" (use tp without sequence parallelism, or another degree)",
+                         over, b->seq_len, b->name);
 }
 
 /* Expert parallelism: each rank holds experts / degree whole experts and computes its

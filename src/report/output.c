@@ -84,11 +84,16 @@ static G_GNUC_PRINTF(3, 4) void out_error(GError **error, const Output *o, const
   g_set_error(error, MM_REPORT_ERROR, MM_REPORT_ERROR_IO, "%s: %s", w, msg);
 }
 
-static Output *add(MmOutputs *s, const char *option, const char *path)
+static Output *add_output(GArray *outs, const char *option, const char *path)
 {
   Output o = {.option = g_strdup(option), .path = g_strdup(path)};
-  g_array_append_val(s->outs, o);
-  return &g_array_index(s->outs, Output, s->outs->len - 1);
+  g_array_append_val(outs, o);
+  return &g_array_index(outs, Output, outs->len - 1);
+}
+
+static Output *add(MmOutputs *s, const char *option, const char *path)
+{
+  return add_output(s->outs, option, path);
 }
 
 void mm_outputs_add(MmOutputs *s, const char *option, const char *path, char *data, gsize len)
@@ -166,33 +171,37 @@ static gboolean resolve(Output *o, GError **error)
   return TRUE;
 }
 
+static gboolean distinct(const Output *a, const Output *b, GError **error);
+
 gboolean mm_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error)
 {
+  g_autoptr(GArray) seen = g_array_new(FALSE, TRUE, sizeof(Output)); /* the outputs checked so far */
+  g_array_set_clear_func(seen, output_clear);
   for (const MmPathArg *a = outputs; a->option; a++) {
     if (!a->path) continue;
-    Output o = {.option = (char *)a->option, .path = (char *)a->path};
-    const gboolean ok = resolve(&o, error);
-    g_autofree char *target = o.target;
-    if (!ok) return FALSE;
-    if (o.kind == KIND_FILE && !o.exists) { /* created beside itself at commit: its folder must take it */
-      g_autofree char *dir = g_path_get_dirname(target);
+    Output *o = add_output(seen, a->option, a->path);
+    if (!resolve(o, error)) return FALSE;
+    for (guint k = 0; k + 1 < seen->len; k++) /* two outputs on one destination: refused at commit, after the work */
+      if (!distinct(&g_array_index(seen, Output, k), o, error)) return FALSE;
+    if (o->kind == KIND_FILE) { /* new or replaced, a temporary is created beside it: its folder must take it */
+      g_autofree char *dir = g_path_get_dirname(o->target);
       if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
-        out_error(error, &o, "its folder %s does not exist", dir);
+        out_error(error, o, "its folder %s does not exist", dir);
         return FALSE;
       }
       if (g_access(dir, W_OK) != 0) {
         int err = errno;
-        out_error(error, &o, "cannot write in %s: %s", dir, g_strerror(err));
+        out_error(error, o, "cannot write in %s: %s", dir, g_strerror(err));
         return FALSE;
       }
     }
-    if (!o.exists) continue;
+    if (!o->exists) continue;
     for (const MmPathArg *in = inputs; in && in->option; in++) {
       GStatBuf st;
       if (!in->path || strcmp(in->path, "-") == 0 || g_stat(in->path, &st) != 0 || !S_ISREG(st.st_mode) ||
-          st.st_dev != o.dev || st.st_ino != o.ino)
+          st.st_dev != o->dev || st.st_ino != o->ino)
         continue;
-      out_error(error, &o, "is the file %s %s reads: the output would replace it; give the output another name",
+      out_error(error, o, "is the file %s %s reads: the output would replace it; give the output another name",
                 in->option, in->path);
       return FALSE;
     }

@@ -628,6 +628,13 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
       ok = FALSE;
       break;
     }
+    if (!sweep && sh[i].shards > n) { /* (a corrupt count would also size the table below) */
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "%s: shard %u/%u: expected the %u folders of `madmax sweep --shard K/%u`, got %u", shard_dirs[i],
+                  sh[i].shard, sh[i].shards, sh[i].shards, sh[i].shards, n);
+      ok = FALSE;
+      break;
+    }
     if (!sweep) {
       sweep = g_steal_pointer(&sig);
       seen = g_new0(char *, sh[i].shards);
