@@ -742,11 +742,13 @@ START_TEST(test_plot_bad_input)
     {{"plot", trace, "--kind", "timeline", "--window", "5:1", NULL}, "--window"},
     {{"plot", "--kind", "timeline", NULL}, "INPUT"},
     {{"plot", "no/such.json", "--kind", "timeline", NULL}, "no/such.json"},
-    {{"plot", trace, "--kind", "timeline", "--out", "no/such/dir/t.png", NULL}, "cannot write"},
+    {{"plot", trace, "--kind", "timeline", "--out", "no/such/dir/t.png", NULL}, "no/such/dir does not exist"},
     {{"plot", trace, "--kind", "timeline", "--size", "huge", "--out", fig, NULL}, "--size"},
     {{"plot", trace, "--kind", "timeline", "--size", "0x2", "--out", fig, NULL}, "--size"},
     {{"plot", trace, "--kind", "timeline", "--script", "-", NULL}, "--script"},
     {{"plot", trace, "--kind", "timeline", "--out", "a\"b.png", "--script", "x.gp", NULL}, "a\"b.png"},
+    /* the script written over the trace it reads (exit 0, the trace gone) */
+    {{"plot", trace, "--kind", "timeline", "--script", trace, NULL}, "is the file INPUT"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *err = NULL;

@@ -136,6 +136,21 @@ int mm_cmd_plot(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const gboolean draw = out || !script_path;
   if (!out) out = default_out(inputs[0], mm_plot_kind_names[kind]);
+  {
+    /* never over what it reads: the figure, the script or its data file naming an INPUT (a missing
+     * INPUT is reported as such, by the reading below) */
+    g_autofree char *data_path = script_path ? mm_plot_data_path(script_path) : NULL;
+    const MmPathArg outputs[] = {{"--out", draw ? out : NULL}, {"--script", script_path}, {"--script", data_path},
+                                 {NULL, NULL}};
+    g_autoptr(GArray) ins = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
+    gboolean all_there = TRUE;
+    for (guint i = 0; i < n; i++) {
+      g_array_append_val(ins, ((MmPathArg){"INPUT", inputs[i]}));
+      all_there &= g_file_test(inputs[i], G_FILE_TEST_EXISTS);
+    }
+    if (all_there && !mm_outputs_check(outputs, (const MmPathArg *)(void *)ins->data, &error))
+      return mm_cli_fail(error);
+  }
   if (script_path) {
     g_autofree char *data = NULL;
     g_autofree char *script = mm_plot_script((MmPlotKind)kind, inputs, n, out, &opt, &data, &error);
