@@ -57,7 +57,7 @@ static void busiest_stage_s(const MmScenario *s, const MmGraph *g, const double 
 {
   const gboolean training = s->cfg->task != MM_TASK_INFERENCE;
   const guint first_trained = mm_plan_first_trained(s);
-  const double load = s->cfg->expert_skew > 0 && s->ep_degree > 1 ? 1.0 + s->cfg->expert_skew : 1.0;
+  const double load = mm_plan_hot_expert_load(s);
   const double launch = mm_plan_launch_s(s, g);
   MmLinks links;
   mm_comm_links(s->hw, &links);

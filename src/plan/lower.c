@@ -47,8 +47,8 @@ static void lower_free(Lower *L)
 static double behaviour_load(const MmScenario *s, gboolean hot)
 {
   const double skew = s->cfg->expert_skew, ep = (double)s->ep_degree;
-  if (skew <= 0 || ep <= 1) return 1.0;
-  return hot ? 1.0 + skew : (ep - 1.0 - skew) / (ep - 1.0);
+  if (hot || skew <= 0 || ep <= 1) return mm_plan_hot_expert_load(s);
+  return (ep - 1.0 - skew) / (ep - 1.0);
 }
 
 static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks *links, const uint32_t *unit_chunk,

@@ -70,9 +70,8 @@ static void unit_memory(const MmScenario *s, const MmGraph *g, guint u, guint ft
   const gboolean trained = training && !bs->frozen;
   /* ZeRO: optimizer states (stage 1) and gradients (stage 2) sharded over the replicas */
   double act = 0, in = 0, peak_io = 0, dropped = 0;
-  /* skewed routing: the busiest ep rank, the one the lowering's hot class runs, computes (1 + skew) x
-   * the mean routed tokens and keeps their expert activations */
-  const double hot = c->expert_skew > 0 && s->ep_degree > 1 ? 1.0 + c->expert_skew : 1.0;
+  /* skewed routing: the busiest ep rank keeps the expert activations of the tokens it computes */
+  const double hot = mm_plan_hot_expert_load(s);
   memset(um, 0, sizeof *um);
   for (guint li = un->first_layer; li < un->first_layer + un->n_layers; li++) {
     const MmLayer *l = &g->layers[li];

@@ -331,6 +331,13 @@ static inline gboolean mm_plan_zero_gathers(const MmScenario *s, guint b)
   return bs->zero > 0 && !bs->frozen && s->model->blocks[b].kind != MM_BLOCK_EMBEDDING_BAG;
 }
 
+/* Expert load of the busiest expert-parallel rank (the lowering's hot class) under expert_skew:
+ * (1 + skew) x the mean routed tokens; 1 without skew. */
+static inline double mm_plan_hot_expert_load(const MmScenario *s)
+{
+  return s->cfg->expert_skew > 0 && s->ep_degree > 1 ? 1.0 + s->cfg->expert_skew : 1.0;
+}
+
 /* ZeRO-1/2: the ranks block @b's optimizer states (and stage-2 gradients) are sharded over,
  * its gradient replicas (mm_plan_grad_replicas); 1 without ZeRO. */
 static inline double mm_plan_zero_shards(const MmScenario *s, guint b, gboolean expert)
