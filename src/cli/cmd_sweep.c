@@ -95,7 +95,7 @@ static char *signature(const char *const files[4], gboolean full_space, char **m
     if (!more_systems[i + 1]) g_string_append_c(s, ']');
   }
   if (nodes > 0) g_string_append_printf(s, ", \"nodes\": %" G_GINT64_FORMAT, nodes);
-  g_string_append_printf(s, ", \"include_oom\": %s, \"shard\": %u, \"shards\": %u}\n", include_oom ? "true" : "false",
+  g_string_append_printf(s, ", \"include_oom\": %s" MM_SWEEP_SIG_SHARD, include_oom ? "true" : "false",
                          shard, shards);
   return g_string_free(s, FALSE);
 }

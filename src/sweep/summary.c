@@ -604,7 +604,7 @@ static char *shard_signature(const char *shard_dir, guint *k, guint *n, GError *
   if (!g_file_get_contents(path, &text, NULL, error)) return NULL;
   char *tail = g_strrstr(text, ", \"shard\": ");
   int used = 0;
-  if (!tail || sscanf(tail, ", \"shard\": %u, \"shards\": %u}\n%n", k, n, &used) != 2 || tail[used] || *n < 1 ||
+  if (!tail || sscanf(tail, MM_SWEEP_SIG_SHARD "%n", k, n, &used) != 2 || tail[used] || *n < 1 ||
       *k >= *n) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: expected the sweep.json of `madmax sweep --shard K/N`, ending \"shard\": K, \"shards\": N}", path);
@@ -729,7 +729,7 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
     /* the merged folder is the sweep of one process: its sweep.json (shard 0 of 1), so that a
      * --resume there (the summary of scripts/sweep-slurm.sh) checks its inputs as any other */
     g_autofree char *sig_path = g_build_filename(dir, "sweep.json", NULL);
-    g_autofree char *sig = ok ? g_strdup_printf("%s, \"shard\": 0, \"shards\": 1}\n", sweep) : NULL;
+    g_autofree char *sig = ok ? g_strdup_printf("%s" MM_SWEEP_SIG_SHARD, sweep, 0u, 1u) : NULL;
     if (ok && !g_file_set_contents(sig_path, sig, -1, error)) ok = FALSE;
   }
   for (guint i = 0; i < n; i++) {

@@ -237,6 +237,9 @@ typedef struct {
 cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_systems, const MmSweepBudget *budget,
                         GError **error);
 
+/* How a sweep.json (MmSweepOptions.signature) ends: its shard K of N; mm_sweep_merge reads it back. */
+#define MM_SWEEP_SIG_SHARD ", \"shard\": %u, \"shards\": %u}\n"
+
 /* Merges the points.csv of shard folders into DIR/points.csv in point order. The folders must be
  * the N shards of one sweep, each once (their sweep.json equal but for K/N), each row an index on
  * its shard after the one before; DIR/points.csv is replaced once complete (DIR may be a shard's). */
