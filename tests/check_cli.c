@@ -1156,6 +1156,7 @@ static const struct {
   /* a factor too small for any point to finish (said "nothing fits"), a component twice (the last won) */
   {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=1e-308", NULL}, {"--scale compute=1e-308", "1e-06"}},
   {"ranges", NULL, {"whatif", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--scale", "compute=2,compute=3", NULL}, {"compute is given twice"}},
+  {"ranges", NULL, {"sweep", "-m", LLAMA, "-H", DGX, "-c", TPFSDP, "--memo-mb", "-5", NULL}, {"--memo-mb -5", "0 to 1048576"}},
   {"overflow", "{\"name\":\"t\",\"blocks\":[{\"kind\":\"embedding_bag\",\"tables\":1,\"rows\":1e30,\"dim\":4,\"pooling\":1}]}",
    {"describe", "-m", "@", NULL}, {"@: $.blocks[0].rows:", "overflow"}},
   {"overflow", NULL, {"op", "collective", "--kind", "all_reduce", "--bytes", "1e30", "-H", DGX, NULL}, {"--bytes 1e30"}},

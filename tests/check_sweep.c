@@ -796,6 +796,56 @@ START_TEST(test_probes_reused)
 }
 END_TEST
 
+/* The memo of engine runs changes no byte: LLaMA-2-70B with every ZeRO stage (which its fully
+ * sharded strategies ignore: the same programs three times) gives the same rows without the
+ * memo, with it, and with a budget of a few runs (kept runs pushed out again and again), for any
+ * thread count; the memo answered runs. */
+static char *run_memo(const MmSweepSystem *sys, const char *name, guint jobs, gsize memo_bytes, uint64_t *replayed)
+{
+  g_autofree char *dir = tmp(name);
+  volatile int stop = 0;
+  MmSweepOptions o = {.systems = sys, .n_systems = 1, .dir = dir, .jobs = jobs, .shard = 0, .shards = 1,
+                      .stop = &stop, .signature = "memo", .memo_bytes = memo_bytes};
+  MmSweepStats st;
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
+  g_free(st.first_invalid);
+  ck_assert_msg(st.first_failure == NULL, "%s", st.first_failure);
+  ck_assert_uint_gt(st.simulated, 20);
+  *replayed = st.replayed;
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+  char *text = NULL;
+  ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+  return text;
+}
+
+START_TEST(test_memo_same_rows)
+{
+  g_autofree char *model = mm_test_src("models/llama2-70b.json"), *hw = mm_test_src("hardware/dgx-a100-2048.json");
+  g_autofree char *cfg = mm_test_src("configs/llm-pretrain-fsdp.json");
+  g_autofree char *space = tmp("memo-space.json");
+  ck_assert(g_file_set_contents(space, "{\"micro_batches\": [1, 2], \"recompute\": [\"none\", \"full\"], "
+                                       "\"zero\": [0, 1, 2]}", -1, NULL));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
+  ck_assert_msg(in != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, space, &error);
+  ck_assert_msg(sp != NULL, "%s", error ? error->message : "");
+  MmSweepSystem sys = {in, sp, 0};
+  mm_sweep_systems_index(&sys, 1);
+  uint64_t none = 1, big = 0, small = 0;
+  g_autofree char *plain = run_memo(&sys, "memo-none", 1, 0, &none);
+  g_autofree char *memo = run_memo(&sys, "memo-big", 2, (gsize)64 << 20, &big);
+  g_autofree char *tight = run_memo(&sys, "memo-small", 3, (gsize)768 << 10, &small);
+  ck_assert_str_eq(plain, memo);
+  ck_assert_str_eq(plain, tight);
+  ck_assert_uint_eq(none, 0);
+  ck_assert_uint_gt(big, 20);
+  /* the runs repeat one ZeRO stage apart, more than the small budget holds: fewer replays */
+  ck_assert_uint_lt(small, big);
+}
+END_TEST
+
 /* The points of a study share the graphs of the loaded model: the same graph object, and the
  * answers of a point preparing its own; a point with its own sequence length builds its own. */
 START_TEST(test_graph_cache)
@@ -926,6 +976,7 @@ int main(void)
   tcase_add_test(tc, test_probes_reused);
   tcase_add_test(tc, test_graph_cache);
   tcase_add_test(tc, test_same_bytes_any_jobs);
+  tcase_add_test(tc, test_memo_same_rows);
   tcase_add_test(tc, test_resume_after_cut);
   tcase_add_test(tc, test_resume_after_kill);
   tcase_add_test(tc, test_resume_bad_last_row);

@@ -259,6 +259,61 @@ static void build_slots(MmEngine *e)
   }
 }
 
+/* Where each class's op states and streams live (crt, prog_base, stream_base, totals): a
+ * function of the programs' sizes and the classes' programs alone, so that a replayed engine
+ * (mm_engine_new_replayed) lays its results out as the run that made them did. */
+gboolean mm__engine_layout(MmEngine *e, GError **error)
+{
+  e->crt = g_new0(ClassRt, e->n_classes + 1);
+  e->stream_base = g_new(uint32_t, e->n_classes + 1);
+  uint64_t ops = 0, streams = 0;
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    if (e->classes[c].program >= e->n_programs) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "class %u: no program %u", c, e->classes[c].program);
+      return FALSE;
+    }
+    e->stream_base[c] = (uint32_t)streams;
+    ops += e->programs[e->classes[c].program].n_ops;
+    streams += e->programs[e->classes[c].program].n_streams;
+    if (streams > MM__MAX_STREAMS) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many streams (more than %u)", MM__MAX_STREAMS);
+      return FALSE;
+    }
+    if (ops >= UINT32_MAX / 2) {
+      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many ops (%" G_GUINT64_FORMAT ")", ops);
+      return FALSE;
+    }
+  }
+  e->total_ops = (uint32_t)ops;
+  /* op states interleaved by program: op i of the k-th class running program p at
+   * prog_base[p] + i x (classes running p) + k, so that devices running the same op at
+   * the same time touch neighbouring states */
+  e->prog_users = g_new0(uint32_t, e->n_programs + 1);
+  e->prog_base = g_new0(uint32_t, e->n_programs + 1);
+  g_autofree uint32_t *prog_sbase = g_new0(uint32_t, e->n_programs + 1);
+  for (uint32_t c = 0; c < e->n_classes; c++) e->crt[c].op_base = e->prog_users[e->classes[c].program]++;
+  for (uint32_t p = 0, base = 0, sb = 0; p < e->n_programs; p++) {
+    e->prog_base[p] = base;
+    prog_sbase[p] = sb;
+    base += e->prog_users[p] * e->programs[p].n_ops;
+    sb += e->prog_users[p] * e->programs[p].n_streams;
+  }
+  for (uint32_t c = 0; c < e->n_classes; c++) {
+    const uint32_t p = e->classes[c].program, rank = e->crt[c].op_base;
+    e->crt[c] = (ClassRt){
+        .ops = e->programs[p].ops,
+        .ix = e->index ? &e->index[p] : NULL,
+        .dur = e->classes[c].dur,
+        .program = p,
+        .op_base = e->prog_base[p] + rank,
+        .op_stride = e->prog_users[p],
+        .sbase = prog_sbase[p] + rank,
+    };
+  }
+  e->total_streams = (uint32_t)streams;
+  return TRUE;
+}
+
 MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, const MmEngineClass *classes,
                         uint32_t n_classes, GError **error)
 {
@@ -271,53 +326,7 @@ MmEngine *mm_engine_new(const MmEngineProgram *programs, uint32_t n_programs, co
   e->index = g_new0(ProgIndex, n_programs);
   for (uint32_t p = 0; p < n_programs; p++)
     if (!index_program(&programs[p], &e->index[p], error)) return NULL;
-  e->crt = g_new0(ClassRt, n_classes + 1);
-  e->stream_base = g_new(uint32_t, n_classes + 1);
-  uint64_t ops = 0, streams = 0;
-  for (uint32_t c = 0; c < n_classes; c++) {
-    if (classes[c].program >= n_programs) {
-      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "class %u: no program %u", c, classes[c].program);
-      return NULL;
-    }
-    e->stream_base[c] = (uint32_t)streams;
-    ops += programs[classes[c].program].n_ops;
-    streams += programs[classes[c].program].n_streams;
-    if (streams > MM__MAX_STREAMS) {
-      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many streams (more than %u)", MM__MAX_STREAMS);
-      return NULL;
-    }
-    if (ops >= UINT32_MAX / 2) {
-      g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "too many ops (%" G_GUINT64_FORMAT ")", ops);
-      return NULL;
-    }
-  }
-  e->total_ops = (uint32_t)ops;
-  /* op states interleaved by program: op i of the k-th class running program p at
-   * prog_base[p] + i x (classes running p) + k, so that devices running the same op at
-   * the same time touch neighbouring states */
-  e->prog_users = g_new0(uint32_t, n_programs + 1);
-  e->prog_base = g_new0(uint32_t, n_programs + 1);
-  g_autofree uint32_t *prog_sbase = g_new0(uint32_t, n_programs + 1);
-  for (uint32_t c = 0; c < n_classes; c++) e->crt[c].op_base = e->prog_users[classes[c].program]++;
-  for (uint32_t p = 0, base = 0, sb = 0; p < n_programs; p++) {
-    e->prog_base[p] = base;
-    prog_sbase[p] = sb;
-    base += e->prog_users[p] * programs[p].n_ops;
-    sb += e->prog_users[p] * programs[p].n_streams;
-  }
-  for (uint32_t c = 0; c < n_classes; c++) {
-    const uint32_t p = classes[c].program, rank = e->crt[c].op_base;
-    e->crt[c] = (ClassRt){
-        .ops = programs[p].ops,
-        .ix = &e->index[p],
-        .dur = classes[c].dur,
-        .program = p,
-        .op_base = e->prog_base[p] + rank,
-        .op_stride = e->prog_users[p],
-        .sbase = prog_sbase[p] + rank,
-    };
-  }
-  e->total_streams = (uint32_t)streams;
+  if (!mm__engine_layout(e, error)) return NULL;
   e->st = g_new0(OpState, e->total_ops + 1);
   e->class_end = g_new0(MmTime, n_classes + 1);
   e->interf = g_new0(uint32_t, 3 * (gsize)n_classes + 1);

@@ -388,6 +388,10 @@ static void finish(MmEngine *e, uint32_t c, uint32_t op, const Stream *sp)
 
 gboolean mm_engine_run(MmEngine *e, GError **error)
 {
+  if (!e->index) {
+    g_set_error(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID, "a replayed engine cannot run (its results are kept)");
+    return FALSE;
+  }
   for (uint32_t q = 0; q < e->n_programs; q++) { /* in memory order */
     const MmEngineProgram *p = &e->programs[q];
     OpState *st = &e->st[e->prog_base[q]];

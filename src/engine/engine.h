@@ -131,4 +131,50 @@ gboolean mm_engine_groups_arithmetic(const MmEngine *e);
 /* Events processed in the last run (one per op completion). */
 uint64_t mm_engine_events(const MmEngine *e);
 
+/* ---- runs kept for reuse (a sweep's memo) ---------------------------- *
+ * A run's results depend on its programs and classes alone: nothing else enters the engine, and
+ * the simulation is deterministic. A sweep meets the same programs again and again (ZeRO stages
+ * that a fully sharded strategy ignores, recompute policies that change nothing it lowers), so
+ * it keeps results by a digest of what the engine reads and replays them instead of
+ * simulating again. */
+
+/* 128 bits over every field of @programs and @classes the engine reads (op fields, dependency
+ * and transfer arrays, durations, capacities, interference pace, representative devices, counts).
+ * Not cryptographic: inputs that differ in one 8-byte word (or in words of one lane) never
+ * collide; others do with a probability near 2^-64. Equal digests stand for equal runs. */
+typedef struct {
+  uint64_t h[2];
+} MmEngineDigest;
+void mm_engine_digest(const MmEngineProgram *programs, uint32_t n_programs, const MmEngineClass *classes,
+                      uint32_t n_classes, MmEngineDigest *out);
+
+/* What a finished run of an engine produced (every op's start and end, class ends, events,
+ * the group lookup). (transfer full) */
+typedef struct MmEngineResult MmEngineResult;
+MmEngineResult *mm_engine_result_new(const MmEngine *e);
+/* Bytes it holds. */
+gsize mm_engine_result_size(const MmEngineResult *r);
+void mm_engine_result_free(MmEngineResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmEngineResult, mm_engine_result_free)
+
+/* An engine over @programs and @classes (borrowed) that has run already: its results are @r's
+ * (copied), which a run of the same programs and classes produced. It answers every result
+ * accessor as that run's engine did; it cannot run again (mm_engine_run fails). Fails when @r
+ * does not have the shape of these programs and classes. */
+MmEngine *mm_engine_new_replayed(const MmEngineProgram *programs, uint32_t n_programs, const MmEngineClass *classes,
+                                 uint32_t n_classes, const MmEngineResult *r, GError **error);
+
+/* Runs kept by digest, shared by threads: the newest up to @budget bytes (the oldest go first). */
+typedef struct MmEngineMemo MmEngineMemo;
+MmEngineMemo *mm_engine_memo_new(gsize budget);
+void mm_engine_memo_free(MmEngineMemo *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmEngineMemo, mm_engine_memo_free)
+/* A run of @programs and @classes: replayed from @m when it holds one of the same digest (*hit
+ * TRUE), else built, run and kept. NULL @m: built and run. Errors as mm_engine_new and
+ * mm_engine_run. (transfer full) */
+MmEngine *mm_engine_memo_run(MmEngineMemo *m, const MmEngineProgram *programs, uint32_t n_programs,
+                             const MmEngineClass *classes, uint32_t n_classes, gboolean *hit, GError **error);
+/* Lookups answered from the memo, and runs it kept, so far. */
+void mm_engine_memo_counts(MmEngineMemo *m, uint64_t *hits, uint64_t *kept);
+
 G_END_DECLS

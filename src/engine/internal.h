@@ -177,6 +177,10 @@ struct MmEngine {
   gboolean overflow; /* a time past MM_TIME_MAX was asked for: the run fails */
 };
 
+/* build.c: the layout of @e's classes (crt, prog_base, prog_users, stream_base, totals) from its
+ * programs and classes; FALSE when a class names no program or the totals pass the limits. */
+gboolean mm__engine_layout(MmEngine *e, GError **error);
+
 /* now + @dt; past MM_TIME_MAX it saturates and flags the run as overflowed (never wraps, so
  * time never goes backwards). */
 static inline MmTime mm__after(MmEngine *e, MmTime dt)

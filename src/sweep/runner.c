@@ -29,6 +29,7 @@ typedef struct {
   gboolean include_oom;
   char **labels; /* per system: its system column */
   MmGraphCache *graphs; /* the points' shared graphs */
+  MmEngineMemo *memo;   /* engine runs kept for replay (NULL: none) */
 } Ctx;
 
 /* Points evaluated before the sweep (the estimate's timed probes): their slots, kept for the run. */
@@ -88,6 +89,7 @@ static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, cha
     *why = g_strdup(error->message);
     return NULL;
   }
+  sim->memo = o->memo;
   const MmScenario *s = sim->scenario;
   const gboolean fits = sim->memory->fits;
   const gboolean simulate = fits || o->include_oom;
@@ -176,18 +178,20 @@ static void work(gpointer data, gpointer user)
   g_mutex_unlock(&r->lock);
 }
 
-/* The context for evaluating points of @sys: their labels and a graph cache of its own. */
-static Ctx ctx_new(const MmSweepSystem *sys, guint n, gboolean include_oom)
+/* The context for evaluating points of @sys: their labels, a graph cache of its own and, with
+ * @memo_bytes > 0, a memo of engine runs of that budget. */
+static Ctx ctx_new(const MmSweepSystem *sys, guint n, gboolean include_oom, gsize memo_bytes)
 {
   char **labels = g_new0(char *, n + 1);
   for (guint k = 0; k < n; k++) labels[k] = mm_sweep_system_label(sys[k].inputs->hardware);
-  return (Ctx){sys, n, include_oom, labels, mm_graph_cache_new()};
+  return (Ctx){sys, n, include_oom, labels, mm_graph_cache_new(), memo_bytes ? mm_engine_memo_new(memo_bytes) : NULL};
 }
 
 static void ctx_clear(Ctx *c)
 {
   g_strfreev(c->labels);
   mm_graph_cache_free(c->graphs);
+  mm_engine_memo_free(c->memo);
   *c = (Ctx){0};
 }
 
@@ -204,7 +208,7 @@ MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolea
                               guint n, guint jobs)
 {
   MmSweepProbes *pr = g_new0(MmSweepProbes, 1);
-  pr->ctx = ctx_new(sys, n_systems, include_oom);
+  pr->ctx = ctx_new(sys, n_systems, include_oom, 0); /* timed: each simulated */
   pr->n = MIN(n, (guint)MM_SWEEP_PROBES);
   memcpy(pr->index, points, sizeof(uint64_t) * pr->n);
   GThreadPool *pool = g_thread_pool_new(probe_work, pr, (gint)MAX(1u, MIN(jobs, pr->n)), TRUE, NULL);
@@ -372,7 +376,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
-  r->ctx = ctx_new(o->systems, o->n_systems, o->include_oom);
+  r->ctx = ctx_new(o->systems, o->n_systems, o->include_oom, o->memo_bytes);
   g_mutex_init(&r->lock);
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
@@ -437,6 +441,8 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
+  uint64_t kept = 0;
+  if (r->ctx.memo) mm_engine_memo_counts(r->ctx.memo, &st->replayed, &kept);
   ctx_clear(&r->ctx);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");

@@ -113,8 +113,8 @@ void mm_simulation_free(MmSimulation *sim)
  * gave it by the difference every period, tens of periods for a 1.5% difference (8 stages of FSDP 8
  * x SP 8, 256 micro-batches: 96 periods). FALSE (nothing kept) when none did or none would be
  * shorter; an engine failure is an error. */
-static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan, MmEngine **engine,
-                           MmRunMetrics *metrics, uint32_t *micro, GError **error)
+static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmEngineMemo *memo, MmPlan **plan,
+                           MmEngine **engine, MmRunMetrics *metrics, uint32_t *micro, GError **error)
 {
   const uint32_t first = s->pp == 1 ? 5 : 6;
   for (uint32_t periods = first; periods <= 96; periods = periods == first ? 12 : periods * 2) {
@@ -124,8 +124,9 @@ static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmPlan **plan,
                          : 2 * (uint64_t)opt.micro_steps > (uint64_t)s->micro_steps)
       return FALSE;
     g_autoptr(MmPlan) p = mm_plan_new(s, g, &opt);
-    g_autoptr(MmEngine) e = mm_engine_new(p->engine_programs, p->n_programs, p->classes, p->n_classes, error);
-    if (!e || !mm_engine_run(e, error)) return FALSE;
+    g_autoptr(MmEngine) e =
+        mm_engine_memo_run(memo, p->engine_programs, p->n_programs, p->classes, p->n_classes, NULL, error);
+    if (!e) return FALSE;
     if (mm_report_run_metrics_steady(p, e, (uint32_t)s->micro_steps, metrics)) {
       *micro = opt.micro_steps;
       *plan = g_steal_pointer(&p);
@@ -155,18 +156,22 @@ static gboolean per_device_fits(const MmPlan *p, GError **error)
   return FALSE;
 }
 
-static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_device, gboolean timeline, MmPlan **plan,
-                         MmEngine **engine, MmRunMetrics *metrics, uint32_t *steady, GError **error)
+static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_device, gboolean timeline,
+                         MmEngineMemo *memo, MmPlan **plan, MmEngine **engine, MmRunMetrics *metrics, uint32_t *steady,
+                         GError **error)
 {
+  if (per_device) memo = NULL; /* one class per device: rarely met twice, and large to keep */
   if (!per_device && !timeline && steady) {
-    if (run_steady(s, g, plan, engine, metrics, steady, error)) return TRUE;
+    if (run_steady(s, g, memo, plan, engine, metrics, steady, error)) return TRUE;
     if (error && *error) return FALSE;
   }
   MmPlanOptions opt = {.per_device = per_device};
   *plan = mm_plan_new(s, g, &opt);
   if (per_device && !per_device_fits(*plan, error)) return FALSE;
-  *engine = mm_engine_new((*plan)->engine_programs, (*plan)->n_programs, (*plan)->classes, (*plan)->n_classes, error);
-  if (!*engine || !mm_engine_run(*engine, error)) return FALSE;
+  *engine =
+      mm_engine_memo_run(memo, (*plan)->engine_programs, (*plan)->n_programs, (*plan)->classes, (*plan)->n_classes,
+                         NULL, error);
+  if (!*engine) return FALSE;
   mm_report_run_metrics(*plan, *engine, metrics);
   return TRUE;
 }
@@ -265,12 +270,12 @@ MmSimulation *mm_simulation_prepare(const MmInputs *in, const MmPoint *pt, GErro
 gboolean mm_simulation_run(MmSimulation *sim, gboolean per_device, GError **error)
 {
   const MmScenario *s = sim->scenario;
-  if (!run_pass(s, sim->graph, per_device, sim->timeline, &sim->plan, &sim->engine, &sim->metrics,
+  if (!run_pass(s, sim->graph, per_device, sim->timeline, sim->memo, &sim->plan, &sim->engine, &sim->metrics,
                 &sim->steady_micro_steps, error))
     return FALSE;
   if (sim->decode_graph) {
-    if (!run_pass(s, sim->decode_graph, per_device, sim->timeline, &sim->decode_plan, &sim->decode_engine,
-                  &sim->decode_metrics, NULL, error))
+    if (!run_pass(s, sim->decode_graph, per_device, sim->timeline, sim->memo, &sim->decode_plan,
+                  &sim->decode_engine, &sim->decode_metrics, NULL, error))
       return FALSE;
     mm_report_serving_metrics(sim->plan, &sim->metrics, sim->decode_plan, &sim->decode_metrics, sim->memory,
                               &sim->serving);

@@ -56,6 +56,9 @@ typedef struct {
    * (mm_report_run_metrics_steady), and plan and engine those of the shorter run. */
   gboolean timeline;
   uint32_t steady_micro_steps; /* micro-batches simulated when that reduction applied, else 0 */
+  /* Set before running to replay engine runs met before (a sweep's memo, borrowed; NULL: none):
+   * the same answer (mm_engine_memo_run), without simulating again. */
+  MmEngineMemo *memo;
   /* serving only: one decode step, and the request-level figures */
   MmGraph *decode_graph;
   gboolean graphs_shared;   /* graph and decode_graph belong to an MmGraphCache */
@@ -206,10 +209,16 @@ typedef struct {
   gboolean progress;          /* a progress line on stderr */
   const char *signature;      /* what the sweep is of (inputs, space, options): DIR/sweep.json */
   MmSweepProbes *probes;      /* points already evaluated (NULL: none); the run takes their rows */
+  gsize memo_bytes;           /* engine runs kept for replay, at most this many bytes (0: none; the
+                               * same rows either way, see MmSimulation.memo) */
 } MmSweepOptions;
+
+/* The memo budget sweeps and what-if studies use unless told otherwise. */
+#define MM_SWEEP_MEMO_MB 64
 
 typedef struct {
   uint64_t points, valid, oom, invalid, failed, simulated, written;
+  uint64_t replayed;          /* engine runs the memo answered (varies with the threads' timing) */
   gboolean interrupted;
   char *first_invalid;        /* an example reason (transfer full) */
   char *first_failure;        /* an internal failure (a bug): the first (transfer full) */
