@@ -301,6 +301,45 @@ START_TEST(test_outputs_in_place_and_together)
 }
 END_TEST
 
+/* An output over a file the system names (its device file, a network's fit file) would destroy an
+ * input as surely as one over --hardware itself. Before, run, describe, whatif and op wrote their
+ * result over it (exit 0); now exit 1 before the work, naming the output and the file, unchanged. */
+START_TEST(test_output_not_system_file)
+{
+  g_autofree char *sys_dir = g_build_filename(mm_test_tmpdir(), "own-system", NULL);
+  static const char *const files[] = {"dgx-a100-2048.json", "devices/a100-80gb.json", "fits/nccl-a100-nvswitch.json",
+                                      "fits/nccl-a100-hdr-ib.json"};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *rel = g_build_filename("hardware", files[i], NULL), *src = mm_test_src(rel), *text = NULL;
+    g_autofree char *dst = g_build_filename(sys_dir, files[i], NULL), *dst_dir = g_path_get_dirname(dst);
+    ck_assert(g_mkdir_with_parents(dst_dir, 0755) == 0);
+    ck_assert(g_file_get_contents(src, &text, NULL, NULL) && g_file_set_contents(dst, text, -1, NULL));
+  }
+  g_autofree char *hw = g_build_filename(sys_dir, files[0], NULL), *device = g_build_filename(sys_dir, files[1], NULL);
+  g_autofree char *intra = g_build_filename(sys_dir, files[2], NULL), *inter = g_build_filename(sys_dir, files[3], NULL);
+  const struct {
+    const char *args[16];
+    const char *out, *what;
+  } cases[] = {
+    {{"run", "-m", "models/llama2-70b.json", "-H", hw, "-c", "configs/llm-pretrain-tp-fsdp.json", "-n", "1", "--json", device, NULL}, device, "device"},
+    {{"run", "-m", "models/llama2-70b.json", "-H", hw, "-c", "configs/llm-pretrain-tp-fsdp.json", "-n", "1", "--trace", inter, NULL}, inter, "inter_node fit"},
+    {{"describe", "-m", "models/llama2-70b.json", "-H", hw, "-c", "configs/llm-pretrain-tp-fsdp.json", "--json", intra, NULL}, intra, "intra_node fit"},
+    {{"whatif", "-m", "models/llama2-70b.json", "-H", hw, "-c", "configs/llm-pretrain-tp-fsdp.json", "-n", "1", "--json", device, NULL}, device, "device"},
+    {{"op", "collective", "--kind", "all_reduce", "--bytes", "1GiB", "-H", hw, "--json", intra, NULL}, intra,
+     "intra_node fit"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *before = NULL, *after = NULL, *err = NULL;
+    ck_assert(g_file_get_contents(cases[i].out, &before, NULL, NULL));
+    ck_assert_int_eq(mm_test_cli(cases[i].args, NULL, &err), 1);
+    g_autofree char *says = g_strdup_printf("is the file --hardware's %s %s reads", cases[i].what, cases[i].out);
+    ck_assert_msg(strstr(err, cases[i].out) && strstr(err, says), "case %u: %s", i, err);
+    ck_assert(g_file_get_contents(cases[i].out, &after, NULL, NULL));
+    ck_assert_str_eq(after, before);
+  }
+}
+END_TEST
+
 START_TEST(test_help_and_version)
 {
   const char *h[] = {"--help", NULL};
@@ -1339,6 +1378,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_bad_options);
   tcase_add_test(tc, test_unwritable_output_leaves_nothing);
   tcase_add_test(tc, test_outputs_in_place_and_together);
+  tcase_add_test(tc, test_output_not_system_file);
   tcase_add_test(tc, test_help_and_version);
   tcase_add_test(tc, test_schema_doc_is_current);
   tcase_add_test(tc, test_readme_tables_are_current);

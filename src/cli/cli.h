@@ -59,6 +59,12 @@ gboolean mm_cli_parse_int(const char *option, const char *text, gint64 min, gint
 gboolean mm_cli_study_load(const MmInputPaths *paths, const char *space, MmInputs **in, MmSweepSpace **sp,
                            GError **error);
 
+/* mm_outputs_check of @outputs against @inputs and the files each system among them (option
+ * "--hardware") names: its device file, its networks' fit files (mm_hardware_files), labelled
+ * "--hardware's device" and so on. A system that does not load adds none (the command's own load
+ * reports why). */
+gboolean mm_cli_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error);
+
 /* Parses options; on failure prints the error and "Try --help" and returns FALSE. */
 gboolean mm_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
 

@@ -52,7 +52,7 @@ int mm_cmd_describe(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--model", model_path}, {"--hardware", hw_path}, {"--config", cfg_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   MmCliInputs in;
   if (!mm_cli_inputs_load(&in, model_path, hw_path, cfg_path, nodes, &error)) {
     mm_cli_inputs_clear(&in);

@@ -159,7 +159,7 @@ static int op_collective(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   int64_t n = mm_hardware_devices(hw), g = hw->gpus_per_node;
@@ -280,7 +280,7 @@ static int op_sparse(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   const int64_t n = mm_hardware_devices(hw);

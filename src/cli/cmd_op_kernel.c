@@ -411,7 +411,7 @@ int mm_cmd_op_kernel(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const MmPathArg outputs[] = {{"--json", json_path}, {"--trace", trace_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   if (ranks_s) {
     if (!mm_cli_parse_int("--ranks", ranks_s, 2, 64, &v, &error)) return mm_cli_fail(error);
     base.ranks = v;

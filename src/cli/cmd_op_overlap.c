@@ -323,7 +323,7 @@ int mm_cmd_op_overlap(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const MmPathArg outputs[] = {{"--json", json_path}, {"--trace", trace_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--hardware", hw_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmHardware) hw = mm_hardware_load(hw_path, &error);
   if (!hw) return mm_cli_fail(error);
   ranks = hw->gpus_per_node;

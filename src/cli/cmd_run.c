@@ -61,7 +61,7 @@ int mm_cmd_run(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   const MmPathArg outputs[] = {{"--json", json_path}, {"--trace", trace_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--model", model_path}, {"--hardware", hw_path}, {"--config", cfg_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   MmSimOptions sopt = {.nodes = paths.nodes, .per_device = per_device, .timeline = TRUE};
   g_autoptr(MmSimulation) sim = mm_simulation_new(model_path, hw_path, cfg_path, &sopt, &error);
   if (!sim) return mm_cli_fail(error);

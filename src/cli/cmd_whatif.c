@@ -86,7 +86,7 @@ int mm_cmd_whatif(int argc, char **argv)
   const MmPathArg outputs[] = {{"--json", json_path}, {NULL, NULL}};
   const MmPathArg inputs[] = {{"--model", model_path}, {"--hardware", hw_path}, {"--config", cfg_path},
                               {"--space", space_path}, {NULL, NULL}};
-  if (!mm_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
+  if (!mm_cli_outputs_check(outputs, inputs, &error)) return mm_cli_fail(error);
   g_autoptr(MmInputs) in = NULL;
   g_autoptr(MmSweepSpace) sp = NULL;
   paths.model = model_path, paths.hardware = hw_path, paths.config = cfg_path;

@@ -111,3 +111,25 @@ gboolean mm_cli_study_load(const MmInputPaths *paths, const char *space, MmInput
   *sp = mm_sweep_space_new(*in, space, error);
   return *sp != NULL;
 }
+
+gboolean mm_cli_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error)
+{
+  g_autoptr(GArray) all = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
+  g_autoptr(GPtrArray) systems = g_ptr_array_new_with_free_func((GDestroyNotify)mm_hardware_free);
+  g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free);
+  for (const MmPathArg *a = inputs; a->option; a++) {
+    g_array_append_val(all, *a);
+    if (!a->path || strcmp(a->option, "--hardware") != 0) continue;
+    MmHardware *hw = mm_hardware_load(a->path, NULL);
+    if (!hw) continue;
+    g_ptr_array_add(systems, hw);
+    const char *what[MM_HARDWARE_MAX_FILES], *files[MM_HARDWARE_MAX_FILES];
+    const guint n = mm_hardware_files(hw, what, files);
+    for (guint i = 0; i < n; i++) {
+      char *label = g_strdup_printf("%s's %s", a->option, what[i]);
+      g_ptr_array_add(labels, label);
+      g_array_append_val(all, ((MmPathArg){label, files[i]}));
+    }
+  }
+  return mm_outputs_check(outputs, (const MmPathArg *)(void *)all->data, error);
+}

@@ -180,6 +180,17 @@ MmHardware *mm_hardware_load(const char *path, GError **error)
   return root ? hardware_from_json(path, root, error) : NULL;
 }
 
+guint mm_hardware_files(const MmHardware *h, const char *what[MM_HARDWARE_MAX_FILES],
+                        const char *paths[MM_HARDWARE_MAX_FILES])
+{
+  const char *const names[] = {"device", "intra_node fit", "inter_node fit"};
+  const char *const files[MM_HARDWARE_MAX_FILES] = {h->device.path, h->intra.fit, h->inter.fit};
+  guint n = 0;
+  for (guint i = 0; i < MM_HARDWARE_MAX_FILES; i++)
+    if (files[i]) what[n] = names[i], paths[n++] = files[i];
+  return n;
+}
+
 gboolean mm_hardware_use_calibrated(MmHardware *h, gboolean *used, GError **error)
 {
   *used = FALSE;
