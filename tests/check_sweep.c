@@ -325,6 +325,49 @@ START_TEST(test_merge_refuses)
 }
 END_TEST
 
+/* A shard cut short (a kill) holds part of its rows: its shard.json says so. Before, the merge
+ * joined it with exit 0 (rows missing, a row cut in half); now exit 1 naming the folder, the rows
+ * it holds and --resume, nothing written. A shard without shard.json (an older madmax) cannot be
+ * told complete: refused the same way. After --resume on each: the bytes of one process. */
+START_TEST(test_merge_incomplete)
+{
+  g_autofree char *space = mm_test_write("space-shard-kill.json",
+    "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}");
+  const char *sp[] = {"--space", space, "--jobs", "2", NULL};
+  g_autofree char *whole = tmp("i-whole"), *merged = tmp("i-merged"), *s0 = tmp("i-s0"), *s1 = tmp("i-s1");
+  g_autofree char *want = sweep_csv(whole, sp, 0);
+  const char *sh0[] = {"--space", space, "--jobs", "2", "--shard", "0/2", NULL};
+  g_free(sweep_csv(s0, sh0, 0));
+  const char *bin = g_getenv("MM_BINARY");
+  const char *argv[] = {bin, "sweep", DLRM[0], DLRM[1], DLRM[2], DLRM[3], DLRM[4], DLRM[5], "--out", s1, "--quiet",
+                        "--space", space, "--jobs", "2", "--shard", "1/2", NULL};
+  const int status = interrupt_sweep(argv, s1, SIGKILL);
+  ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const char *args[] = {"sweep", "merge", "--out", merged, s0, s1, NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+  g_autofree char *says = g_strdup_printf("%s: shard 1/2 is incomplete", s1);
+  ck_assert_msg(strstr(err, says) && strstr(err, "rows") && strstr(err, "--resume"), "%s", err);
+  ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
+  /* shard 0 without its shard.json */
+  g_autofree char *state0 = g_build_filename(s0, MM_SWEEP_SHARD_FILE, NULL);
+  ck_assert(g_unlink(state0) == 0);
+  const char *resume1[] = {"--space", space, "--jobs", "2", "--shard", "1/2", "--resume", NULL};
+  g_free(sweep_csv(s1, resume1, 0));
+  g_clear_pointer(&err, g_free);
+  ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+  g_autofree char *says0 = g_strdup_printf("%s: shard 0/2 cannot be told complete", s0);
+  ck_assert_msg(strstr(err, says0) && strstr(err, "--resume"), "%s", err);
+  ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
+  const char *resume0[] = {"--space", space, "--jobs", "2", "--shard", "0/2", "--resume", NULL};
+  g_free(sweep_csv(s0, resume0, 0));
+  ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
+  g_autofree char *csv = g_build_filename(merged, "points.csv", NULL), *got = NULL;
+  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
+  ck_assert_str_eq(got, want);
+}
+END_TEST
+
 /* The summary: the FSDP baseline (tables MP, as MAD-Max), the best point at least as fast, the
  * per-kind study, a Pareto set; OOM points pruned and counted. */
 START_TEST(test_summary)
@@ -984,6 +1027,7 @@ int main(void)
   tcase_add_test(tc, test_sigint_then_resume);
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_merge_refuses);
+  tcase_add_test(tc, test_merge_incomplete);
   tcase_add_test(tc, test_summary);
   tcase_add_test(tc, test_summary_pareto_streamed);
   tcase_add_test(tc, test_two_systems);

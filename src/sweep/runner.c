@@ -340,12 +340,24 @@ static gboolean resume_from(const MmSweepOptions *o, uint64_t n, const char *csv
   return TRUE;
 }
 
+/* A shard's DIR/shard.json: how many points the sweep has and whether this shard evaluated all of
+ * its own (MM_SWEEP_SHARD_FILE). */
+static gboolean write_shard_state(const MmSweepOptions *o, uint64_t n, gboolean complete, GError **error)
+{
+  g_autofree char *path = g_build_filename(o->dir, MM_SWEEP_SHARD_FILE, NULL);
+  g_autofree char *text = g_strdup_printf("{\"shard\": %u, \"shards\": %u, \"points\": %" G_GUINT64_FORMAT
+                                          ", \"complete\": %s}\n", o->shard, o->shards, n,
+                                          complete ? "true" : "false");
+  return g_file_set_contents(path, text, -1, error);
+}
+
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 {
   memset(st, 0, sizeof *st);
   g_autofree char *header = csv_header(o);
   g_autofree char *csv = g_build_filename(o->dir, "points.csv", NULL);
   g_autofree char *sig = g_build_filename(o->dir, "sweep.json", NULL);
+  const uint64_t n = o->systems[o->n_systems - 1].first + o->systems[o->n_systems - 1].space->n_points;
   if (g_mkdir_with_parents(o->dir, 0755) != 0) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "--out %s: %s", o->dir, g_strerror(errno));
     return FALSE;
@@ -359,7 +371,6 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
                   "%s: a sweep of other inputs, space or options; --resume continues the same sweep only", sig);
       return FALSE;
     }
-    const uint64_t n = o->systems[o->n_systems - 1].first + o->systems[o->n_systems - 1].space->n_points;
     if (!resume_from(o, n, csv, header, &first, &existed, error)) return FALSE;
   } else if (g_file_test(csv, G_FILE_TEST_EXISTS)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
@@ -367,6 +378,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     return FALSE;
   }
   if (!g_file_set_contents(sig, o->signature, -1, error)) return FALSE;
+  if (o->shards > 1 && !write_shard_state(o, n, FALSE, error)) return FALSE;
   FILE *out = fopen(csv, existed ? "a" : "w");
   if (!out) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
@@ -381,7 +393,6 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   g_cond_init(&r->cond);
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
   GThreadPool *pool = g_thread_pool_new(work, r, (gint)jobs, TRUE, NULL);
-  const uint64_t n = o->systems[o->n_systems - 1].first + o->systems[o->n_systems - 1].space->n_points;
   uint64_t next_write = shard_index(o, first), next_push = next_write;
   const gint64 t0 = g_get_monotonic_time();
   gint64 shown = 0;
@@ -450,5 +461,5 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", csv);
     return FALSE;
   }
-  return TRUE;
+  return o->shards == 1 || st->interrupted || write_shard_state(o, n, TRUE, error);
 }
