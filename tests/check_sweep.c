@@ -368,6 +368,42 @@ START_TEST(test_merge_incomplete)
 }
 END_TEST
 
+/* --out's files are never the sweep's inputs: a model at DIR/sweep.json, a config at
+ * DIR/summary.json, a system whose device file is DIR/points.csv. Before, the sweep wrote over the
+ * first two (exit 0: the model when it began, the config with its summary) and refused the third
+ * only as a sweep already there; now each is refused before any work (exit 1, naming --out and
+ * the input), the file unchanged. */
+START_TEST(test_out_not_input)
+{
+  g_autofree char *hw = mm_test_src(DLRM[3]), *fits = mm_test_src("hardware/fits"), *hw_text = NULL;
+  ck_assert(g_file_get_contents(hw, &hw_text, NULL, NULL));
+  static const char *const names[] = {"sweep.json", "summary.json", "points.csv"};
+  static const char *const from[] = {"models/dlrm-a.json", "configs/dlrm-pretrain-fsdp-mp.json",
+                                     "hardware/devices/a100-40gb.json"};
+  static const char *const option[] = {"--model", "--config", "--hardware's device"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autofree char *dname = g_strdup_printf("out-input-%u", i), *dir = tmp(dname);
+    ck_assert(g_mkdir_with_parents(dir, 0755) == 0);
+    g_autofree char *in = g_build_filename(dir, names[i], NULL), *src = mm_test_src(from[i]), *text = NULL;
+    ck_assert(g_file_get_contents(src, &text, NULL, NULL) && g_file_set_contents(in, text, -1, NULL));
+    /* the system with its device at @in (absolute paths: the copy sits in the temporary folder) */
+    g_auto(GStrv) a = g_strsplit(hw_text, "\"devices/a100-40gb.json\"", -1);
+    g_autofree char *quoted = g_strdup_printf("\"%s\"", in), *with_dev = g_strjoinv(quoted, a);
+    g_auto(GStrv) b = g_strsplit(with_dev, "\"fits/", -1);
+    g_autofree char *fits_dir = g_strdup_printf("\"%s/", fits), *sys_text = g_strjoinv(fits_dir, b);
+    g_autofree char *sys = mm_test_write("out-input-system.json", sys_text);
+    const char *args[] = {"sweep", "-m", i == 0 ? in : DLRM[1], "-H", i == 2 ? sys : DLRM[3], "-c",
+                          i == 1 ? in : DLRM[5], "--out", dir, "--quiet", NULL};
+    g_autofree char *err = NULL, *after = NULL;
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    g_autofree char *says = g_strdup_printf("--out %s: is the file %s %s reads", in, option[i], in);
+    ck_assert_msg(strstr(err, says) && !strstr(err, "points ("), "case %u: %s", i, err); /* before the estimate */
+    ck_assert(g_file_get_contents(in, &after, NULL, NULL));
+    ck_assert_str_eq(after, text);
+  }
+}
+END_TEST
+
 /* The summary: the FSDP baseline (tables MP, as MAD-Max), the best point at least as fast, the
  * per-kind study, a Pareto set; OOM points pruned and counted. */
 START_TEST(test_summary)
@@ -1028,6 +1064,7 @@ int main(void)
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_merge_refuses);
   tcase_add_test(tc, test_merge_incomplete);
+  tcase_add_test(tc, test_out_not_input);
   tcase_add_test(tc, test_summary);
   tcase_add_test(tc, test_summary_pareto_streamed);
   tcase_add_test(tc, test_two_systems);

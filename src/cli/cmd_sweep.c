@@ -132,6 +132,30 @@ static gboolean parse_bound_ms(const char *option, const char *text, double *out
   return TRUE;
 }
 
+/* Before the work: the files the sweep writes in @dir (points.csv, sweep.json, summary.json; a
+ * shard's shard.json) are none of its inputs, the files the systems name included. A folder yet to
+ * be made holds none; the runner makes it. */
+static gboolean check_out(const char *dir, const char *model, char **hardware, guint n_hardware, const char *config,
+                          const char *space, guint shards, GError **error)
+{
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) return TRUE;
+  static const char *const names[] = {"points.csv", "sweep.json", "summary.json", MM_SWEEP_SHARD_FILE};
+  char *paths[G_N_ELEMENTS(names)] = {NULL};
+  MmPathArg outputs[G_N_ELEMENTS(names) + 1] = {{NULL, NULL}};
+  for (guint i = 0; i < G_N_ELEMENTS(names) - (shards > 1 ? 0 : 1); i++) {
+    paths[i] = g_build_filename(dir, names[i], NULL);
+    outputs[i] = (MmPathArg){"--out", paths[i]};
+  }
+  g_autoptr(GArray) inputs = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
+  g_array_append_val(inputs, ((MmPathArg){"--model", model}));
+  for (guint k = 0; k < n_hardware; k++) g_array_append_val(inputs, ((MmPathArg){"--hardware", hardware[k]}));
+  g_array_append_val(inputs, ((MmPathArg){"--config", config}));
+  if (space && strcmp(space, "full") != 0) g_array_append_val(inputs, ((MmPathArg){"--space", space}));
+  gboolean ok = mm_cli_outputs_check(outputs, (const MmPathArg *)(void *)inputs->data, error);
+  for (guint i = 0; i < G_N_ELEMENTS(paths); i++) g_free(paths[i]);
+  return ok;
+}
+
 static int sweep_merge(int argc, char **argv)
 {
   g_autofree char *out_dir = NULL;
@@ -305,6 +329,9 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     return MM_EXIT_INPUT;
   }
   if (!out_dir) out_dir = g_strdup("results/sweep");
+  if (!check_out(out_dir, model_path, n_sys > 1 ? (char **)hw_list->pdata : &hw_path, n_sys, cfg_path, space_path,
+                 shards, &error))
+    return mm_cli_fail(error);
 
   /* how long: up to 256 points spread over the space derived (which are valid, which fit), and
    * MM_SWEEP_PROBES of those that fit, spread over them, simulated on the sweep's threads (the
