@@ -302,8 +302,9 @@ START_TEST(test_outputs_in_place_and_together)
 END_TEST
 
 /* An output over a file the system names (its device file, a network's fit file) would destroy an
- * input as surely as one over --hardware itself. Before, run, describe, whatif and op wrote their
- * result over it (exit 0); now exit 1 before the work, naming the output and the file, unchanged. */
+ * input as surely as one over --hardware itself; so would validate's over a file its cases name.
+ * Before, run, describe, whatif, op and validate wrote their result over it (exit 0); now exit 1
+ * before the work, naming the output and the file, unchanged. */
 START_TEST(test_output_not_system_file)
 {
   g_autofree char *sys_dir = g_build_filename(mm_test_tmpdir(), "own-system", NULL);
@@ -335,6 +336,27 @@ START_TEST(test_output_not_system_file)
     g_autofree char *says = g_strdup_printf("is the file --hardware's %s %s reads", cases[i].what, cases[i].out);
     ck_assert_msg(strstr(err, cases[i].out) && strstr(err, says), "case %u: %s", i, err);
     ck_assert(g_file_get_contents(cases[i].out, &after, NULL, NULL));
+    ck_assert_str_eq(after, before);
+  }
+  /* validate: the files its cases name, and the files their systems name */
+  g_autofree char *model = g_build_filename(sys_dir, "model.json", NULL), *model_src = mm_test_src("models/llama2-70b.json");
+  g_autofree char *model_text = NULL, *root = mm_test_src(".");
+  ck_assert(g_file_get_contents(model_src, &model_text, NULL, NULL) && g_file_set_contents(model, model_text, -1, NULL));
+  g_autofree char *cases_text = g_strdup_printf(
+    "{\"name\": \"t\", \"root\": \"%s\", \"cases\": [{\"id\": \"c\", \"source\": \"s\", \"model\": \"%s\", "
+    "\"hardware\": \"%s\", \"nodes\": 1, \"config\": \"configs/llm-pretrain-tp-fsdp.json\", "
+    "\"metric\": \"iteration_time_s\", \"measured\": 1}]}", root, model, hw);
+  g_autofree char *cases_path = mm_test_write("own-system-cases.json", cases_text);
+  const char *const outs[] = {model, device};
+  const char *const whats[] = {"CASES.json's model", "CASES.json's hardware's device"};
+  for (guint i = 0; i < G_N_ELEMENTS(outs); i++) {
+    const char *args[] = {"validate", cases_path, "--json", outs[i], NULL};
+    g_autofree char *before = NULL, *after = NULL, *err = NULL;
+    ck_assert(g_file_get_contents(outs[i], &before, NULL, NULL));
+    ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
+    g_autofree char *says = g_strdup_printf("is the file %s %s reads", whats[i], outs[i]);
+    ck_assert_msg(strstr(err, says), "validate %u: %s", i, err);
+    ck_assert(g_file_get_contents(outs[i], &after, NULL, NULL));
     ck_assert_str_eq(after, before);
   }
 }

@@ -290,6 +290,50 @@ static MmValidationRow *row_new(char *id, const char *group, const char *source,
   return r;
 }
 
+/* Appends @path with @label unless @seen has it. */
+static void add_input(GPtrArray *labels, GPtrArray *paths, GHashTable *seen, const char *label, const char *path)
+{
+  if (g_hash_table_contains(seen, path)) return;
+  g_hash_table_add(seen, g_strdup(path));
+  g_ptr_array_add(labels, g_strdup(label));
+  g_ptr_array_add(paths, g_strdup(path));
+}
+
+void mm_validation_inputs(const char *cases_path, gboolean calibrated, GPtrArray *labels, GPtrArray *paths)
+{
+  static const char *const lists[] = {"cases", "collective_cases", "overlap_cases"};
+  static const char *const keys[] = {"model", "hardware", "config"};
+  static const char *const key_labels[] = {"CASES.json's model", "CASES.json's hardware", "CASES.json's config"};
+  g_autoptr(cJSON) root = mm_json_load_file(cases_path, NULL);
+  const cJSON *rel = cJSON_GetObjectItemCaseSensitive(root, "root");
+  g_autofree char *dir = g_path_get_dirname(cases_path);
+  g_autofree char *base = resolve(dir, cJSON_IsString(rel) ? rel->valuestring : ".");
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, lists[l]);
+    for (const cJSON *it = cJSON_IsArray(list) ? list->child : NULL; it; it = it->next)
+      for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(it, keys[k]);
+        if (!cJSON_IsString(v)) continue;
+        g_autofree char *p = resolve(base, v->valuestring);
+        const gboolean is_new = !g_hash_table_contains(seen, p);
+        add_input(labels, paths, seen, key_labels[k], p);
+        if (k != 1 || !is_new) continue;
+        g_autoptr(MmHardware) hw = mm_hardware_load(p, NULL);
+        if (!hw) continue;
+        const char *what[MM_HARDWARE_MAX_FILES], *files[MM_HARDWARE_MAX_FILES];
+        const guint n = mm_hardware_files(hw, what, files);
+        for (guint i = 0; i < n; i++) {
+          g_autofree char *label = g_strdup_printf("%s's %s", key_labels[k], what[i]);
+          add_input(labels, paths, seen, label, files[i]);
+        }
+        gboolean used = FALSE;
+        if (calibrated && mm_hardware_use_calibrated(hw, &used, NULL) && used)
+          add_input(labels, paths, seen, "CASES.json's hardware's calibrated device", hw->device.path);
+      }
+  }
+}
+
 MmValidation *mm_validation_run(const char *cases_path, GError **error)
 {
   return mm_validation_run_calibrated(cases_path, FALSE, error);

@@ -49,6 +49,12 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error);
 /* The same, each case's device replaced by its calibrated sibling where one exists
  * (devices/X-calibrated.json, written by `madmax calibrate`; mm_hardware_use_calibrated). */
 MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean calibrated, GError **error);
+/* The files running @cases_path reads besides it (an output over one would destroy it): each
+ * case's model, system and config, and the files the systems name (device, fit files; with
+ * @calibrated the calibrated devices used), once each, appended to @paths with a label each in
+ * @labels ("CASES.json's model", "CASES.json's hardware's device"); both take g_free'd strings.
+ * What does not parse adds nothing (the run reports it). */
+void mm_validation_inputs(const char *cases_path, gboolean calibrated, GPtrArray *labels, GPtrArray *paths);
 void mm_validation_free(MmValidation *v);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmValidation, mm_validation_free)
 
