@@ -55,7 +55,8 @@ int mm_cmd_validate(int argc, char **argv)
   for (guint i = 0; i < paths->len; i++) g_array_append_val(inputs, ((MmPathArg){"CASES.json", g_ptr_array_index(paths, i)}));
   /* and the files the cases name: their models, systems (and the files those name), configs */
   g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free), files = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; i < paths->len; i++) mm_validation_inputs(g_ptr_array_index(paths, i), calibrated, labels, files);
+  for (guint i = 0; json_path && i < paths->len; i++)
+    mm_validation_inputs(g_ptr_array_index(paths, i), calibrated, labels, files);
   for (guint i = 0; i < files->len; i++)
     g_array_append_val(inputs, ((MmPathArg){g_ptr_array_index(labels, i), g_ptr_array_index(files, i)}));
   if (!mm_outputs_check(outputs, (const MmPathArg *)(void *)inputs->data, &error)) return mm_cli_fail(error);

@@ -114,6 +114,9 @@ gboolean mm_cli_study_load(const MmInputPaths *paths, const char *space, MmInput
 
 gboolean mm_cli_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error)
 {
+  gboolean any = FALSE;
+  for (const MmPathArg *o = outputs; o->option; o++) any |= o->path != NULL;
+  if (!any) return TRUE; /* nothing written: no system to load for it */
   g_autoptr(GArray) all = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
   g_autoptr(GPtrArray) systems = g_ptr_array_new_with_free_func((GDestroyNotify)mm_hardware_free);
   g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free);
