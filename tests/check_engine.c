@@ -829,6 +829,41 @@ START_TEST(test_digest_names_every_input)
 }
 END_TEST
 
+/* Differences in two words of one lane do not cancel: bit 63 of one duration and bit 30 of the
+ * duration four words on (a multiply before the rotation left the first a one-bit difference
+ * that the second cancelled for every input), nor in the low bits; and an op without
+ * dependencies or transfers is not read past the arrays for its first indices. */
+START_TEST(test_digest_lane_differences)
+{
+  Prog p = {0};
+  for (int i = 0; i < 8; i++) op(&p, 0, (MmTime)(100 + i), 0);
+  MmEngineProgram pr = prog(&p, 1);
+  MmTime d2[8];
+  const MmEngineClass cl = {0, p.dur, 0, unit_bw, 0};
+  MmEngineDigest a, b;
+  mm_engine_digest(&pr, 1, &cl, 1, &a);
+  const struct {
+    int w0, w1;
+    MmTime x0, x1;
+  } flips[] = {{0, 4, (MmTime)1 << 63, (MmTime)1 << 30}, {1, 5, (MmTime)1 << 63, (MmTime)1 << 30},
+               {0, 4, 1, 1}, {2, 6, (MmTime)1 << 62, (MmTime)1 << 29}, {3, 7, 3, 3}};
+  for (guint f = 0; f < G_N_ELEMENTS(flips); f++) {
+    memcpy(d2, p.dur, sizeof d2);
+    d2[flips[f].w0] ^= flips[f].x0;
+    d2[flips[f].w1] ^= flips[f].x1;
+    const MmEngineClass c2 = {0, d2, 0, unit_bw, 0};
+    mm_engine_digest(&pr, 1, &c2, 1, &b);
+    ck_assert_msg(!digest_eq(&a, &b), "flip %u collided", f);
+  }
+  /* first indices far past the arrays, on ops that have none to read */
+  p.ops[3].dep_first = 1000000;
+  p.ops[3].xfer_first = 1000000;
+  pr = prog(&p, 1);
+  mm_engine_digest(&pr, 1, &cl, 1, &b); /* under ASan: no read past deps / xl / xb */
+  ck_assert(!digest_eq(&a, &b));        /* the fields themselves are part of the op */
+}
+END_TEST
+
 /* A replayed engine answers every accessor as the engine that ran, and cannot run itself. */
 START_TEST(test_replayed_engine_equals_run)
 {
@@ -956,6 +991,7 @@ static Suite *engine_suite(void)
   suite_add_tcase(s, tr);
   TCase *tm = tcase_create("memo");
   tcase_add_test(tm, test_digest_names_every_input);
+  tcase_add_test(tm, test_digest_lane_differences);
   tcase_add_test(tm, test_replayed_engine_equals_run);
   tcase_add_test(tm, test_memo_replays_and_bounds);
   suite_add_tcase(s, tm);

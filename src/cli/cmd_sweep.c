@@ -196,7 +196,7 @@ int mm_cmd_sweep(int argc, char **argv)
 static int sweep_main(int argc, char **argv, const Mpi *mpi)
 {
   g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL, *ttft_text = NULL, *tpot_text = NULL;
-  gint jobs = 0, memo_mb = -1;
+  gint jobs = 0, memo_mb = G_MININT; /* G_MININT: not given (auto) */
   gdouble budget_tokens = 0, budget_samples = 0;
   gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
   g_autoptr(GPtrArray) hw_list = g_ptr_array_new_with_free_func(g_free);
@@ -271,7 +271,7 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     fprintf(stderr, "madmax: --jobs %d: expected 1 to 4096 (0: all cores)\n", jobs);
     return MM_EXIT_INPUT;
   }
-  if (memo_mb < -1 || memo_mb > 1048576) {
+  if (memo_mb != G_MININT && (memo_mb < 0 || memo_mb > 1048576)) {
     fprintf(stderr, "madmax: --memo-mb %d: expected 0 to 1048576 MiB (0: no memo)\n", memo_mb);
     return MM_EXIT_INPUT;
   }
@@ -383,8 +383,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   MmSweepOptions o = {.systems = sys, .n_systems = n_sys, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
                       .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
                       .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig,
-                      .probes = probe, .memo_bytes = (gsize)memo_mb << 20};
-  if (memo_mb < 0) { /* auto */
+                      .probes = probe, .memo_bytes = memo_mb > 0 ? (gsize)memo_mb << 20 : 0};
+  if (memo_mb == G_MININT) { /* auto */
     gboolean repeats = FALSE;
     for (guint k = 0; k < n_sys; k++) repeats |= sys[k].space->n_zero > 1 || sys[k].space->n_recompute > 1;
     o.memo_bytes = repeats ? (gsize)MM_SWEEP_MEMO_MB << 20 : 0;

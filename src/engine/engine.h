@@ -140,8 +140,8 @@ uint64_t mm_engine_events(const MmEngine *e);
 
 /* 128 bits over every field of @programs and @classes the engine reads (op fields, dependency
  * and transfer arrays, durations, capacities, interference pace, representative devices, counts).
- * Not cryptographic: inputs that differ in one 8-byte word (or in words of one lane) never
- * collide; others do with a probability near 2^-64. Equal digests stand for equal runs. */
+ * Not cryptographic (xxHash64's round in four lanes): inputs that differ in one 8-byte word never
+ * collide; others by chance only, about 2^-64 for a pair. Equal digests stand for equal runs. */
 typedef struct {
   uint64_t h[2];
 } MmEngineDigest;
@@ -174,7 +174,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmEngineMemo, mm_engine_memo_free)
  * mm_engine_run. (transfer full) */
 MmEngine *mm_engine_memo_run(MmEngineMemo *m, const MmEngineProgram *programs, uint32_t n_programs,
                              const MmEngineClass *classes, uint32_t n_classes, gboolean *hit, GError **error);
-/* Lookups answered from the memo, and runs it kept, so far. */
+/* Lookups answered from the memo, and runs it kept, so far (either pointer may be NULL). */
 void mm_engine_memo_counts(MmEngineMemo *m, uint64_t *hits, uint64_t *kept);
 
 G_END_DECLS

@@ -5,20 +5,25 @@
 
 /* ---- digest ------------------------------------------------------------ *
  * Four independent 64-bit lanes over the input's 8-byte words (word k of an array to lane
- * k mod 4, counts and lengths to lane 0), each step v = rotl((v ^ w) * K, 31): a bijection of the
- * lane for any word and of the word for any lane, so a difference in one word always survives;
- * the lanes run side by side. */
+ * k mod 4, counts and lengths to lane 0), each step xxHash64's round, v = rotl(v + w * P2, 31) * P1:
+ * a bijection of the lane for any word and of the word for any lane, so a difference in one word
+ * always survives, and the multiply after the rotation spreads a difference over the lane's upper
+ * bits, so differences in several words of a lane cancel only by chance (with the multiply first, a
+ * top-bit difference stayed one bit and the next word of the lane could cancel it for every
+ * input); the lanes run side by side. */
 
 typedef struct {
   uint64_t v[4];
 } Hasher;
 
-static const uint64_t LANE_K[4] = {0x9E3779B97F4A7C15u, 0xC2B2AE3D27D4EB4Fu, 0x165667B19E3779F9u,
-                                   0xD6E8FEB86659FD93u};
+#define P1 0x9E3779B185EBCA87u /* xxHash64's primes */
+#define P2 0xC2B2AE3D27D4EB4Fu
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-static inline void step(Hasher *h, unsigned l, uint64_t w) { h->v[l] = rotl64((h->v[l] ^ w) * LANE_K[l], 31); }
+static inline uint64_t round64(uint64_t v, uint64_t w) { return rotl64(v + w * P2, 31) * P1; }
+
+static inline void step(Hasher *h, unsigned l, uint64_t w) { h->v[l] = round64(h->v[l], w); }
 
 /* One word (a count, a flag) into lane 0. */
 static inline void take(Hasher *h, uint64_t w) { step(h, 0, w); }
@@ -32,10 +37,10 @@ static void take_bytes(Hasher *h, const void *data, size_t n)
   for (; n >= 32; p += 32, n -= 32) {
     uint64_t w[4];
     memcpy(w, p, sizeof w);
-    a = rotl64((a ^ w[0]) * LANE_K[0], 31);
-    b = rotl64((b ^ w[1]) * LANE_K[1], 31);
-    c = rotl64((c ^ w[2]) * LANE_K[2], 31);
-    d = rotl64((d ^ w[3]) * LANE_K[3], 31);
+    a = round64(a, w[0]);
+    b = round64(b, w[1]);
+    c = round64(c, w[2]);
+    d = round64(d, w[3]);
   }
   h->v[0] = a, h->v[1] = b, h->v[2] = c, h->v[3] = d;
   for (unsigned l = 0; n >= 8; p += 8, n -= 8, l++) {
@@ -70,11 +75,13 @@ void mm_engine_digest(const MmEngineProgram *programs, uint32_t n_programs, cons
     const MmEngineProgram *p = &programs[q];
     take(&h, (uint64_t)p->n_ops << 32 | p->n_streams);
     take(&h, p->n_links);
-    /* the dependency and transfer arrays as far as the ops reach into them */
+    /* the dependency and transfer arrays as far as the ops read them (an op with none reads none,
+     * whatever its first index says) */
     uint64_t deps = 0, xfers = 0;
     for (uint32_t i = 0; i < p->n_ops; i++) {
-      deps = MAX(deps, (uint64_t)p->ops[i].dep_first + p->ops[i].n_deps);
-      xfers = MAX(xfers, (uint64_t)p->ops[i].xfer_first + p->ops[i].n_xfer);
+      const MmEngineOp *op = &p->ops[i];
+      if (op->n_deps) deps = MAX(deps, (uint64_t)op->dep_first + op->n_deps);
+      if (op->n_xfer) xfers = MAX(xfers, (uint64_t)op->xfer_first + op->n_xfer);
     }
     take(&h, deps << 32 | xfers);
     take_bytes(&h, p->ops, sizeof(MmEngineOp) * p->n_ops);
@@ -206,8 +213,8 @@ void mm_engine_memo_free(MmEngineMemo *m)
 void mm_engine_memo_counts(MmEngineMemo *m, uint64_t *hits, uint64_t *kept)
 {
   g_mutex_lock(&m->lock);
-  *hits = m->hits;
-  *kept = m->kept;
+  if (hits) *hits = m->hits;
+  if (kept) *kept = m->kept;
   g_mutex_unlock(&m->lock);
 }
 

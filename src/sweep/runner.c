@@ -452,8 +452,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   g_mutex_clear(&r->lock);
   g_cond_clear(&r->cond);
-  uint64_t kept = 0;
-  if (r->ctx.memo) mm_engine_memo_counts(r->ctx.memo, &st->replayed, &kept);
+  if (r->ctx.memo) mm_engine_memo_counts(r->ctx.memo, &st->replayed, NULL);
   ctx_clear(&r->ctx);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");

@@ -213,7 +213,8 @@ typedef struct {
                                * same rows either way, see MmSimulation.memo) */
 } MmSweepOptions;
 
-/* The memo budget sweeps and what-if studies use unless told otherwise. */
+/* The memo budget a sweep uses unless told otherwise (madmax sweep --memo-mb; what-if studies keep
+ * none: their scaled systems rarely repeat a run). */
 #define MM_SWEEP_MEMO_MB 64
 
 typedef struct {
