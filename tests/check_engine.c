@@ -865,16 +865,24 @@ START_TEST(test_digest_lane_differences)
 END_TEST
 
 /* A replayed engine answers every accessor as the engine that ran, and cannot run itself. */
+/* memo_programs, run once. */
+static MmEngine *memo_run(Prog *p, MmTime d1[], MmEngineProgram *pr, MmEngineClass cls[2])
+{
+  memo_programs(p, d1, pr, cls);
+  g_autoptr(GError) error = NULL;
+  MmEngine *e = mm_engine_new(pr, 1, cls, 2, &error);
+  ck_assert_msg(e && mm_engine_run(e, &error), "%s", error ? error->message : "");
+  return e;
+}
+
 START_TEST(test_replayed_engine_equals_run)
 {
   Prog p;
   MmTime d1[32];
   MmEngineProgram pr;
   MmEngineClass cls[2];
-  memo_programs(&p, d1, &pr, cls);
+  g_autoptr(MmEngine) e = memo_run(&p, d1, &pr, cls);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmEngine) e = mm_engine_new(&pr, 1, cls, 2, &error);
-  ck_assert(e && mm_engine_run(e, &error));
   g_autoptr(MmEngineResult) r = mm_engine_result_new(e);
   ck_assert_uint_ge(mm_engine_result_size(r), sizeof(MmTime) * 2 * 2 * p.n);
   g_autoptr(MmEngine) x = mm_engine_new_replayed(&pr, 1, cls, 2, r, &error);
@@ -907,10 +915,8 @@ START_TEST(test_memo_replays_and_bounds)
   MmTime d1[32];
   MmEngineProgram pr;
   MmEngineClass cls[2];
-  memo_programs(&p, d1, &pr, cls);
+  g_autoptr(MmEngine) ref = memo_run(&p, d1, &pr, cls);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmEngine) ref = mm_engine_new(&pr, 1, cls, 2, &error);
-  ck_assert(ref && mm_engine_run(ref, &error));
   g_autoptr(MmEngineResult) one = mm_engine_result_new(ref);
   /* room for about one result */
   g_autoptr(MmEngineMemo) m = mm_engine_memo_new(mm_engine_result_size(one) + 64);
