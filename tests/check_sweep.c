@@ -326,8 +326,8 @@ START_TEST(test_merge_refuses)
 END_TEST
 
 /* A shard cut short (a kill) holds part of its rows: its shard.json says so. Before, the merge
- * joined it with exit 0 (rows missing, a row cut in half); now exit 1 naming the folder, the rows
- * it holds and --resume, nothing written. A shard without shard.json (an older madmax) cannot be
+ * joined it with exit 0 (rows missing, a row cut in half); now exit 1 naming the folder, the
+ * shard's points and --resume, before any row is read, nothing written. A shard without shard.json (an older madmax) cannot be
  * told complete: refused the same way. After --resume on each: the bytes of one process. */
 START_TEST(test_merge_incomplete)
 {
@@ -347,7 +347,7 @@ START_TEST(test_merge_incomplete)
   g_autofree char *err = NULL;
   ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
   g_autofree char *says = g_strdup_printf("%s: shard 1/2 is incomplete", s1);
-  ck_assert_msg(strstr(err, says) && strstr(err, "rows") && strstr(err, "--resume"), "%s", err);
+  ck_assert_msg(strstr(err, says) && strstr(err, "points") && strstr(err, "--resume"), "%s", err);
   ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
   /* shard 0 without its shard.json */
   g_autofree char *state0 = g_build_filename(s0, MM_SWEEP_SHARD_FILE, NULL);
@@ -365,6 +365,45 @@ START_TEST(test_merge_incomplete)
   g_autofree char *csv = g_build_filename(merged, "points.csv", NULL), *got = NULL;
   ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
   ck_assert_str_eq(got, want);
+}
+END_TEST
+
+/* One shard (a Slurm array of one task: --shard 0/1) merges: its run keeps shard.json too (before,
+ * it wrote none and the merge refused it, also after the --resume the message advised); so does a
+ * finished unsharded folder (its summary.json), not one without. A points.csv killed before its
+ * header was whole (empty: nothing flushed) resumes from the start (before: "its header is not
+ * this sweep's"). */
+START_TEST(test_merge_one_shard)
+{
+  g_autofree char *space = mm_test_write("space-one-shard.json", "{\"micro_batches\": [256, 512]}");
+  const char *sp[] = {"--space", space, NULL};
+  const char *one[] = {"--space", space, "--shard", "0/1", NULL};
+  g_autofree char *whole = tmp("o-whole"), *s0 = tmp("o-s0"), *merged = tmp("o-merged"), *m2 = tmp("o-m2");
+  g_autofree char *want = sweep_csv(whole, sp, 0);
+  g_free(sweep_csv(s0, one, 0));
+  g_autofree char *state = g_build_filename(s0, MM_SWEEP_SHARD_FILE, NULL), *text = NULL;
+  ck_assert(g_file_get_contents(state, &text, NULL, NULL));
+  ck_assert_ptr_nonnull(strstr(text, "\"complete\": true"));
+  const char *args[] = {"sweep", "merge", "--out", merged, s0, NULL};
+  g_autofree char *err = NULL;
+  ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s", err);
+  g_autofree char *csv = g_build_filename(merged, "points.csv", NULL), *got = NULL;
+  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
+  ck_assert_str_eq(got, want);
+  /* a finished unsharded folder merges as its one shard; without its summary it cannot be told */
+  const char *from_whole[] = {"sweep", "merge", "--out", m2, whole, NULL};
+  ck_assert_int_eq(mm_test_cli(from_whole, NULL, NULL), 0);
+  g_autofree char *summary = g_build_filename(whole, "summary.json", NULL);
+  ck_assert(g_unlink(summary) == 0);
+  g_autofree char *m3 = tmp("o-m3");
+  const char *from_bare[] = {"sweep", "merge", "--out", m3, whole, NULL};
+  ck_assert_int_eq(mm_test_cli(from_bare, NULL, NULL), 1);
+  /* an empty points.csv (killed before anything was flushed) resumes from the start */
+  g_autofree char *wcsv = g_build_filename(whole, "points.csv", NULL);
+  ck_assert(g_file_set_contents(wcsv, "", 0, NULL));
+  const char *resume[] = {"--space", space, "--resume", NULL};
+  g_autofree char *again = sweep_csv(whole, resume, 0);
+  ck_assert_str_eq(again, want);
 }
 END_TEST
 
@@ -1064,6 +1103,7 @@ int main(void)
   tcase_add_test(tc, test_shards_merge);
   tcase_add_test(tc, test_merge_refuses);
   tcase_add_test(tc, test_merge_incomplete);
+  tcase_add_test(tc, test_merge_one_shard);
   tcase_add_test(tc, test_out_not_input);
   tcase_add_test(tc, test_summary);
   tcase_add_test(tc, test_summary_pareto_streamed);

@@ -383,7 +383,8 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   MmSweepOptions o = {.systems = sys, .n_systems = n_sys, .dir = rank_dir ? rank_dir : out_dir, .jobs = (guint)jobs,
                       .include_oom = include_oom, .resume = resume, .shard = shard, .shards = shards,
                       .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig,
-                      .probes = probe, .memo_bytes = memo_mb > 0 ? (gsize)memo_mb << 20 : 0};
+                      .probes = probe, .memo_bytes = memo_mb > 0 ? (gsize)memo_mb << 20 : 0,
+                      .sharded = shard_text != NULL || mpi->on};
   if (memo_mb == G_MININT) { /* auto */
     gboolean repeats = FALSE;
     for (guint k = 0; k < n_sys; k++) repeats |= sys[k].space->n_zero > 1 || sys[k].space->n_recompute > 1;

@@ -301,8 +301,12 @@ static gboolean resume_from(const MmSweepOptions *o, uint64_t n, const char *csv
   g_autofree char *head = g_malloc(hl + 1);
   off_t len = 0, end = 0, start = 0;
   gboolean ok = fseeko(f, 0, SEEK_END) == 0 && (len = ftello(f)) >= 0;
-  const gboolean same = ok && len >= (off_t)hl && fseeko(f, 0, SEEK_SET) == 0 && fread(head, 1, hl, f) == hl &&
-                        memcmp(head, header, hl) == 0;
+  const size_t got = ok && fseeko(f, 0, SEEK_SET) == 0 ? fread(head, 1, (size_t)MIN(len, (off_t)hl), f) : 0;
+  if (ok && len < (off_t)hl && got == (size_t)len && memcmp(head, header, got) == 0) {
+    fclose(f); /* killed before its header was whole (nothing flushed yet): not started, written anew */
+    return TRUE;
+  }
+  const gboolean same = ok && len >= (off_t)hl && got == hl && memcmp(head, header, hl) == 0;
   if (ok && !same) {
     fclose(f);
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
@@ -378,7 +382,8 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     return FALSE;
   }
   if (!g_file_set_contents(sig, o->signature, -1, error)) return FALSE;
-  if (o->shards > 1 && !write_shard_state(o, n, FALSE, error)) return FALSE;
+  const gboolean shard_file = o->shards > 1 || o->sharded;
+  if (shard_file && !write_shard_state(o, n, FALSE, error)) return FALSE;
   FILE *out = fopen(csv, existed ? "a" : "w");
   if (!out) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
@@ -460,5 +465,5 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", csv);
     return FALSE;
   }
-  return o->shards == 1 || st->interrupted || write_shard_state(o, n, TRUE, error);
+  return !shard_file || st->interrupted || write_shard_state(o, n, TRUE, error);
 }

@@ -572,7 +572,6 @@ typedef struct {
   guint64 idx;  /* its point index */
   guint shard, shards; /* K/N of its sweep.json */
   guint line;
-  guint64 rows;        /* rows read */
 } Shard;
 
 /* The shard's next line into buf (without its end): FALSE at the end or at an empty line, and
@@ -586,7 +585,6 @@ static gboolean shard_next(Shard *s, const char *path, GError **error)
   s->line++;
   s->has = n > 0 && *s->buf;
   if (!s->has || s->line == 1) return s->has; /* the end, or the header */
-  s->rows++;
   char *end = NULL;
   s->idx = g_ascii_isdigit(*s->buf) ? g_ascii_strtoull(s->buf, &end, 10) : 0;
   if (!end || *end != ',' || s->idx % s->shards != s->shard || (had && s->idx <= prev)) {
@@ -616,36 +614,37 @@ static char *shard_signature(const char *shard_dir, guint *k, guint *n, GError *
   return g_steal_pointer(&text);
 }
 
-/* Whether the shard @s, read to its end from @shard_dir, evaluated all its points: its shard.json
- * (MM_SWEEP_SHARD_FILE) says so. Its rows cannot: a point the scenario rejects has none, so a run
- * cut short after its last valid point looks like a complete one. */
-static gboolean shard_complete(const Shard *s, const char *shard_dir, GError **error)
+/* Whether shard @k of @nn in @shard_dir evaluated all its points, before any of its rows is read:
+ * its shard.json (MM_SWEEP_SHARD_FILE) says so. Its rows cannot: a point the scenario rejects
+ * has none, so a run cut short after its last valid point looks like a complete one. A folder of
+ * one shard (--shard 0/1 from an older madmax, an unsharded or merged sweep) without shard.json
+ * counts as complete when it holds the summary.json that only a finished run writes. */
+static gboolean shard_complete(guint k, guint nn, const char *shard_dir, GError **error)
 {
   g_autofree char *path = g_build_filename(shard_dir, MM_SWEEP_SHARD_FILE, NULL), *text = NULL;
+  g_autofree char *summary = g_build_filename(shard_dir, "summary.json", NULL);
   gsize len = 0;
-  g_autoptr(cJSON) root = g_file_get_contents(path, &text, &len, NULL)
-                            ? cJSON_ParseWithLengthOpts(text, len + 1, NULL, TRUE) : NULL;
-  const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "shard"), *nn = cJSON_GetObjectItemCaseSensitive(root, "shards");
+  const gboolean have = g_file_get_contents(path, &text, &len, NULL);
+  if (!have && nn == 1 && g_file_test(summary, G_FILE_TEST_IS_REGULAR)) return TRUE;
+  g_autoptr(cJSON) root = have ? cJSON_ParseWithLengthOpts(text, len + 1, NULL, TRUE) : NULL;
+  const cJSON *ck = cJSON_GetObjectItemCaseSensitive(root, "shard"), *cn = cJSON_GetObjectItemCaseSensitive(root, "shards");
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "points"), *c = cJSON_GetObjectItemCaseSensitive(root, "complete");
-  g_autofree char *rows = g_strdup_printf("%" G_GUINT64_FORMAT " row%s", s->rows, s->rows == 1 ? "" : "s");
-  g_autofree char *last = s->rows ? g_strdup_printf(", the last point %" G_GUINT64_FORMAT, s->idx) : g_strdup("");
-  if (!cJSON_IsNumber(k) || !cJSON_IsNumber(nn) || !cJSON_IsNumber(p) || !cJSON_IsBool(c) ||
-      k->valuedouble != s->shard || nn->valuedouble != s->shards || !(p->valuedouble >= 0)) {
+  if (!cJSON_IsNumber(ck) || !cJSON_IsNumber(cn) || !cJSON_IsNumber(p) || !cJSON_IsBool(c) || ck->valuedouble != k ||
+      cn->valuedouble != nn || !(p->valuedouble >= 0)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                "%s: shard %u/%u cannot be told complete: no %s of its run (madmax sweep --shard writes it; "
-                "an older madmax did not); its points.csv holds %s%s. Run its `madmax sweep ... --shard %u/%u "
-                "--out %s` again with --resume (it evaluates only what is missing), then merge",
-                shard_dir, s->shard, s->shards, path, rows, last, s->shard, s->shards, shard_dir);
+                "%s: shard %u/%u cannot be told complete: no %s of its run (madmax sweep --shard writes it; an "
+                "older madmax did not). Run its `madmax sweep ... --shard %u/%u --out %s` again with --resume (it "
+                "evaluates only what is missing), then merge", shard_dir, k, nn, path, k, nn, shard_dir);
     return FALSE;
   }
   if (cJSON_IsTrue(c)) return TRUE;
   const guint64 points = (guint64)p->valuedouble;
-  const guint64 own = points > s->shard ? (points - s->shard - 1) / s->shards + 1 : 0;
+  const guint64 own = points > k ? (points - k - 1) / nn + 1 : 0;
   g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-              "%s: shard %u/%u is incomplete: its run stopped before the end (Ctrl-C, a kill, a time limit); its "
-              "points.csv holds %s%s, for the shard's %" G_GUINT64_FORMAT " points (of the sweep's %" G_GUINT64_FORMAT
-              "; a row per valid point). Run its `madmax sweep ... --shard %u/%u --out %s` again with --resume, "
-              "then merge", shard_dir, s->shard, s->shards, rows, last, own, points, s->shard, s->shards, shard_dir);
+              "%s: shard %u/%u is incomplete: its run stopped before the end (Ctrl-C, a kill, a time limit) of the "
+              "shard's %" G_GUINT64_FORMAT " points (of the sweep's %" G_GUINT64_FORMAT "). Run its `madmax sweep "
+              "... --shard %u/%u --out %s` again with --resume, then merge", shard_dir, k, nn, own, points, k, nn,
+              shard_dir);
   return FALSE;
 }
 
@@ -687,6 +686,10 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
       break;
     }
     seen[sh[i].shard] = shard_dirs[i];
+    if (!shard_complete(sh[i].shard, sh[i].shards, shard_dirs[i], error)) {
+      ok = FALSE;
+      break;
+    }
     g_autofree char *p = g_build_filename(shard_dirs[i], "points.csv", NULL);
     if (!(sh[i].f = fopen(p, "r"))) {
       int err = errno;
@@ -751,7 +754,6 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
         break;
       }
     }
-    for (guint i = 0; ok && i < n; i++) ok = shard_complete(&sh[i], shard_dirs[i], error);
     if (fclose(out) != 0 && ok) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", out_path);
       ok = FALSE;

@@ -205,6 +205,8 @@ typedef struct {
   gboolean include_oom;       /* simulate points that do not fit */
   gboolean resume;            /* continue DIR/points.csv */
   guint shard, shards;        /* this process runs points i with i % shards == shard */
+  gboolean sharded;           /* a shard to merge (--shard given, an MPI rank): it keeps DIR/shard.json even
+                               * when shards is 1 */
   volatile int *stop;         /* set asynchronously (SIGINT): finish the points under way and return */
   gboolean progress;          /* a progress line on stderr */
   const char *signature;      /* what the sweep is of (inputs, space, options): DIR/sweep.json */
