@@ -60,7 +60,7 @@ gboolean mm_cli_study_load(const MmInputPaths *paths, const char *space, MmInput
                            GError **error);
 
 /* mm_outputs_check of @outputs against @inputs and the files each system among them (option
- * "--hardware") names: its device file, its networks' fit files (mm_hardware_files), labelled
+ * "--hardware") names: its device file, its networks' fit files (mm_hardware_list_files), labelled
  * "--hardware's device" and so on. A system that does not load adds none (the command's own load
  * reports why). */
 gboolean mm_cli_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs, GError **error);

@@ -118,21 +118,12 @@ gboolean mm_cli_outputs_check(const MmPathArg *outputs, const MmPathArg *inputs,
   for (const MmPathArg *o = outputs; o->option; o++) any |= o->path != NULL;
   if (!any) return TRUE; /* nothing written: no system to load for it */
   g_autoptr(GArray) all = g_array_new(TRUE, TRUE, sizeof(MmPathArg));
-  g_autoptr(GPtrArray) systems = g_ptr_array_new_with_free_func((GDestroyNotify)mm_hardware_free);
-  g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free), files = g_ptr_array_new_with_free_func(g_free);
   for (const MmPathArg *a = inputs; a->option; a++) {
     g_array_append_val(all, *a);
-    if (!a->path || strcmp(a->option, "--hardware") != 0) continue;
-    MmHardware *hw = mm_hardware_load(a->path, NULL);
-    if (!hw) continue;
-    g_ptr_array_add(systems, hw);
-    const char *what[MM_HARDWARE_MAX_FILES], *files[MM_HARDWARE_MAX_FILES];
-    const guint n = mm_hardware_files(hw, what, files);
-    for (guint i = 0; i < n; i++) {
-      char *label = g_strdup_printf("%s's %s", a->option, what[i]);
-      g_ptr_array_add(labels, label);
-      g_array_append_val(all, ((MmPathArg){label, files[i]}));
-    }
+    if (a->path && strcmp(a->option, "--hardware") == 0) mm_hardware_list_files(a->path, a->option, FALSE, labels, files);
   }
+  for (guint i = 0; i < files->len; i++)
+    g_array_append_val(all, ((MmPathArg){g_ptr_array_index(labels, i), g_ptr_array_index(files, i)}));
   return mm_outputs_check(outputs, (const MmPathArg *)(void *)all->data, error);
 }

@@ -653,12 +653,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(MmModel, mm_model_free)
 
 /* A system file names its device file relative to its own directory. */
 MmHardware *mm_hardware_load(const char *path, GError **error);
-/* The files loading @h read besides @h->path (an output over one would destroy it too): its
- * device file and its networks' fit files, at most MM_HARDWARE_MAX_FILES, in @paths, with @what
- * naming each ("device", "intra_node fit", "inter_node fit"). Returns how many. (transfer none) */
-#define MM_HARDWARE_MAX_FILES 3
-guint mm_hardware_files(const MmHardware *h, const char *what[MM_HARDWARE_MAX_FILES],
-                        const char *paths[MM_HARDWARE_MAX_FILES]);
+/* Appends to @paths the files loading the system file @path reads besides it (an output over one
+ * would destroy it too): its device file, its networks' fit files and, with @calibrated, the
+ * calibrated device that replaces the first (mm_hardware_use_calibrated); to @labels what each is,
+ * "@label's device", "@label's intra_node fit", ... (both take g_free'd strings). A system that
+ * does not load adds none (its own load reports why). */
+void mm_hardware_list_files(const char *path, const char *label, gboolean calibrated, GPtrArray *labels,
+                            GPtrArray *paths);
 /* Replaces @h's device with its calibrated sibling (devices/h100-sxm.json ->
  * devices/h100-sxm-calibrated.json, written by `madmax calibrate`) where one exists; *@used
  * says whether it did. FALSE (device unchanged) when the sibling does not load. */

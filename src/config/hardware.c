@@ -180,15 +180,24 @@ MmHardware *mm_hardware_load(const char *path, GError **error)
   return root ? hardware_from_json(path, root, error) : NULL;
 }
 
-guint mm_hardware_files(const MmHardware *h, const char *what[MM_HARDWARE_MAX_FILES],
-                        const char *paths[MM_HARDWARE_MAX_FILES])
+static void list_file(GPtrArray *labels, GPtrArray *paths, const char *label, const char *what, const char *path)
 {
-  const char *const names[] = {"device", "intra_node fit", "inter_node fit"};
-  const char *const files[MM_HARDWARE_MAX_FILES] = {h->device.path, h->intra.fit, h->inter.fit};
-  guint n = 0;
-  for (guint i = 0; i < MM_HARDWARE_MAX_FILES; i++)
-    if (files[i]) what[n] = names[i], paths[n++] = files[i];
-  return n;
+  g_ptr_array_add(labels, g_strdup_printf("%s's %s", label, what));
+  g_ptr_array_add(paths, g_strdup(path));
+}
+
+void mm_hardware_list_files(const char *path, const char *label, gboolean calibrated, GPtrArray *labels,
+                            GPtrArray *paths)
+{
+  g_autoptr(MmHardware) h = mm_hardware_load(path, NULL);
+  if (!h) return;
+  const char *const what[] = {"device", "intra_node fit", "inter_node fit"};
+  const char *const files[] = {h->device.path, h->intra.fit, h->inter.fit};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++)
+    if (files[i]) list_file(labels, paths, label, what[i], files[i]);
+  gboolean used = FALSE;
+  if (calibrated && mm_hardware_use_calibrated(h, &used, NULL) && used)
+    list_file(labels, paths, label, "calibrated device", h->device.path);
 }
 
 gboolean mm_hardware_use_calibrated(MmHardware *h, gboolean *used, GError **error)

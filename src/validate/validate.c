@@ -318,18 +318,7 @@ void mm_validation_inputs(const char *cases_path, gboolean calibrated, GPtrArray
         g_autofree char *p = resolve(base, v->valuestring);
         const gboolean is_new = !g_hash_table_contains(seen, p);
         add_input(labels, paths, seen, key_labels[k], p);
-        if (k != 1 || !is_new) continue;
-        g_autoptr(MmHardware) hw = mm_hardware_load(p, NULL);
-        if (!hw) continue;
-        const char *what[MM_HARDWARE_MAX_FILES], *files[MM_HARDWARE_MAX_FILES];
-        const guint n = mm_hardware_files(hw, what, files);
-        for (guint i = 0; i < n; i++) {
-          g_autofree char *label = g_strdup_printf("%s's %s", key_labels[k], what[i]);
-          add_input(labels, paths, seen, label, files[i]);
-        }
-        gboolean used = FALSE;
-        if (calibrated && mm_hardware_use_calibrated(hw, &used, NULL) && used)
-          add_input(labels, paths, seen, "CASES.json's hardware's calibrated device", hw->device.path);
+        if (k == 1 && is_new) mm_hardware_list_files(p, key_labels[k], calibrated, labels, paths);
       }
   }
 }

@@ -51,7 +51,7 @@ MmValidation *mm_validation_run(const char *cases_path, GError **error);
 MmValidation *mm_validation_run_calibrated(const char *cases_path, gboolean calibrated, GError **error);
 /* The files running @cases_path reads besides it (an output over one would destroy it): each
  * case's model, system and config, and the files the systems name (device, fit files; with
- * @calibrated the calibrated devices used), once each, appended to @paths with a label each in
+ * @calibrated the calibrated devices used; mm_hardware_list_files), appended to @paths with a label each in
  * @labels ("CASES.json's model", "CASES.json's hardware's device"); both take g_free'd strings.
  * What does not parse adds nothing (the run reports it). */
 void mm_validation_inputs(const char *cases_path, gboolean calibrated, GPtrArray *labels, GPtrArray *paths);
