@@ -773,18 +773,26 @@ END_TEST
 
 /* Two devices (classes) with a flow, a collective and compute on three streams: every kind of
  * input the digest must cover. */
-static void memo_programs(Prog *p, MmTime d1[], MmEngineProgram *pr, MmEngineClass cls[2])
+typedef struct {
+  Prog p;
+  MmTime d1[32]; /* the second class's durations */
+  MmEngineProgram pr;
+  MmEngineClass cls[2];
+} MemoCase;
+
+static void memo_programs(MemoCase *m)
 {
+  Prog *p = &m->p;
   *p = (Prog){0};
   uint32_t a = op(p, 0, 7, 0);
   uint32_t f = flow(p, 2, 2, FALSE, 1, a, 1, 0u, 40.0);
   uint32_t t = coll(p, 1, 3, 2, 1, 1, a);
   op(p, 0, 5, 2, t, f);
-  memcpy(d1, p->dur, sizeof(MmTime) * p->n);
-  d1[0] = 9; /* the second device computes longer */
-  *pr = prog(p, 3);
-  cls[0] = (MmEngineClass){0, p->dur, 0, unit_bw, 0.5};
-  cls[1] = (MmEngineClass){0, d1, 1, unit_bw, 0.5};
+  memcpy(m->d1, p->dur, sizeof(MmTime) * p->n);
+  m->d1[0] = 9; /* the second device computes longer */
+  m->pr = prog(p, 3);
+  m->cls[0] = (MmEngineClass){0, p->dur, 0, unit_bw, 0.5};
+  m->cls[1] = (MmEngineClass){0, m->d1, 1, unit_bw, 0.5};
 }
 
 static gboolean digest_eq(const MmEngineDigest *a, const MmEngineDigest *b)
@@ -796,35 +804,33 @@ static gboolean digest_eq(const MmEngineDigest *a, const MmEngineDigest *b)
  * reads that differs gives another. */
 START_TEST(test_digest_names_every_input)
 {
-  Prog p, q;
-  MmTime d1[32], e1[32];
-  MmEngineProgram pp, qp;
-  MmEngineClass pc[2], qc[2];
-  memo_programs(&p, d1, &pp, pc);
-  memo_programs(&q, e1, &qp, qc);
+  MemoCase x, y;
+  memo_programs(&x);
+  memo_programs(&y);
   MmEngineDigest a, b;
-  mm_engine_digest(&pp, 1, pc, 2, &a);
-  mm_engine_digest(&qp, 1, qc, 2, &b);
+  mm_engine_digest(&x.pr, 1, x.cls, 2, &a);
+  mm_engine_digest(&y.pr, 1, y.cls, 2, &b);
   ck_assert(digest_eq(&a, &b));
   const double bw2[4] = {1.0, 2.0, 1.0, 1.0};
   for (int change = 0; change < 9; change++) {
-    memo_programs(&q, e1, &qp, qc);
+    memo_programs(&y);
+    Prog *q = &y.p;
     switch (change) {
-    case 0: q.dur[3] += 1; break;            /* one picosecond of one op */
-    case 1: e1[0] += 1; break;               /* the other class's */
-    case 2: q.deps[0] = 0, q.ops[1].n_deps = 0; break; /* a dependency */
-    case 3: q.xb[0] = 41.0; break;           /* a transfer's bytes */
-    case 4: q.xl[0] = 1; break;              /* its link */
-    case 5: qc[1].link_bw = bw2; break;      /* a capacity */
-    case 6: qc[0].slow_pace = 0.25; break;   /* interference */
-    case 7: qc[1].rep_device = 2; break;     /* where a class's groups are */
-    case 8: q.ops[2].stride = 2; break;      /* a group's shape */
+    case 0: q->dur[3] += 1; break;            /* one picosecond of one op */
+    case 1: y.d1[0] += 1; break;              /* the other class's */
+    case 2: q->deps[0] = 0, q->ops[1].n_deps = 0; break; /* a dependency */
+    case 3: q->xb[0] = 41.0; break;           /* a transfer's bytes */
+    case 4: q->xl[0] = 1; break;              /* its link */
+    case 5: y.cls[1].link_bw = bw2; break;    /* a capacity */
+    case 6: y.cls[0].slow_pace = 0.25; break; /* interference */
+    case 7: y.cls[1].rep_device = 2; break;   /* where a class's groups are */
+    case 8: q->ops[2].stride = 2; break;      /* a group's shape */
     }
-    qp = prog(&q, 3);
-    mm_engine_digest(&qp, 1, qc, 2, &b);
+    y.pr = prog(q, 3);
+    mm_engine_digest(&y.pr, 1, y.cls, 2, &b);
     ck_assert_msg(!digest_eq(&a, &b), "change %d kept the digest", change);
   }
-  mm_engine_digest(&pp, 1, pc, 1, &b); /* a class fewer */
+  mm_engine_digest(&x.pr, 1, x.cls, 1, &b); /* a class fewer */
   ck_assert(!digest_eq(&a, &b));
 }
 END_TEST
@@ -866,43 +872,46 @@ END_TEST
 
 /* A replayed engine answers every accessor as the engine that ran, and cannot run itself. */
 /* memo_programs, run once. */
-static MmEngine *memo_run(Prog *p, MmTime d1[], MmEngineProgram *pr, MmEngineClass cls[2])
+static MmEngine *memo_run(MemoCase *m)
 {
-  memo_programs(p, d1, pr, cls);
+  memo_programs(m);
   g_autoptr(GError) error = NULL;
-  MmEngine *e = mm_engine_new(pr, 1, cls, 2, &error);
+  MmEngine *e = mm_engine_new(&m->pr, 1, m->cls, 2, &error);
   ck_assert_msg(e && mm_engine_run(e, &error), "%s", error ? error->message : "");
   return e;
 }
 
-START_TEST(test_replayed_engine_equals_run)
+/* @x answers every result accessor as @e (two classes of @n ops). */
+static void same_run(const MmEngine *x, const MmEngine *e, uint32_t n)
 {
-  Prog p;
-  MmTime d1[32];
-  MmEngineProgram pr;
-  MmEngineClass cls[2];
-  g_autoptr(MmEngine) e = memo_run(&p, d1, &pr, cls);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(MmEngineResult) r = mm_engine_result_new(e);
-  ck_assert_uint_ge(mm_engine_result_size(r), sizeof(MmTime) * 2 * 2 * p.n);
-  g_autoptr(MmEngine) x = mm_engine_new_replayed(&pr, 1, cls, 2, r, &error);
-  ck_assert_ptr_nonnull(x);
   ck_assert_uint_eq(mm_engine_makespan(x), mm_engine_makespan(e));
   ck_assert_uint_eq(mm_engine_events(x), mm_engine_events(e));
   ck_assert_int_eq(mm_engine_groups_arithmetic(x), mm_engine_groups_arithmetic(e));
   for (uint32_t c = 0; c < 2; c++) {
     ck_assert_uint_eq(mm_engine_class_end(x, c), mm_engine_class_end(e, c));
-    for (uint32_t i = 0; i < p.n; i++) {
+    for (uint32_t i = 0; i < n; i++) {
       ck_assert_uint_eq(mm_engine_op_start(x, c, i), mm_engine_op_start(e, c, i));
       ck_assert_uint_eq(mm_engine_op_end(x, c, i), mm_engine_op_end(e, c, i));
     }
   }
+}
+
+START_TEST(test_replayed_engine_equals_run)
+{
+  MemoCase mc;
+  g_autoptr(MmEngine) e = memo_run(&mc);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngineResult) r = mm_engine_result_new(e);
+  ck_assert_uint_ge(mm_engine_result_size(r), sizeof(MmTime) * 2 * 2 * mc.p.n);
+  g_autoptr(MmEngine) x = mm_engine_new_replayed(&mc.pr, 1, mc.cls, 2, r, &error);
+  ck_assert_ptr_nonnull(x);
+  same_run(x, e, mc.p.n);
   ck_assert_uint_gt(mm_engine_op_start(e, 1, 2), mm_engine_op_start(e, 0, 0)); /* the times are not all 0 */
   ck_assert(!mm_engine_run(x, &error));
   ck_assert(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID));
   g_clear_error(&error);
   /* a result of another shape is refused */
-  ck_assert_ptr_null(mm_engine_new_replayed(&pr, 1, cls, 1, r, &error));
+  ck_assert_ptr_null(mm_engine_new_replayed(&mc.pr, 1, mc.cls, 1, r, &error));
   ck_assert(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID));
 }
 END_TEST
@@ -911,33 +920,29 @@ END_TEST
  * no more than its budget, the oldest going first. */
 START_TEST(test_memo_replays_and_bounds)
 {
-  Prog p;
-  MmTime d1[32];
-  MmEngineProgram pr;
-  MmEngineClass cls[2];
-  g_autoptr(MmEngine) ref = memo_run(&p, d1, &pr, cls);
+  MemoCase mc;
+  g_autoptr(MmEngine) ref = memo_run(&mc);
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngineResult) one = mm_engine_result_new(ref);
   /* room for about one result */
   g_autoptr(MmEngineMemo) m = mm_engine_memo_new(mm_engine_result_size(one) + 64);
   gboolean hit = TRUE;
-  g_autoptr(MmEngine) e1 = mm_engine_memo_run(m, &pr, 1, cls, 2, &hit, &error);
+  g_autoptr(MmEngine) e1 = mm_engine_memo_run(m, &mc.pr, 1, mc.cls, 2, &hit, &error);
   ck_assert(e1 && !hit);
-  g_autoptr(MmEngine) e2 = mm_engine_memo_run(m, &pr, 1, cls, 2, &hit, &error);
+  g_autoptr(MmEngine) e2 = mm_engine_memo_run(m, &mc.pr, 1, mc.cls, 2, &hit, &error);
   ck_assert(e2 && hit);
-  for (uint32_t c = 0; c < 2; c++)
-    for (uint32_t i = 0; i < p.n; i++) ck_assert_uint_eq(mm_engine_op_end(e2, c, i), mm_engine_op_end(ref, c, i));
+  same_run(e2, ref, mc.p.n);
   /* other durations: simulated, and their times differ */
   MmTime d0b[32];
-  memcpy(d0b, p.dur, sizeof(MmTime) * p.n);
+  memcpy(d0b, mc.p.dur, sizeof(MmTime) * mc.p.n);
   d0b[0] = 20;
-  MmEngineClass other[2] = {cls[0], cls[1]};
+  MmEngineClass other[2] = {mc.cls[0], mc.cls[1]};
   other[0].dur = d0b;
-  g_autoptr(MmEngine) e3 = mm_engine_memo_run(m, &pr, 1, other, 2, &hit, &error);
+  g_autoptr(MmEngine) e3 = mm_engine_memo_run(m, &mc.pr, 1, other, 2, &hit, &error);
   ck_assert(e3 && !hit);
   ck_assert_uint_ne(mm_engine_makespan(e3), mm_engine_makespan(ref));
   /* keeping it pushed the first out: the first is simulated again */
-  g_autoptr(MmEngine) e4 = mm_engine_memo_run(m, &pr, 1, cls, 2, &hit, &error);
+  g_autoptr(MmEngine) e4 = mm_engine_memo_run(m, &mc.pr, 1, mc.cls, 2, &hit, &error);
   ck_assert(e4 && !hit);
   uint64_t hits, kept;
   mm_engine_memo_counts(m, &hits, &kept);
@@ -945,14 +950,14 @@ START_TEST(test_memo_replays_and_bounds)
   ck_assert_uint_eq(kept, 3);
   /* a budget below one result keeps nothing */
   g_autoptr(MmEngineMemo) tiny = mm_engine_memo_new(16);
-  g_autoptr(MmEngine) t1 = mm_engine_memo_run(tiny, &pr, 1, cls, 2, &hit, &error);
-  g_autoptr(MmEngine) t2 = mm_engine_memo_run(tiny, &pr, 1, cls, 2, &hit, &error);
+  g_autoptr(MmEngine) t1 = mm_engine_memo_run(tiny, &mc.pr, 1, mc.cls, 2, &hit, &error);
+  g_autoptr(MmEngine) t2 = mm_engine_memo_run(tiny, &mc.pr, 1, mc.cls, 2, &hit, &error);
   ck_assert(t1 && t2 && !hit);
   /* a failing run is an error, and nothing is kept */
   g_autoptr(MmEngineMemo) fm = mm_engine_memo_new(1 << 20);
-  MmEngineClass bad[2] = {cls[0], cls[1]};
+  MmEngineClass bad[2] = {mc.cls[0], mc.cls[1]};
   bad[1].program = 3;
-  ck_assert_ptr_null(mm_engine_memo_run(fm, &pr, 1, bad, 2, &hit, &error));
+  ck_assert_ptr_null(mm_engine_memo_run(fm, &mc.pr, 1, bad, 2, &hit, &error));
   ck_assert(g_error_matches(error, MM_ENGINE_ERROR, MM_ENGINE_ERROR_INVALID));
   mm_engine_memo_counts(fm, &hits, &kept);
   ck_assert_uint_eq(kept, 0);

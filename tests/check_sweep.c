@@ -41,6 +41,18 @@ static char *tmp(const char *name)
   return g_build_filename(mm_test_tmpdir(), name, NULL);
 }
 
+/* DIR/points.csv holds @want, byte for byte. */
+static void csv_eq(const char *dir, const char *want)
+{
+  g_autofree char *csv = g_build_filename(dir, "points.csv", NULL), *got = NULL;
+  ck_assert_msg(g_file_get_contents(csv, &got, NULL, NULL), "no %s", csv);
+  ck_assert_str_eq(got, want);
+}
+
+/* A DLRM space long enough to interrupt (kill, Ctrl-C) before it ends. */
+#define LONG_SPACE \
+  "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}"
+
 /* Starts @argv and sends @sig once points.csv in @dir holds rows beyond its header (the sweep is
  * under way); returns the wait status. Fails the test when the sweep ended first (a sweep too short
  * to interrupt tests nothing). */
@@ -167,9 +179,7 @@ START_TEST(test_resume_other_nodes_or_space)
     g_autofree char *err = NULL;
     ck_assert_int_eq(mm_test_cli(args, NULL, &err), 1);
     ck_assert_msg(strstr(err, "sweep.json: a sweep of other inputs"), "%s", err);
-    g_autofree char *csv = g_build_filename(dir, "points.csv", NULL), *got = NULL;
-    ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
-    ck_assert_str_eq(got, want);
+    csv_eq(dir, want);
   }
   const char *same[] = {"--nodes", "8", "--resume", NULL};
   g_autofree char *again = sweep_csv(dir, same, 0);
@@ -180,8 +190,7 @@ END_TEST
 /* kill -9 in the middle of a longer sweep, then --resume: the same bytes as uninterrupted. */
 START_TEST(test_resume_after_kill)
 {
-  g_autofree char *space = mm_test_write("space-kill.json",
-    "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}");
+  g_autofree char *space = mm_test_write("space-kill.json", LONG_SPACE);
   const char *sp[] = {"--space", space, "--jobs", "2", NULL};
   g_autofree char *full = tmp("kfull"), *killed = tmp("killed");
   g_autofree char *want = sweep_csv(full, sp, 0);
@@ -200,8 +209,7 @@ END_TEST
  * with the bytes of an uninterrupted sweep. */
 START_TEST(test_sigint_then_resume)
 {
-  g_autofree char *space = mm_test_write("space-int.json",
-    "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}");
+  g_autofree char *space = mm_test_write("space-int.json", LONG_SPACE);
   const char *sp[] = {"--space", space, NULL};
   g_autofree char *full = tmp("ifull"), *stopped = tmp("stopped");
   g_autofree char *want = sweep_csv(full, sp, 0);
@@ -319,20 +327,18 @@ START_TEST(test_merge_refuses)
   }
   const char *into_s0[] = {"sweep", "merge", "--out", s0, s0, s1, s2, NULL};
   ck_assert_int_eq(mm_test_cli(into_s0, NULL, NULL), 0);
-  g_autofree char *csv = g_build_filename(s0, "points.csv", NULL), *got = NULL;
-  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
-  ck_assert_str_eq(got, want);
+  csv_eq(s0, want);
 }
 END_TEST
 
 /* A shard cut short (a kill) holds part of its rows: its shard.json says so. Before, the merge
  * joined it with exit 0 (rows missing, a row cut in half); now exit 1 naming the folder, the
- * shard's points and --resume, before any row is read, nothing written. A shard without shard.json (an older madmax) cannot be
- * told complete: refused the same way. After --resume on each: the bytes of one process. */
+ * shard's points and --resume, before any row is read, nothing written. A shard without
+ * shard.json (an older madmax) cannot be told complete: refused the same way. After --resume on
+ * each: the bytes of one process. */
 START_TEST(test_merge_incomplete)
 {
-  g_autofree char *space = mm_test_write("space-shard-kill.json",
-    "{\"micro_batches\": [256, 512], \"recompute\": [\"none\", \"selective\", \"full\"], \"zero\": [0, 1, 2]}");
+  g_autofree char *space = mm_test_write("space-shard-kill.json", LONG_SPACE);
   const char *sp[] = {"--space", space, "--jobs", "2", NULL};
   g_autofree char *whole = tmp("i-whole"), *merged = tmp("i-merged"), *s0 = tmp("i-s0"), *s1 = tmp("i-s1");
   g_autofree char *want = sweep_csv(whole, sp, 0);
@@ -362,9 +368,7 @@ START_TEST(test_merge_incomplete)
   const char *resume0[] = {"--space", space, "--jobs", "2", "--shard", "0/2", "--resume", NULL};
   g_free(sweep_csv(s0, resume0, 0));
   ck_assert_int_eq(mm_test_cli(args, NULL, NULL), 0);
-  g_autofree char *csv = g_build_filename(merged, "points.csv", NULL), *got = NULL;
-  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
-  ck_assert_str_eq(got, want);
+  csv_eq(merged, want);
 }
 END_TEST
 
@@ -387,9 +391,7 @@ START_TEST(test_merge_one_shard)
   const char *args[] = {"sweep", "merge", "--out", merged, s0, NULL};
   g_autofree char *err = NULL;
   ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s", err);
-  g_autofree char *csv = g_build_filename(merged, "points.csv", NULL), *got = NULL;
-  ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
-  ck_assert_str_eq(got, want);
+  csv_eq(merged, want);
   /* a finished unsharded folder merges as its one shard; without its summary it cannot be told */
   const char *from_whole[] = {"sweep", "merge", "--out", m2, whole, NULL};
   ck_assert_int_eq(mm_test_cli(from_whole, NULL, NULL), 0);
