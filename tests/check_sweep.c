@@ -916,16 +916,16 @@ START_TEST(test_probes_reused)
 }
 END_TEST
 
-/* The memo of engine runs changes no byte: LLaMA-2-70B with every ZeRO stage (which its fully
- * sharded strategies ignore: the same programs three times) gives the same rows without the
- * memo, with it, and with a budget of a few runs (kept runs pushed out again and again), for any
- * thread count; the memo answered runs. */
-static char *run_memo(const MmSweepSystem *sys, const char *name, guint jobs, gsize memo_bytes, uint64_t *replayed)
+/* A sweep of @sys into a fresh folder @name with @jobs threads, a memo of @memo_bytes and with or
+ * without reusing the outcomes of points of one key (@dedup); its points.csv, and how many engine
+ * runs the memo answered and how many points a point of the same key did. */
+static char *run_memo(const MmSweepSystem *sys, const char *name, guint jobs, gsize memo_bytes, gboolean dedup,
+                      uint64_t *replayed, uint64_t *reused)
 {
   g_autofree char *dir = tmp(name);
   volatile int stop = 0;
   MmSweepOptions o = {.systems = sys, .n_systems = 1, .dir = dir, .jobs = jobs, .shard = 0, .shards = 1,
-                      .stop = &stop, .signature = "memo", .memo_bytes = memo_bytes};
+                      .stop = &stop, .signature = "memo", .memo_bytes = memo_bytes, .no_dedup = !dedup};
   MmSweepStats st;
   g_autoptr(GError) error = NULL;
   ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
@@ -933,13 +933,16 @@ static char *run_memo(const MmSweepSystem *sys, const char *name, guint jobs, gs
   ck_assert_msg(st.first_failure == NULL, "%s", st.first_failure);
   ck_assert_uint_gt(st.simulated, 20);
   *replayed = st.replayed;
+  *reused = st.reused;
   g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
   char *text = NULL;
   ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
   return text;
 }
 
-START_TEST(test_memo_same_rows)
+/* LLaMA-2-70B with every ZeRO stage: its fully sharded strategies have no ddp level, so their
+ * three stages are one point under three indices (and lower the same programs). */
+static MmInputs *memo_inputs(MmSweepSpace **sp)
 {
   g_autofree char *model = mm_test_src("models/llama2-70b.json"), *hw = mm_test_src("hardware/dgx-a100-2048.json");
   g_autofree char *cfg = mm_test_src("configs/llm-pretrain-fsdp.json");
@@ -947,22 +950,143 @@ START_TEST(test_memo_same_rows)
   ck_assert(g_file_set_contents(space, "{\"micro_batches\": [1, 2], \"recompute\": [\"none\", \"full\"], "
                                        "\"zero\": [0, 1, 2]}", -1, NULL));
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
+  MmInputs *in = mm_inputs_load(model, hw, cfg, &error);
   ck_assert_msg(in != NULL, "%s", error ? error->message : "");
-  g_autoptr(MmSweepSpace) sp = mm_sweep_space_new(in, space, &error);
-  ck_assert_msg(sp != NULL, "%s", error ? error->message : "");
+  *sp = mm_sweep_space_new(in, space, &error);
+  ck_assert_msg(*sp != NULL, "%s", error ? error->message : "");
+  return in;
+}
+
+/* The memo of engine runs changes no byte: the same rows without the memo, with it, and with a
+ * budget of a few runs (kept runs pushed out again and again), for any thread count; the memo
+ * answered runs (each point evaluated: the repeats of one point are the memo's to answer). */
+START_TEST(test_memo_same_rows)
+{
+  g_autoptr(MmSweepSpace) sp = NULL;
+  g_autoptr(MmInputs) in = memo_inputs(&sp);
   MmSweepSystem sys = {in, sp, 0};
   mm_sweep_systems_index(&sys, 1);
-  uint64_t none = 1, big = 0, small = 0;
-  g_autofree char *plain = run_memo(&sys, "memo-none", 1, 0, &none);
-  g_autofree char *memo = run_memo(&sys, "memo-big", 2, (gsize)64 << 20, &big);
-  g_autofree char *tight = run_memo(&sys, "memo-small", 3, (gsize)768 << 10, &small);
+  uint64_t none = 1, big = 0, small = 0, reused = 1;
+  g_autofree char *plain = run_memo(&sys, "memo-none", 1, 0, FALSE, &none, &reused);
+  ck_assert_uint_eq(reused, 0);
+  g_autofree char *memo = run_memo(&sys, "memo-big", 2, (gsize)64 << 20, FALSE, &big, &reused);
+  g_autofree char *tight = run_memo(&sys, "memo-small", 3, (gsize)768 << 10, FALSE, &small, &reused);
   ck_assert_str_eq(plain, memo);
   ck_assert_str_eq(plain, tight);
   ck_assert_uint_eq(none, 0);
   ck_assert_uint_gt(big, 20);
   /* the runs repeat one ZeRO stage apart, more than the small budget holds: fewer replays */
   ck_assert_uint_lt(small, big);
+}
+END_TEST
+
+/* A point met again under another index is evaluated once, with the same rows as evaluating every
+ * point, for any thread count (and beside a memo). On one thread, the points reused are exactly
+ * those whose point key (mm_point_key, computed here from the space) an earlier point has: a
+ * ZeRO stage that strategies without a ddp level ignore, not one that changes a ddp level. */
+START_TEST(test_dedup_same_rows)
+{
+  g_autoptr(MmSweepSpace) sp = NULL;
+  g_autoptr(MmInputs) in = memo_inputs(&sp);
+  MmSweepSystem sys = {in, sp, 0};
+  mm_sweep_systems_index(&sys, 1);
+  g_autoptr(GHashTable) keys = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify)g_bytes_unref, NULL);
+  uint64_t repeats = 0, ddp_points = 0;
+  for (uint64_t i = 0; i < sp->n_points; i++) {
+    MmSweepPoint pt;
+    mm_sweep_space_point(sp, in->model, i, &pt);
+    GByteArray *kb = g_byte_array_new();
+    guint k_sys = 0; /* the runner's key starts with the system */
+    g_byte_array_append(kb, (const guint8 *)&k_sys, sizeof k_sys);
+    mm_point_key(&pt.point, kb);
+    GBytes *key = g_byte_array_free_to_bytes(kb);
+    gboolean ddp = FALSE;
+    for (guint l = 0; l < pt.entries[0].n_levels; l++) ddp |= pt.entries[0].levels[l].strategy == MM_STRAT_DDP;
+    ddp_points += ddp;
+    if (g_hash_table_contains(keys, key)) {
+      repeats++;
+      ck_assert(!ddp); /* a ddp level carries the stage: never the same point */
+      g_bytes_unref(key);
+    } else {
+      g_hash_table_add(keys, key);
+    }
+  }
+  ck_assert_uint_gt(ddp_points, 0);
+  ck_assert_uint_gt(repeats, sp->n_points / 4);
+  uint64_t replayed = 0, reused = 0;
+  g_autofree char *each = run_memo(&sys, "dedup-none", 2, 0, FALSE, &replayed, &reused);
+  ck_assert_uint_eq(reused, 0);
+  g_autofree char *one = run_memo(&sys, "dedup-1", 1, 0, TRUE, &replayed, &reused);
+  ck_assert_uint_eq(reused, repeats);
+  ck_assert_str_eq(one, each);
+  for (guint jobs = 2; jobs <= 3; jobs++) {
+    g_autofree char *name = g_strdup_printf("dedup-%u", jobs);
+    g_autofree char *got = run_memo(&sys, name, jobs, jobs == 3 ? (gsize)64 << 20 : 0, TRUE, &replayed, &reused);
+    ck_assert_str_eq(got, each);
+    ck_assert_uint_gt(reused, 0);
+  }
+}
+END_TEST
+
+/* mm_point_key: equal for points of equal fields whose strategies sit elsewhere in memory, and
+ * different when any one field differs (a field left out of the key would merge two points). */
+START_TEST(test_point_key)
+{
+  MmStrategyEntry a[2] = {{.key = (char *)"transformer", .n_levels = 2}, {.key = (char *)"default", .n_levels = 1}};
+  a[0].levels[0] = (MmLevel){.strategy = MM_STRAT_TP, .spec = MM_DEG_NUMBER, .degree = 8, .sequence_parallel = TRUE};
+  a[0].levels[1] = (MmLevel){.strategy = MM_STRAT_DDP, .spec = MM_DEG_ALL, .zero = 1};
+  a[1].levels[0] = (MmLevel){.strategy = MM_STRAT_FSDP, .spec = MM_DEG_ALL};
+  MmStrategyEntry *b = g_memdup2(a, sizeof a);
+  b[0].key = g_strdup("transformer");
+  const MmPoint base = {.nodes = 4, .micro_batch = 2, .strategies = a, .n_strategies = 2};
+  MmPoint same = base;
+  same.strategies = b;
+  g_autoptr(GByteArray) k0 = g_byte_array_new(), k1 = g_byte_array_new();
+  mm_point_key(&base, k0);
+  mm_point_key(&same, k1);
+  ck_assert(k0->len == k1->len && memcmp(k0->data, k1->data, k0->len) == 0);
+  /* one change each: point fields, then level fields of the second level */
+  for (guint c = 0; c < 27; c++) {
+    MmPoint p = base;
+    g_autofree MmStrategyEntry *e = g_memdup2(a, sizeof a);
+    p.strategies = e;
+    MmLevel *l = &e[0].levels[1];
+    switch (c) {
+    case 0: p.nodes = 8; break;
+    case 1: p.global_batch = 64; break;
+    case 2: p.micro_batch = 1; break;
+    case 3: p.pipeline_degree = 2; break;
+    case 4: p.virtual_stages = 2; break;
+    case 5: p.seq_len = 4096; break;
+    case 6: p.recompute = 1; break;
+    case 7: p.schedule = 1; break;
+    case 8: p.algorithm[MM_COLL_ALL_GATHER] = MM_ALGO_RING; break;
+    case 9: p.scale[MM_SCALE_HBM_BW] = 2; break;
+    case 10: p.n_strategies = 1; break;
+    case 11: p.strategies = NULL; break;
+    case 12: e[1].key = (char *)"mlp"; break;
+    case 13: e[0].n_levels = 1; break;
+    case 14: l->strategy = MM_STRAT_FSDP; break;
+    case 15: l->spec = MM_DEG_NUMBER; break;
+    case 16: l->degree = 2; break;
+    case 17: l->zero = 2; break;
+    case 18: l->grad_sync = MM_GRAD_SYNC_SPARSE; break;
+    case 19: l->sequence_parallel = TRUE; break;
+    case 20: l->experts_sharded = TRUE; break;
+    case 21: l->cp_fsdp = TRUE; break;
+    case 22: l->overlap_min_bytes = 1; break;
+    case 23: l->overlap_chunks = 4; break;
+    case 24: l->sharding = MM_SHARD_ROW; break;
+    case 25: l->cp_impl = MM_CP_ALL_GATHER; break;
+    case 26: l->overlap = MM_OVERLAP_ASYNC_TP; break;
+    default: break;
+    }
+    g_autoptr(GByteArray) k = g_byte_array_new();
+    mm_point_key(&p, k);
+    ck_assert_msg(k->len != k0->len || memcmp(k->data, k0->data, k0->len) != 0, "change %u gives the same key", c);
+  }
+  g_free(b[0].key);
+  g_free(b);
 }
 END_TEST
 
@@ -1097,6 +1221,8 @@ int main(void)
   tcase_add_test(tc, test_graph_cache);
   tcase_add_test(tc, test_same_bytes_any_jobs);
   tcase_add_test(tc, test_memo_same_rows);
+  tcase_add_test(tc, test_dedup_same_rows);
+  tcase_add_test(tc, test_point_key);
   tcase_add_test(tc, test_resume_after_cut);
   tcase_add_test(tc, test_resume_after_kill);
   tcase_add_test(tc, test_resume_bad_last_row);

@@ -196,7 +196,7 @@ int mm_cmd_sweep(int argc, char **argv)
 static int sweep_main(int argc, char **argv, const Mpi *mpi)
 {
   g_autofree char *space_path = NULL, *out_dir = NULL, *shard_text = NULL, *ttft_text = NULL, *tpot_text = NULL;
-  gint jobs = 0, memo_mb = G_MININT; /* G_MININT: not given (auto) */
+  gint jobs = 0, memo_mb = 0;
   gdouble budget_tokens = 0, budget_samples = 0;
   gboolean include_oom = FALSE, resume = FALSE, yes = FALSE, quiet = FALSE;
   g_autoptr(GPtrArray) hw_list = g_ptr_array_new_with_free_func(g_free);
@@ -210,7 +210,7 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     {"shard", 0, 0, G_OPTION_ARG_STRING, &shard_text, "Run the points i with i mod N = K only (Slurm arrays; join with sweep merge)", "K/N"},
     {"yes", 'y', 0, G_OPTION_ARG_NONE, &yes, "Run sweeps estimated to take over 10 minutes", NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress line", NULL},
-    {"memo-mb", 0, 0, G_OPTION_ARG_INT, &memo_mb, "Keep up to M MiB of engine runs and replay them for points whose programs were simulated before (the same rows either way). Default: " G_STRINGIFY(MM_SWEEP_MEMO_MB) " where the space varies ZeRO stages or recompute policies (points that often run the same programs), else 0 (no memo: digesting and keeping runs that never repeat costs a few percent)", "M"},
+    {"memo-mb", 0, 0, G_OPTION_ARG_INT, &memo_mb, "Keep up to M MiB of engine runs and replay them for points whose programs were simulated before (the same rows either way; e.g. 64). Default 0 (none): a point met again under another index (a ZeRO stage its strategies ignore) is evaluated once anyway, and other points rarely lower programs simulated before (5 of the LLaMA-2-70B bench sweep's 152 runs), while digesting and keeping runs costs about 6% of simulating them", "M"},
     {"budget-tokens", 0, 0, G_OPTION_ARG_DOUBLE, &budget_tokens, "Time-to-train objective: the days to process T tokens (e.g. 1.4e12)", "T"},
     {"budget-samples", 0, 0, G_OPTION_ARG_DOUBLE, &budget_samples, "Time-to-train objective for a budget of S samples", "S"},
     {"ttft-max-ms", 0, 0, G_OPTION_ARG_STRING, &ttft_text, "Serving: the best point (most output tokens/s per GPU) among those whose time to first token is at most X ms", "X"},
@@ -271,7 +271,7 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     fprintf(stderr, "madmax: --jobs %d: expected 1 to 4096 (0: all cores)\n", jobs);
     return MM_EXIT_INPUT;
   }
-  if (memo_mb != G_MININT && (memo_mb < 0 || memo_mb > 1048576)) {
+  if (memo_mb < 0 || memo_mb > 1048576) {
     fprintf(stderr, "madmax: --memo-mb %d: expected 0 to 1048576 MiB (0: no memo)\n", memo_mb);
     return MM_EXIT_INPUT;
   }
@@ -385,11 +385,6 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
                       .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig,
                       .probes = probe, .memo_bytes = memo_mb > 0 ? (gsize)memo_mb << 20 : 0,
                       .sharded = shard_text != NULL || mpi->on};
-  if (memo_mb == G_MININT) { /* auto */
-    gboolean repeats = FALSE;
-    for (guint k = 0; k < n_sys; k++) repeats |= sys[k].space->n_zero > 1 || sys[k].space->n_recompute > 1;
-    o.memo_bytes = repeats ? (gsize)MM_SWEEP_MEMO_MB << 20 : 0;
-  }
   MmSweepStats st;
   gboolean ok = mm_sweep_run(&o, &st, &error);
   g_free(st.first_invalid);

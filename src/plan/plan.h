@@ -40,7 +40,15 @@ typedef struct {
   const MmStrategyEntry *strategies;    /* replaces the config's parallelism when non-NULL (borrowed) */
   guint n_strategies;
   double scale[MM_SCALE_COUNT];         /* hardware what-if factors */
+  /* (a field added here goes into mm_point_key too) */
 } MmPoint;
+
+/* Appends to @key bytes that are equal for two points exactly when the points are: every field,
+ * the strategy entries by their contents, not their address (doubles by their bits: 0.0 and
+ * -0.0 differ). Points with equal keys derive the same scenario from the same inputs, and
+ * simulate the same (a sweep evaluates such points once: a ZeRO stage is no part of a point
+ * whose strategies have no ddp level). */
+void mm_point_key(const MmPoint *pt, GByteArray *key);
 
 /* ---- scenario: model x hardware x config, cross-checked ------------------ */
 

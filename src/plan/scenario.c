@@ -19,6 +19,61 @@ void mm_scenario_free(MmScenario *s)
   g_free(s);
 }
 
+/* Copies the bytes of @v to @buf + @n and moves @n past them (a key under construction). */
+#define KEY_PUT(buf, n, v)               \
+  do {                                   \
+    memcpy((buf) + (n), &(v), sizeof(v)); \
+    (n) += sizeof(v);                    \
+  } while (0)
+
+void mm_point_key(const MmPoint *pt, GByteArray *key)
+{
+  g_return_if_fail(pt && key);
+  guint8 buf[256];
+  guint n = 0;
+  KEY_PUT(buf, n, pt->nodes);
+  KEY_PUT(buf, n, pt->global_batch);
+  KEY_PUT(buf, n, pt->micro_batch);
+  KEY_PUT(buf, n, pt->pipeline_degree);
+  KEY_PUT(buf, n, pt->virtual_stages);
+  KEY_PUT(buf, n, pt->seq_len);
+  KEY_PUT(buf, n, pt->recompute);
+  KEY_PUT(buf, n, pt->schedule);
+  KEY_PUT(buf, n, pt->algorithm);
+  KEY_PUT(buf, n, pt->scale);
+  const guint ns = pt->strategies ? pt->n_strategies : G_MAXUINT; /* none (the config's) is not an empty list */
+  KEY_PUT(buf, n, ns);
+  /* the buffer holds the point's fields, or an entry's level count and one level's fields */
+  G_STATIC_ASSERT(sizeof(MmPoint) <= sizeof buf && sizeof(guint) + sizeof(MmLevel) <= sizeof buf);
+  for (guint e = 0; pt->strategies && e < pt->n_strategies; e++) {
+    const MmStrategyEntry *en = &pt->strategies[e];
+    g_byte_array_append(key, buf, n);
+    n = 0;
+    if (en->key) g_byte_array_append(key, (const guint8 *)en->key, (guint)strlen(en->key) + 1);
+    else g_byte_array_append(key, (const guint8 *)"\xff", 1); /* no key: 0xff begins no (checked) UTF-8 key */
+    KEY_PUT(buf, n, en->n_levels);
+    for (guint i = 0; i < en->n_levels; i++) { /* field by field: a struct's padding bytes are not its value */
+      const MmLevel *l = &en->levels[i];
+      KEY_PUT(buf, n, l->strategy);
+      KEY_PUT(buf, n, l->spec);
+      KEY_PUT(buf, n, l->degree);
+      KEY_PUT(buf, n, l->sharding);
+      KEY_PUT(buf, n, l->grad_sync);
+      KEY_PUT(buf, n, l->sequence_parallel);
+      KEY_PUT(buf, n, l->experts_sharded);
+      KEY_PUT(buf, n, l->zero);
+      KEY_PUT(buf, n, l->cp_impl);
+      KEY_PUT(buf, n, l->cp_fsdp);
+      KEY_PUT(buf, n, l->overlap);
+      KEY_PUT(buf, n, l->overlap_min_bytes);
+      KEY_PUT(buf, n, l->overlap_chunks);
+      g_byte_array_append(key, buf, n);
+      n = 0;
+    }
+  }
+  g_byte_array_append(key, buf, n);
+}
+
 static double factor(const MmPoint *pt, MmScale k)
 {
   return pt->scale[k] > 0 ? pt->scale[k] : 1.0;

@@ -11,12 +11,13 @@
 #include "sweep.h"
 
 #define WINDOW 1024 /* points under way or waiting to be written, at most */
+#define WRITE_BATCH 64 /* the writer waits for this many points at once (< WINDOW) */
 
 /* One point's row (NULL: not a valid point). */
 typedef struct {
   char *row;
   gboolean done;
-  int status; /* 0 ok, 1 oom (pruned), 2 rejected by the scenario, 3 failed (internal), 4 skipped (stopped first) */
+  int status; /* 0 ok, 1 oom (pruned), 2 rejected by the scenario, 3 failed (internal) */
   double samples_per_s;
   char *why;
 } Slot;
@@ -30,6 +31,7 @@ typedef struct {
   char **labels; /* per system: its system column */
   MmGraphCache *graphs; /* the points' shared graphs */
   MmEngineMemo *memo;   /* engine runs kept for replay (NULL: none) */
+  struct Dedup *dedup;  /* outcomes of recent points by key (NULL: every point evaluated) */
 } Ctx;
 
 /* Points evaluated before the sweep (the estimate's timed probes): their slots, kept for the run. */
@@ -42,11 +44,21 @@ struct MmSweepProbes {
   Ctx ctx;
 };
 
+/* A run: its workers take the points of the window in order (next_claim) and the writer writes
+ * them in order (next_write); a worker wakes the writer only when it finished the point the writer
+ * waits for, and the writer a worker only when the window was full (a thread pool task and a
+ * wake-up per point cost about a tenth of a sweep whose points are mostly rejected or pruned). */
 typedef struct {
   const MmSweepOptions *o;
   Ctx ctx;
   GMutex lock;
-  GCond cond;
+  GCond ready;         /* the slot the writer waits for is done */
+  GCond room;          /* the window moved on, or the run is over */
+  uint64_t n;          /* the sweep's points */
+  uint64_t next_claim; /* the next point of this shard a worker takes */
+  uint64_t next_write; /* the next point the writer writes: the window's start */
+  uint64_t waiting;    /* the point the writer waits for (UINT64_MAX: none) */
+  gboolean over;       /* the writer is done: take no more points */
   Slot slots[WINDOW];
 } Run;
 
@@ -74,40 +86,50 @@ static void num(GString *g, double v)
 /* Peak dense bf16 FLOP/s of an A100: the unit of normalized GPU-hours (NVIDIA A100 datasheet). */
 #define A100_PEAK_FLOPS 312e12
 
-static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, char **why)
+/* What a point's row says apart from its index and its zero column (the only parts that tell
+ * apart points of one key, mm_point_key): the columns before the zero column (@mid, from
+ * nodes on) and after it (@tail, with the line's end); or, rejected, why. */
+typedef struct {
+  int status; /* Slot.status */
+  double samples_per_s;
+  char *mid, *tail, *why;
+} Outcome;
+
+static void outcome_clear(Outcome *x)
 {
-  uint64_t local = 0;
-  const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
+  g_free(x->mid);
+  g_free(x->tail);
+  g_free(x->why);
+}
+
+/* Evaluates point @sp of system @k_sys (point @i of the sweep, for messages). */
+static void evaluate(const Ctx *o, uint64_t i, guint k_sys, const MmSweepPoint *sp, Outcome *x)
+{
   const MmSweepSystem *sy = &o->systems[k_sys];
-  MmSweepPoint sp;
-  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp.point, o->graphs, &error);
-  *status = 2;
-  *rate = 0;
+  *x = (Outcome){.status = 2};
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp->point, o->graphs, &error);
   if (!sim) {
-    *why = g_strdup(error->message);
-    return NULL;
+    x->why = g_strdup(error->message);
+    return;
   }
   sim->memo = o->memo;
   const MmScenario *s = sim->scenario;
   const gboolean fits = sim->memory->fits;
   const gboolean simulate = fits || o->include_oom;
   if (simulate && !mm_simulation_run(sim, FALSE, &error)) {
-    *why = g_strdup_printf("point %" G_GUINT64_FORMAT ": %s", i, error->message);
-    *status = 3; /* an internal failure, not a rejected input */
-    return NULL;
+    x->why = g_strdup_printf("point %" G_GUINT64_FORMAT ": %s", i, error->message);
+    x->status = 3; /* an internal failure, not a rejected input */
+    return;
   }
-  *status = simulate ? 0 : 1;
+  x->status = simulate ? 0 : 1;
+  x->mid = g_strdup_printf(",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%" G_GINT64_FORMAT
+                           ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s",
+                           s->hw->nodes, s->devices, s->pp, mm_pipe_schedule_names[s->cfg->pipeline.schedule],
+                           s->vstages, s->micro_batch, s->micro_steps, mm_recompute_names[s->cfg->recompute]);
   GString *g = g_string_new("");
-  g_string_append_printf(g, "%" G_GUINT64_FORMAT, i);
-  if (o->n_systems > 1) g_string_append_printf(g, ",%s", o->labels[k_sys]);
-  g_string_append_printf(g, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                         ",%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,%d",
-                         s->hw->nodes, s->devices, s->pp, mm_pipe_schedule_names[s->cfg->pipeline.schedule], s->vstages,
-                         s->micro_batch, s->micro_steps, mm_recompute_names[s->cfg->recompute], sp.zero);
   for (guint k = 0; k < sy->space->n_kinds; k++) {
-    g_autofree char *txt = mm_sweep_entry_text(&sp.entries[k]);
+    g_autofree char *txt = mm_sweep_entry_text(&sp->entries[k]);
     g_string_append_printf(g, ",%s", txt);
   }
   g_string_append_printf(g, ",%s,%d", simulate ? (fits ? "ok" : "oom_simulated") : "oom", fits);
@@ -124,7 +146,7 @@ static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, cha
     num(g, r->compute_s);
     num(g, r->comm_s);
     num(g, r->exposed_comm_s);
-    *rate = fits ? sps : 0;
+    x->samples_per_s = fits ? sps : 0;
     num(g, sim->memory->per_device_bytes);
     num(g, sim->memory->capacity_bytes);
     num(g, (double)s->devices * t / 3600.0 * s->hw->device.peak_flops[MM_DTYPE_BF16] / A100_PEAK_FLOPS);
@@ -141,7 +163,123 @@ static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, cha
     g_string_append(g, ",,,");
   }
   g_string_append_c(g, '\n');
-  return g_string_free(g, FALSE);
+  x->tail = g_string_free(g, FALSE);
+}
+
+/* Outcomes of recent points by their key (mm_point_key): a sweep meets one point under several
+ * indices (a space's ZeRO stages, where a strategy has no ddp level: LLaMA-2-70B's bench sweep
+ * simulated 166 of its 318 points twice or three times over), whose rows differ in their index and
+ * zero column only. Bounded: the oldest of DEDUP_MAX keys go first (the repeats of a point lie a
+ * few strategy hierarchies apart). Shared by the workers. */
+#define DEDUP_MAX 2048
+
+typedef struct Dedup {
+  GMutex lock;
+  GHashTable *seen; /* GBytes key -> Outcome */
+  GQueue order;     /* keys, oldest first */
+  uint64_t hits;    /* points answered */
+} Dedup;
+
+static void outcome_free(gpointer p)
+{
+  outcome_clear(p);
+  g_free(p);
+}
+
+/* A key's hash, eight bytes at a time (g_bytes_hash takes them one by one: a third of the dedup's cost). */
+static guint key_hash(gconstpointer k)
+{
+  gsize n = 0;
+  const guint8 *p = g_bytes_get_data((GBytes *)k, &n);
+  uint64_t h = (uint64_t)n * UINT64_C(0x9E3779B97F4A7C15), w;
+  for (; n >= 8; p += 8, n -= 8) {
+    memcpy(&w, p, 8);
+    h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 32;
+  }
+  w = 0;
+  memcpy(&w, p, n);
+  h = (h ^ w) * UINT64_C(0xc4ceb9fe1a85ec53);
+  return (guint)(h ^ h >> 29);
+}
+
+static Dedup *dedup_new(void)
+{
+  Dedup *d = g_new0(Dedup, 1);
+  g_mutex_init(&d->lock);
+  d->seen = g_hash_table_new_full(key_hash, g_bytes_equal, (GDestroyNotify)g_bytes_unref, outcome_free);
+  g_queue_init(&d->order);
+  return d;
+}
+
+static void dedup_free(Dedup *d)
+{
+  if (!d) return;
+  g_hash_table_destroy(d->seen); /* the queue's keys are the table's */
+  g_queue_clear(&d->order);
+  g_mutex_clear(&d->lock);
+  g_free(d);
+}
+
+/* A copy of what @d knows of @key into @x (FALSE: nothing). */
+static gboolean dedup_find(Dedup *d, GBytes *key, Outcome *x)
+{
+  g_mutex_lock(&d->lock);
+  const Outcome *k = g_hash_table_lookup(d->seen, key);
+  if (k) *x = (Outcome){k->status, k->samples_per_s, g_strdup(k->mid), g_strdup(k->tail), g_strdup(k->why)};
+  d->hits += k != NULL;
+  g_mutex_unlock(&d->lock);
+  return k != NULL;
+}
+
+/* Keeps a copy of @x under @key (internal failures are not kept: their message names the point). */
+static void dedup_keep(Dedup *d, GBytes *key, const Outcome *x)
+{
+  if (x->status == 3) return;
+  Outcome *k = g_new(Outcome, 1);
+  *k = (Outcome){x->status, x->samples_per_s, g_strdup(x->mid), g_strdup(x->tail), g_strdup(x->why)};
+  g_mutex_lock(&d->lock);
+  if (g_hash_table_contains(d->seen, key)) { /* a worker beside this one evaluated it too: the same outcome */
+    outcome_free(k);
+  } else {
+    GBytes *owned = g_bytes_ref(key);
+    g_hash_table_insert(d->seen, owned, k);
+    g_queue_push_tail(&d->order, owned);
+    if (d->order.length > DEDUP_MAX) g_hash_table_remove(d->seen, g_queue_pop_head(&d->order));
+  }
+  g_mutex_unlock(&d->lock);
+}
+
+static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, char **why)
+{
+  uint64_t local = 0;
+  const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
+  const MmSweepSystem *sy = &o->systems[k_sys];
+  MmSweepPoint sp;
+  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
+  g_autoptr(GBytes) key = NULL;
+  Outcome x;
+  gboolean known = FALSE;
+  if (o->dedup) {
+    GByteArray *kb = g_byte_array_new();
+    g_byte_array_append(kb, (const guint8 *)&k_sys, sizeof k_sys);
+    mm_point_key(&sp.point, kb);
+    key = g_byte_array_free_to_bytes(kb);
+    known = dedup_find(o->dedup, key, &x);
+  }
+  if (!known) {
+    evaluate(o, i, k_sys, &sp, &x);
+    if (o->dedup) dedup_keep(o->dedup, key, &x);
+  }
+  *status = x.status;
+  *rate = x.samples_per_s;
+  *why = g_steal_pointer(&x.why);
+  char *row = NULL;
+  if (x.status <= 1)
+    row = g_strdup_printf("%" G_GUINT64_FORMAT "%s%s%s,%d%s", i, o->n_systems > 1 ? "," : "",
+                          o->n_systems > 1 ? o->labels[k_sys] : "", x.mid, sp.zero, x.tail);
+  outcome_clear(&x);
+  return row;
 }
 
 /* Evaluates point @i into @out (done). */
@@ -166,25 +304,42 @@ static gboolean take_probe(MmSweepProbes *pr, uint64_t i, Slot *out)
   return FALSE;
 }
 
+/* A worker: takes the next point while the window has room (a probe's row when the estimate
+ * evaluated it), evaluates it unlocked, files its slot. Stops at the sweep's end, on SIGINT (the
+ * points under way are finished and written) and when the writer is done. */
 static void work(gpointer data, gpointer user)
 {
+  (void)data;
   Run *r = user;
-  const uint64_t i = GPOINTER_TO_SIZE(data) - 1;
-  Slot got = {.done = TRUE, .status = 4};
-  if (!*r->o->stop) eval_slot(&r->ctx, i, &got); /* else interrupted before it started: the writer stops here */
+  const MmSweepOptions *o = r->o;
   g_mutex_lock(&r->lock);
-  r->slots[(i / r->o->shards) % WINDOW] = got;
-  g_cond_broadcast(&r->cond);
+  for (;;) {
+    while (!r->over && !*o->stop && r->next_claim < r->n && (r->next_claim - r->next_write) / o->shards >= WINDOW)
+      g_cond_wait(&r->room, &r->lock);
+    if (r->over || *o->stop || r->next_claim >= r->n) break;
+    const uint64_t i = r->next_claim;
+    r->next_claim += o->shards;
+    Slot got;
+    if (!take_probe(o->probes, i, &got)) { /* evaluated by the estimate: no need to again */
+      g_mutex_unlock(&r->lock);
+      eval_slot(&r->ctx, i, &got);
+      g_mutex_lock(&r->lock);
+    }
+    r->slots[(i / o->shards) % WINDOW] = got;
+    if (r->waiting == i) g_cond_signal(&r->ready);
+  }
   g_mutex_unlock(&r->lock);
 }
 
-/* The context for evaluating points of @sys: their labels, a graph cache of its own and, with
- * @memo_bytes > 0, a memo of engine runs of that budget. */
-static Ctx ctx_new(const MmSweepSystem *sys, guint n, gboolean include_oom, gsize memo_bytes)
+/* The context for evaluating points of @sys: their labels, a graph cache of its own, with
+ * @memo_bytes > 0 a memo of engine runs of that budget, and with @dedup the outcomes of recent
+ * points by key. */
+static Ctx ctx_new(const MmSweepSystem *sys, guint n, gboolean include_oom, gsize memo_bytes, gboolean dedup)
 {
   char **labels = g_new0(char *, n + 1);
   for (guint k = 0; k < n; k++) labels[k] = mm_sweep_system_label(sys[k].inputs->hardware);
-  return (Ctx){sys, n, include_oom, labels, mm_graph_cache_new(), memo_bytes ? mm_engine_memo_new(memo_bytes) : NULL};
+  return (Ctx){sys, n, include_oom, labels, mm_graph_cache_new(), memo_bytes ? mm_engine_memo_new(memo_bytes) : NULL,
+               dedup ? dedup_new() : NULL};
 }
 
 static void ctx_clear(Ctx *c)
@@ -192,6 +347,7 @@ static void ctx_clear(Ctx *c)
   g_strfreev(c->labels);
   mm_graph_cache_free(c->graphs);
   mm_engine_memo_free(c->memo);
+  dedup_free(c->dedup);
   *c = (Ctx){0};
 }
 
@@ -208,7 +364,7 @@ MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolea
                               guint n, guint jobs)
 {
   MmSweepProbes *pr = g_new0(MmSweepProbes, 1);
-  pr->ctx = ctx_new(sys, n_systems, include_oom, 0); /* timed: each simulated */
+  pr->ctx = ctx_new(sys, n_systems, include_oom, 0, FALSE); /* timed: each simulated */
   pr->n = MIN(n, (guint)MM_SWEEP_PROBES);
   memcpy(pr->index, points, sizeof(uint64_t) * pr->n);
   GThreadPool *pool = g_thread_pool_new(probe_work, pr, (gint)MAX(1u, MIN(jobs, pr->n)), TRUE, NULL);
@@ -393,37 +549,47 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 
   Run *r = g_new0(Run, 1);
   r->o = o;
-  r->ctx = ctx_new(o->systems, o->n_systems, o->include_oom, o->memo_bytes);
+  r->ctx = ctx_new(o->systems, o->n_systems, o->include_oom, o->memo_bytes, !o->no_dedup);
   g_mutex_init(&r->lock);
-  g_cond_init(&r->cond);
+  g_cond_init(&r->ready);
+  g_cond_init(&r->room);
+  r->n = n;
+  r->next_claim = r->next_write = shard_index(o, first);
+  r->waiting = UINT64_MAX;
   const guint jobs = o->jobs ? o->jobs : MAX(1u, g_get_num_processors());
   GThreadPool *pool = g_thread_pool_new(work, r, (gint)jobs, TRUE, NULL);
-  uint64_t next_write = shard_index(o, first), next_push = next_write;
+  for (guint k = 0; k < jobs; k++) g_thread_pool_push(pool, GUINT_TO_POINTER(k + 1), NULL);
   const gint64 t0 = g_get_monotonic_time();
   gint64 shown = 0;
   double best = 0;
   gboolean ok = TRUE;
   st->points = n;
+  const uint64_t start = r->next_write;
+  uint64_t next_write = start;
   while (next_write < n) {
-    while (!*o->stop && next_push < n && (next_push - next_write) / o->shards < WINDOW) {
-      Slot probed;
-      if (take_probe(o->probes, next_push, &probed)) { /* evaluated by the estimate: no need to again */
-        g_mutex_lock(&r->lock);
-        r->slots[(next_push / o->shards) % WINDOW] = probed;
-        g_mutex_unlock(&r->lock);
-      } else {
-        g_thread_pool_push(pool, GSIZE_TO_POINTER(next_push + 1), NULL);
-      }
-      next_push += o->shards;
-    }
-    if (next_write >= next_push) break; /* stopped before dispatching it */
     g_mutex_lock(&r->lock);
     Slot *s = &r->slots[(next_write / o->shards) % WINDOW];
-    while (!s->done) g_cond_wait_until(&r->cond, &r->lock, g_get_monotonic_time() + 200 * G_TIME_SPAN_MILLISECOND);
+    /* wait for it unless SIGINT came before any worker took it (a timed wait: the signal handler only sets the
+     * flag); woken once the point WRITE_BATCH - 1 on is done too (unless it is already, or SIGINT came), not
+     * after every point */
+    while (!s->done && !(*o->stop && r->next_claim <= next_write)) {
+      uint64_t want = next_write;
+      const uint64_t span = (uint64_t)(WRITE_BATCH - 1) * o->shards;
+      if (!*o->stop)
+        want = n - next_write > span ? next_write + span : next_write + (n - 1 - next_write) / o->shards * o->shards;
+      if (r->slots[(want / o->shards) % WINDOW].done) want = next_write;
+      r->waiting = want;
+      g_cond_wait_until(&r->ready, &r->lock, g_get_monotonic_time() + 200 * G_TIME_SPAN_MILLISECOND);
+    }
+    r->waiting = UINT64_MAX;
     Slot got = *s;
     *s = (Slot){0};
+    if (got.done) {
+      r->next_write = next_write + o->shards;
+      g_cond_signal(&r->room);
+    }
     g_mutex_unlock(&r->lock);
-    if (got.status == 4) break; /* stopped (SIGINT): the rows so far are written; --resume goes on from here */
+    if (!got.done) break; /* stopped (SIGINT): the rows so far are written; --resume goes on from here */
     if (got.status == 3) {
       st->failed++;
       if (!st->first_failure) st->first_failure = g_steal_pointer(&got.why);
@@ -443,12 +609,16 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     next_write += o->shards;
     if (o->progress && g_get_monotonic_time() - shown > 250 * G_TIME_SPAN_MILLISECOND) {
       shown = g_get_monotonic_time();
-      const double done = (double)((next_write - first) / o->shards), secs = (double)(shown - t0) / 1e6;
-      const double total = (double)((n - first + o->shards - 1) / o->shards), rate = done / MAX(secs, 1e-9);
+      const double done = (double)((next_write - start) / o->shards), secs = (double)(shown - t0) / 1e6;
+      const double total = (double)((n - start + o->shards - 1) / o->shards), rate = done / MAX(secs, 1e-9);
       fprintf(stderr, "\r%.0f/%.0f points  %.0f/s  ETA %.0f s  best %.4g samples/s   ", done, total, rate,
               (total - done) / MAX(rate, 1e-9), best);
     }
   }
+  g_mutex_lock(&r->lock);
+  r->over = TRUE;
+  g_cond_broadcast(&r->room);
+  g_mutex_unlock(&r->lock);
   st->interrupted = next_write < n;
   g_thread_pool_free(pool, FALSE, TRUE); /* waits for the points under way */
   for (guint k = 0; k < WINDOW; k++) {
@@ -456,8 +626,10 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     g_free(r->slots[k].why);
   }
   g_mutex_clear(&r->lock);
-  g_cond_clear(&r->cond);
+  g_cond_clear(&r->ready);
+  g_cond_clear(&r->room);
   if (r->ctx.memo) mm_engine_memo_counts(r->ctx.memo, &st->replayed, NULL);
+  if (r->ctx.dedup) st->reused = r->ctx.dedup->hits;
   ctx_clear(&r->ctx);
   g_free(r);
   if (o->progress) fprintf(stderr, "\n");

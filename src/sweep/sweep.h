@@ -213,15 +213,14 @@ typedef struct {
   MmSweepProbes *probes;      /* points already evaluated (NULL: none); the run takes their rows */
   gsize memo_bytes;           /* engine runs kept for replay, at most this many bytes (0: none; the
                                * same rows either way, see MmSimulation.memo) */
+  gboolean no_dedup;          /* evaluate every point, also one met before under another index (equal
+                               * mm_point_key; by default its outcome is reused: the same rows either way) */
 } MmSweepOptions;
-
-/* The memo budget a sweep uses unless told otherwise (madmax sweep --memo-mb; what-if studies keep
- * none: their scaled systems rarely repeat a run). */
-#define MM_SWEEP_MEMO_MB 64
 
 typedef struct {
   uint64_t points, valid, oom, invalid, failed, simulated, written;
   uint64_t replayed;          /* engine runs the memo answered (varies with the threads' timing) */
+  uint64_t reused;            /* points whose outcome an earlier point of the same key gave (varies likewise) */
   gboolean interrupted;
   char *first_invalid;        /* an example reason (transfer full) */
   char *first_failure;        /* an internal failure (a bug): the first (transfer full) */
