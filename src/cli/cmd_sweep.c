@@ -340,19 +340,16 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
    * them again */
   const guint threads = jobs ? (guint)jobs : MAX(1u, g_get_num_processors());
   double prep_s = 0;
-  guint probed = 0, fit = 0, timed = 0;
-  const uint64_t probes = MIN(n_points, (uint64_t)256);
-  uint64_t fits[256];
-  for (uint64_t i = 0; i < probes; i++) {
-    MmSweepPoint p;
-    uint64_t local = 0;
-    const MmSweepSystem *sy = &sys[mm_sweep_locate(sys, n_sys, n_points * i / probes, &local)];
-    mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
-    gint64 t0 = g_get_monotonic_time();
-    g_autoptr(MmSimulation) s = mm_simulation_prepare(sy->inputs, &p.point, NULL);
-    prep_s += (double)(g_get_monotonic_time() - t0) / 1e6;
-    probed++;
-    if (s && (s->memory->fits || include_oom)) fits[fit++] = n_points * i / probes;
+  guint fit = 0, timed = 0;
+  const guint probed = (guint)MIN(n_points, (uint64_t)256);
+  uint64_t sample[256], fits[256];
+  double sample_s[256];
+  gboolean sample_fits[256];
+  for (guint i = 0; i < probed; i++) sample[i] = n_points * i / probed;
+  mm_sweep_sample(sys, n_sys, include_oom, sample, probed, threads, sample_s, sample_fits);
+  for (guint i = 0; i < probed; i++) {
+    prep_s += sample_s[i];
+    if (sample_fits[i]) fits[fit++] = sample[i];
   }
   uint64_t timed_points[MM_SWEEP_PROBES];
   const guint n_timed = MIN(fit, (guint)MM_SWEEP_PROBES);

@@ -222,11 +222,24 @@ static void build_slots(MmEngine *e)
   for (uint32_t c = 0; c < e->n_classes; c++) {
     const MmEngineProgram *p = &e->programs[e->classes[c].program];
     uint64_t d = e->classes[c].rep_device;
+    /* a program's collectives take few group shapes: the last one's group, without its divisions
+     * (two 64-bit divisions per collective were a tenth of building an engine, perf) */
+    uint32_t last_stride = 0, last_degree = 0;
+    uint64_t last_gid = 0;
     for (uint32_t i = 0; i < p->n_ops; i++) {
       const MmEngineOp *op = &p->ops[i];
       if (op->coll == MM_NO_COLL) continue;
-      uint64_t gid = op->peer != 0 ? MIN(d, (uint64_t)((int64_t)d + op->peer))
-                                   : d - ((d / op->stride) % op->degree) * op->stride;
+      uint64_t gid;
+      if (op->peer != 0) {
+        gid = MIN(d, (uint64_t)((int64_t)d + op->peer));
+      } else {
+        if (op->stride != last_stride || op->degree != last_degree) {
+          last_stride = op->stride;
+          last_degree = op->degree;
+          last_gid = d - ((d / op->stride) % op->degree) * op->stride;
+        }
+        gid = last_gid;
+      }
       refs[k++] = (SlotRef){((uint64_t)op->coll << 32) | gid, c, i};
     }
   }

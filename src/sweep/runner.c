@@ -360,6 +360,46 @@ static void probe_work(gpointer data, gpointer user)
   pr->seconds[k] = (double)(g_get_monotonic_time() - t0) / 1e6;
 }
 
+/* mm_sweep_sample's work: the points [from, to) of its list. */
+typedef struct {
+  const MmSweepSystem *sys;
+  guint n_systems;
+  gboolean include_oom;
+  const uint64_t *points;
+  double *seconds;
+  gboolean *fits;
+  MmGraphCache *graphs;
+} Sample;
+
+static void sample_work(gpointer data, gpointer user)
+{
+  const Sample *sa = user;
+  const guint from = GPOINTER_TO_UINT(data) >> 16, to = GPOINTER_TO_UINT(data) & 0xffff;
+  for (guint k = from; k < to; k++) {
+    uint64_t local = 0;
+    const MmSweepSystem *sy = &sa->sys[mm_sweep_locate(sa->sys, sa->n_systems, sa->points[k], &local)];
+    MmSweepPoint p;
+    mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
+    const gint64 t0 = g_get_monotonic_time();
+    g_autoptr(MmSimulation) s = mm_simulation_prepare_cached(sy->inputs, &p.point, sa->graphs, NULL);
+    sa->seconds[k] = (double)(g_get_monotonic_time() - t0) / 1e6;
+    sa->fits[k] = s && (s->memory->fits || sa->include_oom);
+  }
+}
+
+void mm_sweep_sample(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points, guint n,
+                     guint jobs, double *seconds, gboolean *fits)
+{
+  g_return_if_fail(n <= 0xffff);
+  g_autoptr(MmGraphCache) graphs = mm_graph_cache_new();
+  const Sample sa = {sys, n_systems, include_oom, points, seconds, fits, graphs};
+  jobs = MAX(1u, MIN(jobs, n));
+  GThreadPool *pool = g_thread_pool_new(sample_work, (gpointer)&sa, (gint)jobs, TRUE, NULL);
+  for (guint j = 0; j < jobs; j++) /* a contiguous share each */
+    g_thread_pool_push(pool, GUINT_TO_POINTER((n * j / jobs) << 16 | n * (j + 1) / jobs), NULL);
+  g_thread_pool_free(pool, FALSE, TRUE);
+}
+
 MmSweepProbes *mm_sweep_probe(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points,
                               guint n, guint jobs)
 {

@@ -182,6 +182,12 @@ guint mm_sweep_locate(const MmSweepSystem *sys, guint n, uint64_t i, uint64_t *l
  * characters as spaces (the CSV is not quoted). (transfer full) */
 char *mm_sweep_system_label(const MmHardware *hw);
 
+/* Derives the sweep's points @points (at most 65,535) without simulating them (scenario, graphs, memory), on
+ * @jobs threads, for the estimate before a sweep: each one's seconds into @seconds, and into @fits whether it is
+ * valid and fits in memory (with @include_oom: valid). */
+void mm_sweep_sample(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points, guint n,
+                     guint jobs, double *seconds, gboolean *fits);
+
 /* Points of a sweep evaluated ahead of it, to time them (the run's estimate): each point's row
  * as the run would write it, which the run then takes instead of evaluating the point again. */
 typedef struct MmSweepProbes MmSweepProbes;
