@@ -589,35 +589,57 @@ END_TEST
  * order by listing: every op must start and end at the same time on the same device. With
  * @broken, device 3's copy of the 2 x 2 group carries another collective id: the groups are
  * then inconsistent, arithmetic declines, and both orders still agree. */
-static void two_stage_group_paths(gboolean broken)
+/* Two pipeline stages of four devices (programs p0 and p1; p0b is p0 with its last group's id
+ * changed when @broken): TP groups of four, a DP pair, a send from each device of the first
+ * stage to its peer in the second. Collective ids are multiplied by @id_scale. */
+static void two_stage_programs(Prog *p0, Prog *p1, Prog *p0b, gboolean broken, uint32_t id_scale, uint32_t *snd,
+                               uint32_t *rcv)
 {
-  Prog p0 = {0}, p1 = {0}, p0b;
-  uint32_t a = op(&p0, 0, 5, 0);
-  uint32_t r = coll(&p0, 1, 3, 4, 1, 1, a);
-  p0.ops[r].n_xfer = 1, p0.ops[r].xfer_first = p0.nx, p0.xl[p0.nx] = 0, p0.xb[p0.nx++] = 40;
-  uint32_t f = flow(&p0, 3, 1, FALSE, 1, a, 1, 0u, 60.0);
-  uint32_t snd = coll(&p0, 2, 4, 0, 0, 1, r);
-  p0.ops[snd].coll = 100, p0.ops[snd].peer = 4;
-  uint32_t g = coll(&p0, 1, 2, 2, 2, 2, snd, f);
-  op(&p0, 0, 1, 1, g);
-  op(&p1, 0, 9, 0);
-  uint32_t rcv = coll(&p1, 2, 6, 0, 0, 0);
-  p1.ops[rcv].coll = 100, p1.ops[rcv].peer = -4;
-  uint32_t b = op(&p1, 0, 7, 1, rcv);
-  uint32_t t = coll(&p1, 1, 2, 4, 1, 1, b);
-  p1.ops[t].coll = 200;
-  p0b = p0;
-  if (broken) p0b.ops[g].coll = 999;
-  MmTime slow0[32], slow0b[32];
-  for (uint32_t i = 0; i < 32; i++) slow0[i] = p0.dur[i] * 3, slow0b[i] = p0b.dur[i] * 3;
-  const MmEngineProgram pr[3] = {prog(&p0, 4), prog(&p1, 4), prog(&p0b, 4)};
-  MmEngineClass fwd[8], rev[8];
+  *p0 = (Prog){0}, *p1 = (Prog){0};
+  uint32_t a = op(p0, 0, 5, 0);
+  uint32_t r = coll(p0, 1, 3, 4, 1, 1, a);
+  p0->ops[r].n_xfer = 1, p0->ops[r].xfer_first = p0->nx, p0->xl[p0->nx] = 0, p0->xb[p0->nx++] = 40;
+  uint32_t f = flow(p0, 3, 1, FALSE, 1, a, 1, 0u, 60.0);
+  *snd = coll(p0, 2, 4, 0, 0, 1, r);
+  p0->ops[*snd].coll = 100, p0->ops[*snd].peer = 4;
+  uint32_t g = coll(p0, 1, 2, 2, 2, 2, *snd, f);
+  op(p0, 0, 1, 1, g);
+  op(p1, 0, 9, 0);
+  *rcv = coll(p1, 2, 6, 0, 0, 0);
+  p1->ops[*rcv].coll = 100, p1->ops[*rcv].peer = -4;
+  uint32_t b = op(p1, 0, 7, 1, *rcv);
+  uint32_t t = coll(p1, 1, 2, 4, 1, 1, b);
+  p1->ops[t].coll = 200;
+  *p0b = *p0;
+  if (broken) p0b->ops[g].coll = 999;
+  Prog *all[3] = {p0, p1, p0b};
+  for (int k = 0; k < 3; k++)
+    for (uint32_t i = 0; i < all[k]->n; i++)
+      if (all[k]->ops[i].coll != MM_NO_COLL) all[k]->ops[i].coll *= id_scale;
+}
+
+/* The eight devices as classes, in device order (@fwd) and reversed (@rev). */
+static void two_stage_classes(Prog *p0, Prog *p1, Prog *p0b, MmTime *slow0, MmTime *slow0b, MmEngineClass *fwd,
+                              MmEngineClass *rev)
+{
+  for (uint32_t i = 0; i < 32; i++) slow0[i] = p0->dur[i] * 3, slow0b[i] = p0b->dur[i] * 3;
   for (uint32_t d = 0; d < 8; d++) {
     const uint32_t program = d >= 4 ? 1 : d == 3 ? 2 : 0;
-    const MmTime *dur = d >= 4 ? p1.dur : d == 1 ? slow0 : d == 3 ? slow0b : p0.dur;
+    const MmTime *dur = d >= 4 ? p1->dur : d == 1 ? slow0 : d == 3 ? slow0b : p0->dur;
     fwd[d] = (MmEngineClass){program, dur, d, unit_bw, 0};
     rev[7 - d] = fwd[d];
   }
+}
+
+static void two_stage_group_paths(gboolean broken)
+{
+  Prog p0, p1, p0b;
+  uint32_t snd, rcv;
+  two_stage_programs(&p0, &p1, &p0b, broken, 1, &snd, &rcv);
+  MmTime slow0[32], slow0b[32];
+  const MmEngineProgram pr[3] = {prog(&p0, 4), prog(&p1, 4), prog(&p0b, 4)};
+  MmEngineClass fwd[8], rev[8];
+  two_stage_classes(&p0, &p1, &p0b, slow0, slow0b, fwd, rev);
   g_autoptr(GError) error = NULL;
   g_autoptr(MmEngine) ea = mm_engine_new(pr, 3, fwd, 8, &error);
   g_autoptr(MmEngine) el = mm_engine_new(pr, 3, rev, 8, &error);
@@ -635,6 +657,36 @@ static void two_stage_group_paths(gboolean broken)
   ck_assert_uint_eq(mm_engine_op_end(ea, 1, snd) - mm_engine_op_start(ea, 1, snd), 12);
   ck_assert_uint_eq(mm_engine_op_start(ea, 5, rcv), mm_engine_op_start(ea, 1, snd));
 }
+
+/* Listed groups sort their members by collective id and group: by counting where the ids are
+ * dense, by radix where they are sparse (ids a million apart); the two runs are the same. */
+START_TEST(test_listed_groups_sparse_ids)
+{
+  Prog d0, d1, d0b, s0, s1, s0b;
+  uint32_t snd, rcv;
+  two_stage_programs(&d0, &d1, &d0b, TRUE, 1, &snd, &rcv);
+  two_stage_programs(&s0, &s1, &s0b, TRUE, 1000000, &snd, &rcv);
+  MmTime dslow[32], dslowb[32], sslow[32], sslowb[32];
+  const MmEngineProgram dp[3] = {prog(&d0, 4), prog(&d1, 4), prog(&d0b, 4)};
+  const MmEngineProgram sp[3] = {prog(&s0, 4), prog(&s1, 4), prog(&s0b, 4)};
+  MmEngineClass dfwd[8], drev[8], sfwd[8], srev[8];
+  two_stage_classes(&d0, &d1, &d0b, dslow, dslowb, dfwd, drev);
+  two_stage_classes(&s0, &s1, &s0b, sslow, sslowb, sfwd, srev);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmEngine) ed = mm_engine_new(dp, 3, drev, 8, &error);
+  g_autoptr(MmEngine) es = mm_engine_new(sp, 3, srev, 8, &error);
+  ck_assert_msg(ed && es, "%s", error ? error->message : "");
+  ck_assert(!mm_engine_groups_arithmetic(ed) && !mm_engine_groups_arithmetic(es));
+  ck_assert_msg(mm_engine_run(ed, &error) && mm_engine_run(es, &error), "%s", error ? error->message : "");
+  ck_assert_uint_eq(mm_engine_events(ed), mm_engine_events(es));
+  for (uint32_t c = 0; c < 8; c++)
+    for (uint32_t i = 0; i < dp[drev[c].program].n_ops; i++) {
+      ck_assert_uint_eq(mm_engine_op_start(ed, c, i), mm_engine_op_start(es, c, i));
+      ck_assert_uint_eq(mm_engine_op_end(ed, c, i), mm_engine_op_end(es, c, i));
+    }
+  ck_assert_uint_eq(mm_engine_op_start(es, 2, rcv), mm_engine_op_start(es, 6, snd)); /* reversed: device 1 is class 6 */
+}
+END_TEST
 
 START_TEST(test_arithmetic_groups_equal_listed) { two_stage_group_paths(FALSE); }
 END_TEST
@@ -976,6 +1028,7 @@ static Suite *engine_suite(void)
   tcase_add_test(tc, test_symmetric_equals_per_device);
   tcase_add_test(tc, test_arithmetic_groups_equal_listed);
   tcase_add_test(tc, test_inconsistent_groups_are_listed);
+  tcase_add_test(tc, test_listed_groups_sparse_ids);
   tcase_add_loop_test(tc, test_queue_many_pending_times, 0, 2);
   tcase_add_loop_test(tc, test_queue_order_and_buckets, 0, 4);
   tcase_add_test(tc, test_entity_bound_does_not_wrap);
