@@ -372,6 +372,44 @@ START_TEST(test_merge_incomplete)
 }
 END_TEST
 
+/* A merge reports the points the shards' runs left out with an internal error (their shard.json's
+ * "failed"; before, a shard that failed points merged with exit 0, rows missing, where the same sweep
+ * in one process exits 2), and removes a summary.json it finds in --out (it described other rows).
+ * A shard.json of an older madmax (no "failed") merges as before. */
+START_TEST(test_merge_failed_and_stale_summary)
+{
+  g_autofree char *space = mm_test_write("space-merge-failed.json", "{\"micro_batches\": [256, 512]}");
+  const char *sp[] = {"--space", space, NULL};
+  g_autofree char *whole = tmp("f-whole"), *s0 = tmp("f-s0"), *s1 = tmp("f-s1"), *merged = tmp("f-merged");
+  g_autofree char *want = sweep_csv(whole, sp, 0);
+  const char *sh0[] = {"--space", space, "--shard", "0/2", NULL}, *sh1[] = {"--space", space, "--shard", "1/2", NULL};
+  g_free(sweep_csv(s0, sh0, 0));
+  g_free(sweep_csv(s1, sh1, 0));
+  g_autofree char *state1 = g_build_filename(s1, MM_SWEEP_SHARD_FILE, NULL), *text = NULL;
+  ck_assert(g_file_get_contents(state1, &text, NULL, NULL));
+  ck_assert_msg(strstr(text, "\"complete\": true, \"failed\": 0"), "%s", text);
+  /* shard 1's run left two points out */
+  g_autofree char *failed = g_strdup_printf("{\"shard\": 1, \"shards\": 2, \"points\": 1, \"complete\": true, "
+                                            "\"failed\": 2}\n");
+  ck_assert(g_file_set_contents(state1, failed, -1, NULL));
+  g_autofree char *stale = g_build_filename(merged, "summary.json", NULL), *whole_sum = NULL;
+  g_autofree char *whole_summary = g_build_filename(whole, "summary.json", NULL);
+  ck_assert(g_mkdir_with_parents(merged, 0755) == 0 && g_file_get_contents(whole_summary, &whole_sum, NULL, NULL));
+  ck_assert(g_file_set_contents(stale, whole_sum, -1, NULL));
+  const char *args[] = {"sweep", "merge", "--out", merged, s0, s1, NULL};
+  g_autofree char *err = NULL;
+  ck_assert_int_eq(mm_test_cli(args, NULL, &err), 2);
+  ck_assert_msg(strstr(err, "left 2 points out of points.csv with an internal error"), "%s", err);
+  csv_eq(merged, want);
+  ck_assert(!g_file_test(stale, G_FILE_TEST_EXISTS));
+  /* an older shard.json, without "failed": merged, exit 0 */
+  ck_assert(g_file_set_contents(state1, "{\"shard\": 1, \"shards\": 2, \"points\": 1, \"complete\": true}\n", -1, NULL));
+  g_clear_pointer(&err, g_free);
+  ck_assert_msg(mm_test_cli(args, NULL, &err) == 0, "%s", err);
+  csv_eq(merged, want);
+}
+END_TEST
+
 /* One shard (a Slurm array of one task: --shard 0/1) merges: its run keeps shard.json too (before,
  * it wrote none and the merge refused it, also after the --resume the message advised); so does a
  * finished unsharded folder (its summary.json), not one without. A points.csv killed before its
@@ -1232,6 +1270,7 @@ int main(void)
   tcase_add_test(tc, test_merge_refuses);
   tcase_add_test(tc, test_merge_incomplete);
   tcase_add_test(tc, test_merge_one_shard);
+  tcase_add_test(tc, test_merge_failed_and_stale_summary);
   tcase_add_test(tc, test_out_not_input);
   tcase_add_test(tc, test_summary);
   tcase_add_test(tc, test_summary_pareto_streamed);

@@ -173,7 +173,13 @@ static int sweep_merge(int argc, char **argv)
     return MM_EXIT_INPUT;
   }
   g_autoptr(GError) error = NULL;
-  if (!mm_sweep_merge(out_dir, argv + 1, (guint)(argc - 1), &error)) return mm_cli_fail(error);
+  uint64_t failed = 0;
+  if (!mm_sweep_merge(out_dir, argv + 1, (guint)(argc - 1), &failed, &error)) return mm_cli_fail(error);
+  if (failed) {
+    fprintf(stderr, "madmax: the shards' runs left %" G_GUINT64_FORMAT " point%s out of points.csv with an internal "
+                    "error (each run named its first; please report it)\n", failed, failed == 1 ? "" : "s");
+    return MM_EXIT_INTERNAL;
+  }
   return MM_EXIT_OK;
 }
 
@@ -396,13 +402,15 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
     }
     g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
     for (int r = 0; r < mpi->size; r++) g_ptr_array_add(dirs, g_strdup_printf("%s/rank-%d", out_dir, r));
-    if (!mm_sweep_merge(out_dir, (char **)dirs->pdata, dirs->len, &error)) return mm_cli_fail(error);
+    uint64_t failed = 0;
+    if (!mm_sweep_merge(out_dir, (char **)dirs->pdata, dirs->len, &failed, &error)) return mm_cli_fail(error);
+    st.failed = failed; /* every rank's, rank 0's first failure the example when it has one */
     shards = 1; /* the summary of the whole sweep follows */
   }
   if (!ok) return mm_cli_fail(error);
   if (st.failed)
     fprintf(stderr, "madmax: internal error on %" G_GUINT64_FORMAT " point%s (left out of points.csv); the first: %s\n",
-            st.failed, st.failed == 1 ? "" : "s", failure);
+            st.failed, st.failed == 1 ? "" : "s", failure ? failure : "in another rank's run (it named it)");
   if (st.interrupted) {
     fprintf(stderr, "madmax: interrupted; %" G_GUINT64_FORMAT " points written to %s/points.csv: --resume continues\n",
             st.written, out_dir);

@@ -540,14 +540,15 @@ static gboolean resume_from(const MmSweepOptions *o, uint64_t n, const char *csv
   return TRUE;
 }
 
-/* A shard's DIR/shard.json: how many points the sweep has and whether this shard evaluated all of
- * its own (MM_SWEEP_SHARD_FILE). */
-static gboolean write_shard_state(const MmSweepOptions *o, uint64_t n, gboolean complete, GError **error)
+/* A shard's DIR/shard.json: how many points the sweep has, whether this shard evaluated all of its
+ * own, and how many of those this run left out with an internal error (MM_SWEEP_SHARD_FILE). */
+static gboolean write_shard_state(const MmSweepOptions *o, uint64_t n, gboolean complete, uint64_t failed,
+                                  GError **error)
 {
   g_autofree char *path = g_build_filename(o->dir, MM_SWEEP_SHARD_FILE, NULL);
   g_autofree char *text = g_strdup_printf("{\"shard\": %u, \"shards\": %u, \"points\": %" G_GUINT64_FORMAT
-                                          ", \"complete\": %s}\n", o->shard, o->shards, n,
-                                          complete ? "true" : "false");
+                                          ", \"complete\": %s, \"failed\": %" G_GUINT64_FORMAT "}\n", o->shard,
+                                          o->shards, n, complete ? "true" : "false", failed);
   return g_file_set_contents(path, text, -1, error);
 }
 
@@ -579,7 +580,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   }
   if (!g_file_set_contents(sig, o->signature, -1, error)) return FALSE;
   const gboolean shard_file = o->shards > 1 || o->sharded;
-  if (shard_file && !write_shard_state(o, n, FALSE, error)) return FALSE;
+  if (shard_file && !write_shard_state(o, n, FALSE, 0, error)) return FALSE;
   FILE *out = fopen(csv, existed ? "a" : "w");
   if (!out) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", csv, g_strerror(errno));
@@ -677,5 +678,5 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: writing failed", csv);
     return FALSE;
   }
-  return !shard_file || st->interrupted || write_shard_state(o, n, TRUE, error);
+  return !shard_file || st->interrupted || write_shard_state(o, n, TRUE, st->failed, error);
 }

@@ -619,7 +619,7 @@ static char *shard_signature(const char *shard_dir, guint *k, guint *n, GError *
  * has none, so a run cut short after its last valid point looks like a complete one. A folder of
  * one shard (--shard 0/1 from an older madmax, an unsharded or merged sweep) without shard.json
  * counts as complete when it holds the summary.json that only a finished run writes. */
-static gboolean shard_complete(guint k, guint nn, const char *shard_dir, GError **error)
+static gboolean shard_complete(guint k, guint nn, const char *shard_dir, uint64_t *failed, GError **error)
 {
   g_autofree char *path = g_build_filename(shard_dir, MM_SWEEP_SHARD_FILE, NULL), *text = NULL;
   g_autofree char *summary = g_build_filename(shard_dir, "summary.json", NULL);
@@ -637,7 +637,11 @@ static gboolean shard_complete(guint k, guint nn, const char *shard_dir, GError 
                 "evaluates only what is missing), then merge", shard_dir, k, nn, path, k, nn, shard_dir);
     return FALSE;
   }
-  if (cJSON_IsTrue(c)) return TRUE;
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "failed");
+  if (cJSON_IsTrue(c)) {
+    if (cJSON_IsNumber(f) && f->valuedouble > 0) *failed += (uint64_t)MIN(f->valuedouble, 1e18);
+    return TRUE;
+  }
   const guint64 points = (guint64)p->valuedouble;
   const guint64 own = points > k ? (points - k - 1) / nn + 1 : 0;
   g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
@@ -648,8 +652,9 @@ static gboolean shard_complete(guint k, guint nn, const char *shard_dir, GError 
   return FALSE;
 }
 
-gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error)
+gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, uint64_t *failed, GError **error)
 {
+  uint64_t left_out = 0;
   g_autofree char *out_path = g_build_filename(dir, "points.csv", NULL), *tmp_path = NULL;
   Shard *sh = g_new0(Shard, n);
   gboolean ok = TRUE;
@@ -686,7 +691,7 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
       break;
     }
     seen[sh[i].shard] = shard_dirs[i];
-    if (!shard_complete(sh[i].shard, sh[i].shards, shard_dirs[i], error)) {
+    if (!shard_complete(sh[i].shard, sh[i].shards, shard_dirs[i], &left_out, error)) {
       ok = FALSE;
       break;
     }
@@ -771,7 +776,10 @@ gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **er
     if (ok && !g_file_set_contents(sig_path, sig, -1, error)) ok = FALSE;
     g_autofree char *state = g_build_filename(dir, MM_SWEEP_SHARD_FILE, NULL);
     if (ok) g_unlink(state); /* --out a shard's folder: it holds the whole sweep now */
+    g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+    if (ok) g_unlink(summary); /* it described the rows before (another sweep's, a shard's) */
   }
+  if (ok && failed) *failed = left_out;
   for (guint i = 0; i < n; i++) {
     if (sh[i].f) fclose(sh[i].f);
     free(sh[i].buf);

@@ -258,15 +258,18 @@ cJSON *mm_sweep_summary(const char *dir, const MmSweepSystem *sys, guint n_syste
 #define MM_SWEEP_SIG_SHARD ", \"shard\": %u, \"shards\": %u}\n"
 
 /* A shard's progress, beside its points.csv: {"shard": K, "shards": N, "points": P (the sweep's),
- * "complete": false} from the start of its run, true once every point of the shard was evaluated
- * (rows are written for valid points only: the rows alone cannot tell an interrupted shard). */
+ * "complete": false, "failed": 0} from the start of its run, "complete": true once every point of the
+ * shard was evaluated (rows are written for valid points only: the rows alone cannot tell an
+ * interrupted shard), "failed" then the points that run left out with an internal error (a run
+ * resumed counts those it evaluated; a shard.json of an older madmax has no "failed"). */
 #define MM_SWEEP_SHARD_FILE "shard.json"
 
 /* Merges the points.csv of shard folders into DIR/points.csv in point order. The folders must be
  * the N shards of one sweep, each once (their sweep.json equal but for K/N), each row an index on
  * its shard after the one before, each complete (its shard.json); DIR/points.csv is replaced once
- * complete (DIR may be a shard's). */
-gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, GError **error);
+ * complete (DIR may be a shard's), and a summary.json there, which described other rows, removed.
+ * @failed (may be NULL): the points the shards' runs left out with an internal error (shard.json). */
+gboolean mm_sweep_merge(const char *dir, char **shard_dirs, guint n, uint64_t *failed, GError **error);
 
 /* ---- what-if: scaled hardware, re-optimized strategies ---------------------------------- */
 
