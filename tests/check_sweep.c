@@ -1021,7 +1021,8 @@ END_TEST
 /* A point met again under another index is evaluated once, with the same rows as evaluating every
  * point, for any thread count (and beside a memo). On one thread, the points reused are exactly
  * those whose point key (mm_point_key, computed here from the space) an earlier point has: a
- * ZeRO stage that strategies without a ddp level ignore, not one that changes a ddp level. */
+ * ZeRO stage that strategies without a ddp level ignore, not one that changes a ddp level; they
+ * are the points mm_sweep_space_repeat names (the estimate's count of them). */
 START_TEST(test_dedup_same_rows)
 {
   g_autoptr(MmSweepSpace) sp = NULL;
@@ -1041,6 +1042,8 @@ START_TEST(test_dedup_same_rows)
     gboolean ddp = FALSE;
     for (guint l = 0; l < pt.entries[0].n_levels; l++) ddp |= pt.entries[0].levels[l].strategy == MM_STRAT_DDP;
     ddp_points += ddp;
+    /* the space tells a repeat of a point of another ZeRO stage (the only dimension a point may ignore) */
+    ck_assert(mm_sweep_space_repeat(sp, in->model, i) == g_hash_table_contains(keys, key));
     if (g_hash_table_contains(keys, key)) {
       repeats++;
       ck_assert(!ddp); /* a ddp level carries the stage: never the same point */

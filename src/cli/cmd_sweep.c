@@ -350,11 +350,13 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   const guint probed = (guint)MIN(n_points, (uint64_t)256);
   uint64_t sample[256], fits[256];
   double sample_s[256];
-  gboolean sample_fits[256];
+  gboolean sample_fits[256], sample_repeat[256];
+  guint repeats = 0;
   for (guint i = 0; i < probed; i++) sample[i] = n_points * i / probed;
-  mm_sweep_sample(sys, n_sys, include_oom, sample, probed, threads, sample_s, sample_fits);
+  mm_sweep_sample(sys, n_sys, include_oom, sample, probed, threads, sample_s, sample_fits, sample_repeat);
   for (guint i = 0; i < probed; i++) {
     prep_s += sample_s[i];
+    repeats += sample_repeat[i];
     if (sample_fits[i]) fits[fit++] = sample[i];
   }
   uint64_t timed_points[MM_SWEEP_PROBES];
@@ -362,9 +364,12 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
   for (guint j = 0; j < n_timed; j++) timed_points[j] = fits[(guint64)j * fit / n_timed];
   g_autoptr(MmSweepProbes) probe = mm_sweep_probe(sys, n_sys, include_oom, timed_points, n_timed, threads);
   const double sim_s = mm_sweep_probe_seconds(probe, &timed);
-  /* a point that does not fit costs its preparation; one that does, a probe's whole evaluation */
-  const double fit_share = probed ? (double)fit / probed : 0, prep = probed ? prep_s / probed : 0;
-  const double per_point = timed ? prep * (1 - fit_share) + sim_s / timed * fit_share : prep;
+  /* a point that repeats one before it costs nothing (its row is repeated), one that does not fit its
+   * preparation, one that does a probe's whole evaluation */
+  const guint derived = probed - repeats;
+  const double fit_share = derived ? (double)fit / derived : 0, prep = derived ? prep_s / derived : 0;
+  const double per_point =
+      (timed ? prep * (1 - fit_share) + sim_s / timed * fit_share : prep) * (probed ? (double)derived / probed : 1);
   const double est = per_point * (double)n_points / shards / threads;
   if (mpi->rank == 0)
     fprintf(stderr, "madmax: %" G_GUINT64_FORMAT " points (%u layer kind%s varied%s%s), about %.*f s on %u thread%s\n",

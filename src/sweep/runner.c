@@ -367,7 +367,7 @@ typedef struct {
   gboolean include_oom;
   const uint64_t *points;
   double *seconds;
-  gboolean *fits;
+  gboolean *fits, *repeat;
   MmGraphCache *graphs;
 } Sample;
 
@@ -378,6 +378,9 @@ static void sample_work(gpointer data, gpointer user)
   for (guint k = from; k < to; k++) {
     uint64_t local = 0;
     const MmSweepSystem *sy = &sa->sys[mm_sweep_locate(sa->sys, sa->n_systems, sa->points[k], &local)];
+    sa->seconds[k] = 0;
+    sa->fits[k] = FALSE;
+    if ((sa->repeat[k] = mm_sweep_space_repeat(sy->space, sy->inputs->model, local))) continue;
     MmSweepPoint p;
     mm_sweep_space_point(sy->space, sy->inputs->model, local, &p);
     const gint64 t0 = g_get_monotonic_time();
@@ -388,11 +391,12 @@ static void sample_work(gpointer data, gpointer user)
 }
 
 void mm_sweep_sample(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points, guint n,
-                     guint jobs, double *seconds, gboolean *fits)
+                     guint jobs, double *seconds, gboolean *fits, gboolean *repeat)
 {
   g_return_if_fail(n <= 0xffff);
+  if (n == 0) return;
   g_autoptr(MmGraphCache) graphs = mm_graph_cache_new();
-  const Sample sa = {sys, n_systems, include_oom, points, seconds, fits, graphs};
+  const Sample sa = {sys, n_systems, include_oom, points, seconds, fits, repeat, graphs};
   jobs = MAX(1u, MIN(jobs, n));
   GThreadPool *pool = g_thread_pool_new(sample_work, (gpointer)&sa, (gint)jobs, TRUE, NULL);
   for (guint j = 0; j < jobs; j++) /* a contiguous share each */

@@ -447,6 +447,30 @@ void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, 
   out->point.n_strategies = n;
 }
 
+/* The key of point @i of @sp (mm_point_key). (transfer full) */
+static GBytes *point_key(const MmSweepSpace *sp, const MmModel *m, uint64_t i)
+{
+  MmSweepPoint p;
+  mm_sweep_space_point(sp, m, i, &p);
+  GByteArray *k = g_byte_array_new();
+  mm_point_key(&p.point, k);
+  return g_byte_array_free_to_bytes(k);
+}
+
+gboolean mm_sweep_space_repeat(const MmSweepSpace *sp, const MmModel *m, uint64_t i)
+{
+  uint64_t stride = 1; /* of the zero dimension: the kinds' choices are inside it */
+  for (guint k = 0; k < sp->n_kinds; k++) stride *= sp->kinds[k].n_choices;
+  const uint64_t z = (i / stride) % sp->n_zero;
+  if (z == 0) return FALSE;
+  g_autoptr(GBytes) key = point_key(sp, m, i);
+  for (uint64_t y = 1; y <= z; y++) {
+    g_autoptr(GBytes) other = point_key(sp, m, i - y * stride);
+    if (g_bytes_equal(key, other)) return TRUE;
+  }
+  return FALSE;
+}
+
 char *mm_sweep_entry_text(const MmStrategyEntry *e)
 {
   static const char *const shard[] = {"table", "row", "column"};

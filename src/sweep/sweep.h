@@ -162,6 +162,11 @@ typedef struct {
 } MmSweepPoint;
 void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, MmSweepPoint *out);
 
+/* Whether point @i of @sp is a point of a lower index again (the same mm_point_key), one of another
+ * ZeRO stage: a ZeRO stage is no part of a point whose strategies have no ddp level, and the stage is
+ * the only dimension a point may not hold. A sweep evaluates such a point once. */
+gboolean mm_sweep_space_repeat(const MmSweepSpace *sp, const MmModel *m, uint64_t i);
+
 /* "tp8>fsdp*": a hierarchy innermost first, "*" for the level that takes what is left. (transfer full) */
 char *mm_sweep_entry_text(const MmStrategyEntry *e);
 
@@ -183,10 +188,11 @@ guint mm_sweep_locate(const MmSweepSystem *sys, guint n, uint64_t i, uint64_t *l
 char *mm_sweep_system_label(const MmHardware *hw);
 
 /* Derives the sweep's points @points (at most 65,535) without simulating them (scenario, graphs, memory), on
- * @jobs threads, for the estimate before a sweep: each one's seconds into @seconds, and into @fits whether it is
- * valid and fits in memory (with @include_oom: valid). */
+ * @jobs threads, for the estimate before a sweep: each one's seconds into @seconds, into @fits whether it is
+ * valid and fits in memory (with @include_oom: valid), and into @repeat whether the sweep will evaluate it
+ * at all (mm_sweep_space_repeat: not when it repeats a point before it; then it is not derived either). */
 void mm_sweep_sample(const MmSweepSystem *sys, guint n_systems, gboolean include_oom, const uint64_t *points, guint n,
-                     guint jobs, double *seconds, gboolean *fits);
+                     guint jobs, double *seconds, gboolean *fits, gboolean *repeat);
 
 /* Points of a sweep evaluated ahead of it, to time them (the run's estimate): each point's row
  * as the run would write it, which the run then takes instead of evaluating the point again. */
