@@ -591,7 +591,8 @@ END_TEST
  * then inconsistent, arithmetic declines, and both orders still agree. */
 /* Two pipeline stages of four devices (programs p0 and p1; p0b is p0 with its last group's id
  * changed when @broken): TP groups of four, a DP pair, a send from each device of the first
- * stage to its peer in the second. Collective ids are multiplied by @id_scale. */
+ * stage to its peer in the second (its id from 2^31, as the lowering numbers transfers). The
+ * ids below 2^31 are multiplied by @id_scale. */
 static void two_stage_programs(Prog *p0, Prog *p1, Prog *p0b, gboolean broken, uint32_t id_scale, uint32_t *snd,
                                uint32_t *rcv)
 {
@@ -601,12 +602,12 @@ static void two_stage_programs(Prog *p0, Prog *p1, Prog *p0b, gboolean broken, u
   p0->ops[r].n_xfer = 1, p0->ops[r].xfer_first = p0->nx, p0->xl[p0->nx] = 0, p0->xb[p0->nx++] = 40;
   uint32_t f = flow(p0, 3, 1, FALSE, 1, a, 1, 0u, 60.0);
   *snd = coll(p0, 2, 4, 0, 0, 1, r);
-  p0->ops[*snd].coll = 100, p0->ops[*snd].peer = 4;
+  p0->ops[*snd].coll = 0x80000000u | 100, p0->ops[*snd].peer = 4; /* the lowering numbers transfers from 2^31 */
   uint32_t g = coll(p0, 1, 2, 2, 2, 2, *snd, f);
   op(p0, 0, 1, 1, g);
   op(p1, 0, 9, 0);
   *rcv = coll(p1, 2, 6, 0, 0, 0);
-  p1->ops[*rcv].coll = 100, p1->ops[*rcv].peer = -4;
+  p1->ops[*rcv].coll = 0x80000000u | 100, p1->ops[*rcv].peer = -4;
   uint32_t b = op(p1, 0, 7, 1, *rcv);
   uint32_t t = coll(p1, 1, 2, 4, 1, 1, b);
   p1->ops[t].coll = 200;
@@ -615,7 +616,7 @@ static void two_stage_programs(Prog *p0, Prog *p1, Prog *p0b, gboolean broken, u
   Prog *all[3] = {p0, p1, p0b};
   for (int k = 0; k < 3; k++)
     for (uint32_t i = 0; i < all[k]->n; i++)
-      if (all[k]->ops[i].coll != MM_NO_COLL) all[k]->ops[i].coll *= id_scale;
+      if (all[k]->ops[i].coll < 0x80000000u) all[k]->ops[i].coll *= id_scale;
 }
 
 /* The eight devices as classes, in device order (@fwd) and reversed (@rev). */
@@ -659,7 +660,8 @@ static void two_stage_group_paths(gboolean broken)
 }
 
 /* Listed groups sort their members by collective id and group: by counting where the ids are
- * dense, by radix where they are sparse (ids a million apart); the two runs are the same. */
+ * dense (two ranges, from 0 and from 2^31), by radix where they are sparse (ids a million apart);
+ * the two runs are the same. */
 START_TEST(test_listed_groups_sparse_ids)
 {
   Prog d0, d1, d0b, s0, s1, s0b;

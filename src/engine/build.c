@@ -226,20 +226,32 @@ static gboolean arith_groups(MmEngine *e)
   return seen == total;
 }
 
-/* The stable sort of @refs by key when collective ids are dense and each id's members nearly in
- * order (FALSE, @refs untouched: they are not): a counting sort by collective id, then each id's few members (one per class sharing it) by
- * group, an insertion sort that finds them mostly in order (classes are listed by their devices). One
- * pass where the radix sort took four or five over a pipeline's 64-bit keys (5% of a sweep with
- * pipeline degrees, perf). */
+/* A collective id's bucket for sort_by_coll: ids below 2^31 first, then those above (the lowering
+ * numbers collectives from 0 and pipeline transfers from 2^31: two dense ranges). */
+static inline uint64_t coll_bucket(uint64_t id, uint64_t low_end)
+{
+  return id < (UINT64_C(1) << 31) ? id : low_end + (id - (UINT64_C(1) << 31));
+}
+
+/* The stable sort of @refs by key when collective ids are dense (in two ranges, coll_bucket) and each
+ * id's members nearly in order (FALSE, @refs untouched: they are not): a counting sort by collective
+ * id, then each id's few members (one per class sharing it) by group, an insertion sort that finds
+ * them mostly in order (classes are listed by their devices). One pass where the radix sort took four
+ * to six over a pipeline's 64-bit keys (5% of a sweep with pipeline degrees, perf). */
 static gboolean sort_by_coll(SlotRef *refs, SlotRef *tmp, uint32_t n)
 {
-  uint64_t max_coll = 0;
-  for (uint32_t i = 0; i < n; i++) max_coll = MAX(max_coll, refs[i].key >> 32);
-  if (max_coll > 4 * (uint64_t)n + 1024) return FALSE;
-  g_autofree uint32_t *at = g_new0(uint32_t, max_coll + 2);
-  for (uint32_t i = 0; i < n; i++) at[(refs[i].key >> 32) + 1]++;
-  for (uint64_t c = 0; c <= max_coll; c++) at[c + 1] += at[c];
-  for (uint32_t i = 0; i < n; i++) tmp[at[refs[i].key >> 32]++] = refs[i];
+  uint64_t low_end = 0, high_end = 0; /* one past the largest id of each range */
+  for (uint32_t i = 0; i < n; i++) {
+    const uint64_t id = refs[i].key >> 32;
+    if (id < (UINT64_C(1) << 31)) low_end = MAX(low_end, id + 1);
+    else high_end = MAX(high_end, id - (UINT64_C(1) << 31) + 1);
+  }
+  const uint64_t buckets = low_end + high_end;
+  if (buckets > 4 * (uint64_t)n + 1024) return FALSE;
+  g_autofree uint32_t *at = g_new0(uint32_t, buckets + 1);
+  for (uint32_t i = 0; i < n; i++) at[coll_bucket(refs[i].key >> 32, low_end) + 1]++;
+  for (uint64_t b = 0; b < buckets; b++) at[b + 1] += at[b];
+  for (uint32_t i = 0; i < n; i++) tmp[at[coll_bucket(refs[i].key >> 32, low_end)]++] = refs[i];
   uint64_t moves = 0; /* bounded: groups far out of order (a run of many classes) go to the radix sort */
   for (uint32_t i = 1; i < n; i++) { /* within a run of one id: by group, stably */
     const SlotRef x = tmp[i];
