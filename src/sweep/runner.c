@@ -326,8 +326,10 @@ static void work(gpointer data, gpointer user)
       g_mutex_lock(&r->lock);
     }
     r->slots[(i / o->shards) % WINDOW] = got;
-    if (r->waiting == i) g_cond_signal(&r->ready);
+    /* stopped, the writer may wait for a point ahead that nobody takes now: it looks again */
+    if (r->waiting == i || *o->stop) g_cond_signal(&r->ready);
   }
+  if (*o->stop) g_cond_signal(&r->ready); /* likewise (the flag may be set on another thread than the writer's) */
   g_mutex_unlock(&r->lock);
 }
 
