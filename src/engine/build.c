@@ -279,10 +279,13 @@ static void build_slots(MmEngine *e)
   for (uint32_t c = 0; c < e->n_classes; c++) {
     const MmEngineProgram *p = &e->programs[e->classes[c].program];
     uint64_t d = e->classes[c].rep_device;
-    /* a program's collectives take few group shapes: the last one's group, without its divisions
-     * (two 64-bit divisions per collective were a tenth of building an engine, perf) */
-    uint32_t last_stride = 0, last_degree = 0;
-    uint64_t last_gid = 0;
+    /* a program's collectives take few group shapes (TP and FSDP alternate): their groups kept in a
+     * small direct-mapped table, without two 64-bit divisions per collective (a tenth of building
+     * an engine, perf) */
+    struct {
+      uint32_t stride, degree;
+      uint64_t gid;
+    } shape[8] = {{0}};
     for (uint32_t i = 0; i < p->n_ops; i++) {
       const MmEngineOp *op = &p->ops[i];
       if (op->coll == MM_NO_COLL) continue;
@@ -290,12 +293,13 @@ static void build_slots(MmEngine *e)
       if (op->peer != 0) {
         gid = MIN(d, (uint64_t)((int64_t)d + op->peer));
       } else {
-        if (op->stride != last_stride || op->degree != last_degree) {
-          last_stride = op->stride;
-          last_degree = op->degree;
-          last_gid = d - ((d / op->stride) % op->degree) * op->stride;
+        const uint32_t h = (op->stride * 31u + op->degree) & 7u; /* degree > 0: an empty entry never matches */
+        if (shape[h].stride != op->stride || shape[h].degree != op->degree) {
+          shape[h].stride = op->stride;
+          shape[h].degree = op->degree;
+          shape[h].gid = d - ((d / op->stride) % op->degree) * op->stride;
         }
-        gid = last_gid;
+        gid = shape[h].gid;
       }
       refs[k++] = (SlotRef){((uint64_t)op->coll << 32) | gid, c, i};
     }
