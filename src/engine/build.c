@@ -186,14 +186,10 @@ static gboolean arith_groups(MmEngine *e)
 {
   for (uint32_t c = 0; c < e->n_classes; c++)
     if (e->classes[c].rep_device != c) return FALSE;
-  /* every group within the classes (a symmetric run's one class fails here, at its first group) */
-  for (uint32_t c = 0; c < e->n_classes; c++) {
-    const MmEngineProgram *p = &e->programs[e->classes[c].program];
-    for (uint32_t i = 0; i < p->n_ops; i++) {
-      if (p->ops[i].coll == MM_NO_COLL) continue;
-      const Group g = mm__arith_group(c, &p->ops[i]);
-      if (g.first > c || (uint64_t)g.first + (uint64_t)(g.n - 1) * g.step >= e->n_classes) return FALSE;
-    }
+  if (e->n_classes == 1) { /* a symmetric run: a group of more than its one device is not found by arithmetic */
+    const MmEngineProgram *p = &e->programs[e->classes[0].program];
+    for (uint32_t i = 0; i < p->n_ops; i++)
+      if (p->ops[i].coll != MM_NO_COLL && (p->ops[i].peer != 0 || p->ops[i].degree > 1)) return FALSE;
   }
   for (uint32_t p = 0; p < e->n_programs; p++) {
     index_colls(&e->programs[p], &e->index[p]);
@@ -207,7 +203,8 @@ static gboolean arith_groups(MmEngine *e)
     for (uint32_t k = 0; k < ix->n_colls; k++) {
       const uint32_t i = (uint32_t)ix->colls[k];
       const MmEngineOp *o = &p->ops[i];
-      const Group g = mm__arith_group(c, o); /* what the run will use (within the classes: above) */
+      const Group g = mm__arith_group(c, o); /* what the run will use */
+      if (g.first > c || (uint64_t)g.first + (uint64_t)(g.n - 1) * g.step >= e->n_classes) return FALSE;
       if (g.first != c) continue; /* checked with its group's first member */
       for (uint32_t j = 0; j < g.n; j++) {
         const uint32_t m = g.first + j * g.step;
