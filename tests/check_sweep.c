@@ -1020,7 +1020,7 @@ END_TEST
 
 /* A point met again under another index is evaluated once, with the same rows as evaluating every
  * point, for any thread count (and beside a memo). On one thread, the points reused are exactly
- * those whose point key (mm_point_key, computed here from the space) an earlier point has: a
+ * those whose point key (mm_sweep_point_key, computed here from the space) an earlier point has: a
  * ZeRO stage that strategies without a ddp level ignore, not one that changes a ddp level; they
  * are the points mm_sweep_space_repeat names (the estimate's count of them). */
 START_TEST(test_dedup_same_rows)
@@ -1034,11 +1034,7 @@ START_TEST(test_dedup_same_rows)
   for (uint64_t i = 0; i < sp->n_points; i++) {
     MmSweepPoint pt;
     mm_sweep_space_point(sp, in->model, i, &pt);
-    GByteArray *kb = g_byte_array_new();
-    guint k_sys = 0; /* the runner's key starts with the system */
-    g_byte_array_append(kb, (const guint8 *)&k_sys, sizeof k_sys);
-    mm_point_key(&pt.point, kb);
-    GBytes *key = g_byte_array_free_to_bytes(kb);
+    GBytes *key = mm_sweep_point_key(&pt, 0);
     gboolean ddp = FALSE;
     for (guint l = 0; l < pt.entries[0].n_levels; l++) ddp |= pt.entries[0].levels[l].strategy == MM_STRAT_DDP;
     ddp_points += ddp;

@@ -166,7 +166,7 @@ static void evaluate(const Ctx *o, uint64_t i, guint k_sys, const MmSweepPoint *
   x->tail = g_string_free(g, FALSE);
 }
 
-/* Outcomes of recent points by their key (mm_point_key): a sweep meets one point under several
+/* Outcomes of recent points by their key (mm_sweep_point_key): a sweep meets one point under several
  * indices (a space's ZeRO stages, where a strategy has no ddp level: LLaMA-2-70B's bench sweep
  * simulated 166 of its 318 points twice or three times over), whose rows differ in their index and
  * zero column only. Bounded: the oldest of DEDUP_MAX keys go first (the repeats of a point lie a
@@ -261,10 +261,7 @@ static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, cha
   Outcome x;
   gboolean known = FALSE;
   if (o->dedup) {
-    GByteArray *kb = g_byte_array_new();
-    g_byte_array_append(kb, (const guint8 *)&k_sys, sizeof k_sys);
-    mm_point_key(&sp.point, kb);
-    key = g_byte_array_free_to_bytes(kb);
+    key = mm_sweep_point_key(&sp, k_sys);
     known = dedup_find(o->dedup, key, &x);
   }
   if (!known) {

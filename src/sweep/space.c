@@ -447,14 +447,20 @@ void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, 
   out->point.n_strategies = n;
 }
 
-/* The key of point @i of @sp (mm_point_key). (transfer full) */
+GBytes *mm_sweep_point_key(const MmSweepPoint *p, guint system)
+{
+  GByteArray *k = g_byte_array_new();
+  g_byte_array_append(k, (const guint8 *)&system, sizeof system);
+  mm_point_key(&p->point, k);
+  return g_byte_array_free_to_bytes(k);
+}
+
+/* The key of point @i of @sp. (transfer full) */
 static GBytes *point_key(const MmSweepSpace *sp, const MmModel *m, uint64_t i)
 {
   MmSweepPoint p;
   mm_sweep_space_point(sp, m, i, &p);
-  GByteArray *k = g_byte_array_new();
-  mm_point_key(&p.point, k);
-  return g_byte_array_free_to_bytes(k);
+  return mm_sweep_point_key(&p, 0);
 }
 
 gboolean mm_sweep_space_repeat(const MmSweepSpace *sp, const MmModel *m, uint64_t i)

@@ -162,6 +162,10 @@ typedef struct {
 } MmSweepPoint;
 void mm_sweep_space_point(const MmSweepSpace *sp, const MmModel *m, uint64_t i, MmSweepPoint *out);
 
+/* The key under which a sweep knows point @p of system @system (its index among the sweep's systems): equal
+ * exactly for the same point of the same system (mm_point_key). (transfer full) */
+GBytes *mm_sweep_point_key(const MmSweepPoint *p, guint system);
+
 /* Whether point @i of @sp is a point of a lower index again (the same mm_point_key), one of another
  * ZeRO stage: a ZeRO stage is no part of a point whose strategies have no ddp level, and the stage is
  * the only dimension a point may not hold. A sweep evaluates such a point once. */
