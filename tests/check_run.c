@@ -561,7 +561,9 @@ START_TEST(test_per_device_agrees)
     ck_assert(a && b);
     ck_assert_uint_eq(b->plan->n_classes, (uint32_t)b->scenario->devices);
     ck_assert_double_eq(a->metrics.iteration_time_s, b->metrics.iteration_time_s);
-    ck_assert_double_eq(a->metrics.exposed_comm_s, b->metrics.exposed_comm_s);
+    /* the symmetric run may be a shorter one standing for the whole (mm_plan_cut): its sums in
+     * another order */
+    ck_assert_double_eq_tol(a->metrics.exposed_comm_s, b->metrics.exposed_comm_s, 1e-9 * b->metrics.exposed_comm_s);
     ck_assert_uint_eq(b->metrics.events, a->metrics.events * (uint64_t)b->scenario->devices);
   }
 }

@@ -136,13 +136,21 @@ static MmSimulation *sim_of(const Case *c, gboolean timeline)
   ck_assert_msg(fabs((a) - (b)) <= 1e-9 * fmax(fabs(a), fabs(b)) + 1e-15, "case %d %s: full %.17g steady %.17g", \
                 _i, what, (double)(a), (double)(b))
 
+static void same_metrics(const MmRunMetrics *a, const MmRunMetrics *b, int _i);
+
 START_TEST(test_steady_equals_full)
 {
   const Case *c = &cases[_i];
   g_autoptr(MmSimulation) full = sim_of(c, TRUE);
   g_autoptr(MmSimulation) red = sim_of(c, FALSE);
   ck_assert_uint_eq(full->steady_micro_steps, 0);
-  if (c->reduces) {
+  ck_assert_uint_eq(full->plan->n_runs, 0);
+  if (red->plan->n_runs > 0) {
+    /* the layer reduction (mm_plan_cut) ran instead: few micro-steps, no pipeline */
+    ck_assert_int_eq(red->scenario->pp, 1);
+    ck_assert_uint_eq(red->steady_micro_steps, 0);
+    ck_assert_uint_lt(red->plan->programs[0].n_ops, full->plan->programs[0].n_ops);
+  } else if (c->reduces) {
     ck_assert_msg(red->steady_micro_steps > 0 && red->steady_micro_steps < full->scenario->micro_steps,
                   "case %d: not reduced (%u of %" G_GINT64_FORMAT " micro-steps)", _i, red->steady_micro_steps,
                   full->scenario->micro_steps);
@@ -150,7 +158,52 @@ START_TEST(test_steady_equals_full)
   } else {
     ck_assert_uint_eq(red->steady_micro_steps, 0);
   }
-  const MmRunMetrics *a = &full->metrics, *b = &red->metrics;
+  same_metrics(&full->metrics, &red->metrics, _i);
+}
+END_TEST
+
+/* The layer reduction: symmetric points without a pipeline, as a sweep of LLaMA-2-70B on 2,048 A100s
+ * meets them (each shortened, then agreeing with the whole simulation). */
+static const Case cut_cases[] = {
+#define L2 "models/llama2-70b.json", "hardware/dgx-a100-2048.json", 0
+#define STRAT(x) ",\"parallelism\":{\"default\":[" x "]}}"
+#define B2048 "{\"name\":\"t\",\"task\":\"pretrain\",\"global_batch\":2048,\"fsdp_prefetch\":1"
+  {L2, B2048 ",\"recompute\":\"full\"" STRAT("{\"strategy\":\"fsdp\",\"degree\":\"all\"}"), TRUE},
+  {L2, B2048 ",\"micro_batch\":1" STRAT("{\"strategy\":\"tp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}"), TRUE},
+  /* settles slowly: the gathers lose their lead on the compute a little every layer (16 kept) */
+  {L2, B2048 ",\"micro_batch\":1,\"recompute\":\"full\"" STRAT("{\"strategy\":\"tp\",\"degree\":4},{\"strategy\":\"fsdp\",\"degree\":\"all\"}"), TRUE},
+  /* declined: the micro-batch reduction runs */
+  {L2, B2048 ",\"micro_batch\":1,\"recompute\":\"selective\"" STRAT("{\"strategy\":\"sp\",\"degree\":8},{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":1}"), FALSE},
+  {L2, B2048 ",\"micro_batch\":2" STRAT("{\"strategy\":\"sp\",\"degree\":4},{\"strategy\":\"ddp\",\"degree\":\"all\",\"zero\":2}"), TRUE},
+  {L2, B2048 ",\"micro_batch\":1,\"recompute\":\"full\"" STRAT("{\"strategy\":\"ulysses\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}"), TRUE},
+  {L2, B2048 ",\"micro_batch\":1" STRAT("{\"strategy\":\"cp\",\"degree\":8},{\"strategy\":\"fsdp\",\"degree\":\"all\"}"), TRUE},
+  {L2, B2048 ",\"micro_batch\":2,\"ddp_overlap\":true" STRAT("{\"strategy\":\"tp\",\"degree\":2},{\"strategy\":\"ddp\",\"degree\":\"all\"}"), TRUE},
+  {"models/gpt3-175b.json", "hardware/dgx-a100-2048.json", 0, "configs/llm-pretrain-tp-fsdp.json", TRUE},
+  {LLAMA8, H100, 2, CFG("1048576", "," FSDP_ALL), TRUE},
+  /* declined (per-op checkpointing, activation offload): the whole program runs */
+  {LLAMA8, H100, 2, CFG("1048576", ",\"recompute\":\"op_selective\"," TP2_DDP), FALSE},
+  {LLAMA8, H100, 2, CFG("1048576", ",\"offload_num_layers\":6," TP2_DDP), FALSE},
+};
+
+START_TEST(test_cut_equals_full)
+{
+  const Case *c = &cut_cases[_i];
+  g_autoptr(MmSimulation) full = sim_of(c, TRUE);
+  g_autoptr(MmSimulation) red = sim_of(c, FALSE);
+  ck_assert_uint_eq(full->plan->n_runs, 0);
+  ck_assert_msg((red->plan->n_runs > 0) == c->reduces, "cut case %d: %u runs cut", _i, red->plan->n_runs);
+  uint64_t left_out = 0;
+  for (uint32_t r = 0; r < red->plan->n_runs; r++) left_out += (uint64_t)red->plan->runs[r].cut * red->plan->runs[r].len;
+  if (c->reduces) {
+    ck_assert_uint_eq(red->steady_micro_steps, 0);
+    ck_assert_uint_eq(red->plan->programs[0].n_ops + left_out, full->plan->programs[0].n_ops);
+  }
+  same_metrics(&full->metrics, &red->metrics, _i);
+}
+END_TEST
+
+static void same_metrics(const MmRunMetrics *a, const MmRunMetrics *b, int _i)
+{
   /* integer picoseconds: the same time exactly */
   ck_assert_msg(a->iteration_time_s == b->iteration_time_s, "case %d: %.17g vs %.17g", _i, a->iteration_time_s,
                 b->iteration_time_s);
@@ -179,7 +232,6 @@ START_TEST(test_steady_equals_full)
     ck_assert_uint_eq(a->stream_ops[i], b->stream_ops[i]);
   }
 }
-END_TEST
 
 /* The lowering's replays (collectives expanded once per lowering, templates replayed from a record
  * of their first replay) build the same programs as lowering every item: op by op, the engine's
@@ -193,6 +245,15 @@ START_TEST(test_replays_equal_items)
   g_autoptr(MmGraph) g = mm_simulation_graphs(x->scenario, &decode);
   const MmPlanOptions opt = {.micro_steps = x->plan->micro_steps, .no_replay = TRUE};
   g_autoptr(MmPlan) y = mm_plan_new(x->scenario, g, &opt);
+  if (x->plan->n_runs > 0) { /* the layer reduction's copy, cut as the run's was */
+    MmPlanRuns *runs = mm_plan_runs(y);
+    ck_assert_ptr_nonnull(runs);
+    MmPlan *cut = mm_plan_cut(y, runs, x->plan->runs[0].periods);
+    g_array_free(runs, TRUE);
+    ck_assert_ptr_nonnull(cut);
+    mm_plan_free(y);
+    y = cut;
+  }
   ck_assert_uint_eq(x->plan->n_programs, y->n_programs);
   for (uint32_t p = 0; p < y->n_programs; p++) {
     const MmPlanProgram *a = &x->plan->programs[p], *b = &y->programs[p];
@@ -227,6 +288,7 @@ static Suite *steady_suite(void)
   /* all but the last, Llama 3 405B's 390,000-op programs (interleaving is in the others): the
    * sanitizer build's time */
   tcase_add_loop_test(tc, test_replays_equal_items, 0, G_N_ELEMENTS(cases) - 1);
+  tcase_add_loop_test(tc, test_cut_equals_full, 0, G_N_ELEMENTS(cut_cases));
   suite_add_tcase(s, tc);
   return s;
 }

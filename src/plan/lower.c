@@ -138,6 +138,7 @@ void mm_plan_free(MmPlan *p)
   g_free(p->classes);
   g_free(p->class_count);
   g_free(p->unit_chunk);
+  g_free(p->runs);
   g_free(p);
 }
 

@@ -494,6 +494,13 @@ typedef struct {
   uint32_t n_pairs;
 } MmPlanProgram;
 
+/* A run of identical periods in a cut program (mm_plan_cut): ops [first, first + periods x len)
+ * kept, @cut more periods in the whole program. */
+typedef struct {
+  uint32_t first, len, periods;
+  uint32_t cut;
+} MmPlanRun;
+
 /* The lowered iteration: a program per device behaviour, and the device classes running them. */
 typedef struct {
   const MmScenario *scenario; /* (transfer none) */
@@ -515,7 +522,25 @@ typedef struct {
   /* the schedule's period: adding period_micro micro-batches adds period_pairs steady pairs to
    * every stage's program, the same ops in the same order (0: no steady part) */
   uint32_t period_pairs, period_micro;
+  /* a cut copy (mm_plan_cut): the runs of identical layer periods it shortened (NULL, 0: none) */
+  MmPlanRun *runs;
+  uint32_t n_runs;
 } MmPlan;
+
+/* The layer reduction. A symmetric program (one behaviour, one class, not --per-device) repeats
+ * each transformer layer's forward, backward or recompute op sequence in a micro-step: a run of
+ * identical periods, each op the same op as the one a period before it (the same stream, time,
+ * transfers, group and kind, each dependency the same distance back). mm_plan_runs finds the runs
+ * of at least 2 x MM_PLAN_CUT_KEEP periods (NULL: none, or not such a program); mm_plan_cut
+ * copies @p with each run of at least 2 x @keep periods shortened to its first and last @keep / 2
+ * periods, where no op after the run depends on one left out and the run's own ops reach back at
+ * most @keep / 2 periods: the kept ops renumbered (a program collective's id is its new index),
+ * c->runs saying what was left out. A run of the copy stands for the whole program when each run's
+ * kept periods repeat exactly (mm_report_run_metrics_cut). NULL when nothing can be cut. */
+#define MM_PLAN_CUT_KEEP 8
+typedef GArray MmPlanRuns; /* of MmPlanRun, .first in @p's program, .cut 0 */
+MmPlanRuns *mm_plan_runs(const MmPlan *p);
+MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *runs, uint32_t keep);
 
 /* Micro-batches to lower (congruent to the scenario's modulo the period) so that every stage's
  * schedule holds at least @periods whole periods of steady 1F1B pairs; 0 when the schedule has no

@@ -108,6 +108,12 @@ void mm_report_run_metrics(const MmPlan *p, const MmEngine *e, MmRunMetrics *out
  * this run's plus the missing periods' (what the window of one period time adds). Fused groups
  * and per-device runs are not reduced. */
 gboolean mm_report_run_metrics_steady(const MmPlan *p, const MmEngine *e, uint32_t micro_steps, MmRunMetrics *out);
+/* The metrics of the whole iteration that a cut program @p (mm_plan_cut) stands for: FALSE, and
+ * @out untouched, unless the kept periods of each run repeat exactly (same ops, times shifted by
+ * one period time) around some time inside them; then the iteration is this run with each run's
+ * cut periods inserted there, and the figures are this run's plus what the window of one period
+ * time adds, times the periods cut. */
+gboolean mm_report_run_metrics_cut(const MmPlan *p, const MmEngine *e, MmRunMetrics *out);
 /* The run document; @e (may be NULL) adds the per-behaviour table (stages, skewed ranks). */
 cJSON *mm_report_run_json(const MmPlan *p, const MmEngine *e, const MmRunMetrics *r, const MmMemory *mem);
 /* Per device behaviour (pipeline stage, busiest expert rank): end, compute busy, idle, memory. */

@@ -187,11 +187,17 @@ static gboolean stream_unused(const MmScenario *s, int stream)
 
 void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTime *win, MmRunMetrics *r)
 {
-  const MmPlanProgram *pr = mm_plan_class_program(p, c);
-  const uint32_t n = pr->n_ops;
+  const uint32_t n = mm_plan_class_program(p, c)->n_ops;
   g_autofree MmTime *t0 = g_new(MmTime, 2 * (gsize)n + 1);
-  MmTime *t1 = t0 + n;
-  mm_engine_class_times(e, c, t0, t1);
+  mm_engine_class_times(e, c, t0, t0 + n);
+  mm__class_spans_of(p, c, t0, t0 + n, 0, n, win, r);
+}
+
+void mm__class_spans_of(const MmPlan *p, uint32_t c, const MmTime *t0, const MmTime *t1, uint32_t from, uint32_t to,
+                        const MmTime *win, MmRunMetrics *r)
+{
+  const MmPlanProgram *pr = mm_plan_class_program(p, c);
+  const uint32_t n = to - from;
   g_autofree Span *comp = g_new(Span, 4 * (gsize)n + 1);
   Span *comm = comp + n, *host = comp + 2 * (gsize)n, *tmp = comp + 3 * (gsize)n;
   g_autofree uint8_t *comm_stream = g_new(uint8_t, n + 1);
@@ -204,7 +210,7 @@ void mm__class_spans(const MmPlan *p, const MmEngine *e, uint32_t c, const MmTim
   double stream_busy[MM_STREAM_COUNT] = {0}, by_phase[MM_PHASE_COUNT] = {0}, by_kind[MM_COLL_COUNT] = {0},
          by_reason[MM_REASON_COUNT] = {0};
   double compute_s = 0, embedding_s = 0, comm_s = 0, host_copy_s = 0, host_step_s = 0, slowed[2] = {0, 0};
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = from; i < to; i++) {
     const MmOpInfo *in = &pr->info[i];
     const uint32_t st = pr->ops[i].stream;
     nf += in->fused != 0;

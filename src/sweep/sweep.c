@@ -137,6 +137,49 @@ static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmEngineMemo *
   return FALSE;
 }
 
+/* The layer reduction (mm_plan_cut): where the micro-batches are few (no pipeline, gradient
+ * accumulation up to 5 x units / 16 micro-steps: beyond it the micro-batch reduction lowers fewer
+ * ops), the whole iteration is lowered and each run of identical layer periods shortened to 8,
+ * then 16, then 32 periods (a run that settles slowly: FSDP's gathers losing their lead on the
+ * compute by a little every layer), each shorter program simulated until one's metrics are the
+ * whole iteration's (mm_report_run_metrics_cut). Where none is, the whole program runs unless the
+ * micro-batch reduction applies (run_steady). TRUE with the results; FALSE with nothing kept (an
+ * engine failure is an error). */
+static gboolean run_cut(const MmScenario *s, const MmGraph *g, MmEngineMemo *memo, MmPlan **plan, MmEngine **engine,
+                        MmRunMetrics *metrics, GError **error)
+{
+  if (s->pp != 1 || s->cfg->task == MM_TASK_INFERENCE || 16 * (uint64_t)s->micro_steps > 5 * (uint64_t)g->n_units)
+    return FALSE;
+  g_autoptr(MmPlan) p = mm_plan_new(s, g, NULL);
+  MmPlanRuns *runs = mm_plan_runs(p);
+  for (uint32_t keep = MM_PLAN_CUT_KEEP; runs && keep <= 4 * MM_PLAN_CUT_KEEP; keep *= 2) {
+    g_autoptr(MmPlan) c = mm_plan_cut(p, runs, keep);
+    if (!c) break;
+    g_autoptr(MmEngine) e =
+        mm_engine_memo_run(memo, c->engine_programs, c->n_programs, c->classes, c->n_classes, NULL, error);
+    if (!e) {
+      g_array_free(runs, TRUE);
+      return FALSE;
+    }
+    if (mm_report_run_metrics_cut(c, e, metrics)) {
+      g_array_free(runs, TRUE);
+      *plan = g_steal_pointer(&c);
+      *engine = g_steal_pointer(&e);
+      return TRUE;
+    }
+  }
+  if (runs) g_array_free(runs, TRUE);
+  const uint32_t fewer = mm_plan_steady_micro_steps(s, 5);
+  if (fewer != 0 && 4 * (uint64_t)fewer <= 3 * (uint64_t)s->micro_steps) return FALSE;
+  g_autoptr(MmEngine) e =
+      mm_engine_memo_run(memo, p->engine_programs, p->n_programs, p->classes, p->n_classes, NULL, error);
+  if (!e) return FALSE;
+  mm_report_run_metrics(p, e, metrics);
+  *plan = g_steal_pointer(&p);
+  *engine = g_steal_pointer(&e);
+  return TRUE;
+}
+
 /* Whether --per-device's classes, one per device, stay within what one engine holds (the ops of
  * all devices together, their streams); else MM_CONFIG_ERROR_RANGE saying how many it would be. */
 static gboolean per_device_fits(const MmPlan *p, GError **error)
@@ -162,6 +205,8 @@ static gboolean run_pass(const MmScenario *s, const MmGraph *g, gboolean per_dev
 {
   if (per_device) memo = NULL; /* one class per device: rarely met twice, and large to keep */
   if (!per_device && !timeline && steady) {
+    if (run_cut(s, g, memo, plan, engine, metrics, error)) return TRUE;
+    if (error && *error) return FALSE;
     if (run_steady(s, g, memo, plan, engine, metrics, steady, error)) return TRUE;
     if (error && *error) return FALSE;
   }
