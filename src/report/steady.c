@@ -219,7 +219,6 @@ gboolean mm_report_run_metrics_cut(const MmPlan *p, const MmEngine *e, MmRunMetr
     const MmPlanRun *run = &p->runs[r];
     const Periods P = {.base = run->first, .len = run->len, .n = run->periods};
     lam[r] = steady_period(p, 1, &P, &t0, &t1, &tau[r], &range[2 * r]);
-    if (g_getenv("MM_DBG")) fprintf(stderr, "run %u lam %ld\n", r, (long)lam[r]);
     if (lam[r] == 0 || run->cut > (MM_TIME_MAX - end - add) / lam[r]) return FALSE;
     add += (MmTime)run->cut * lam[r];
   }
