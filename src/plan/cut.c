@@ -45,7 +45,7 @@ static gboolean find_run(const MmPlanProgram *pr, uint32_t i, uint32_t min, uint
   const uint32_t end = MIN(pr->n_ops, i + CUT_MAX_PERIOD + 1);
   guint tries = 0;
   for (uint32_t j = i + 1; j < end && tries < 4; j++) {
-    if (pr->dur[j] != pr->dur[i] || pr->ops[j].stream != pr->ops[i].stream || !same_period_op(pr, i, j)) continue;
+    if (!same_period_op(pr, i, j)) continue;
     tries++;
     const uint32_t P = j - i;
     uint32_t e = i;
@@ -157,7 +157,7 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
     for (uint32_t k = 0; k < o->n_deps; k++) {
       const uint32_t d = pr->deps[o->dep_first + k];
       /* a kept op after a cut reaching back into it: the op as far back in the periods kept
-       * (internal_ok: only ops of the run do, and only within it) */
+       * (the run's own ops only, and within its kept head: checked above) */
       q->deps[nd++] = to[d] != NONE ? to[d] : j - (i - d);
     }
     for (uint32_t k = 0; k < o->n_xfer; k++) {

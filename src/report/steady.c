@@ -94,8 +94,8 @@ static gboolean inside(const MmPlan *p, uint32_t nc, const Periods *P, MmTime *c
  * repeat (each the previous one shifted by one period time lambda, the same on every class), and
  * at some time tau every class is inside them (inside()). The engine is time-invariant, so the
  * state at tau + lambda is the state at tau one period on, and an iteration with more periods is
- * this run with them inserted at tau. Returns lambda (0: no steady state), tau, and in @range the
- * ops of the repeating periods of class 0. */
+ * this run with them inserted at tau. Returns lambda (0: no steady state), tau, and in @range (may
+ * be NULL) the ops of the repeating periods of class 0. */
 static MmTime steady_period(const MmPlan *p, uint32_t nc, const Periods *P, MmTime *const *t0, MmTime *const *t1,
                             MmTime *tau, uint32_t *range)
 {
@@ -128,6 +128,7 @@ static MmTime steady_period(const MmPlan *p, uint32_t nc, const Periods *P, MmTi
   for (int i = 0; i < 2; i++)
     if (inside(p, nc, P, t0, t1, r, e, cand[i], lambda)) {
       *tau = cand[i];
+      if (!range) return lambda;
       uint32_t a, b;
       period_ops(&P[0], r[0], &a);
       const uint32_t len = period_ops(&P[0], e[0], &b);
@@ -178,8 +179,7 @@ gboolean mm_report_run_metrics_steady(const MmPlan *p, const MmEngine *e, uint32
     P[c] = (Periods){.first = pr->pair_first, .G = G, .n = pr->n_pairs / G};
   }
   MmTime tau = 0;
-  uint32_t range[2];
-  const MmTime lambda = steady_period(p, nc, P, t0, t1, &tau, range);
+  const MmTime lambda = steady_period(p, nc, P, t0, t1, &tau, NULL);
   for (uint32_t c = 0; c < nc; c++) g_free(t0[c]);
   const MmTime end = mm_engine_makespan(e);
   if (lambda == 0 || k > (MM_TIME_MAX - end) / lambda) return FALSE;

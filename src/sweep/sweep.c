@@ -102,6 +102,12 @@ void mm_simulation_free(MmSimulation *sim)
   g_free(sim);
 }
 
+/* Periods of the micro-batch reduction's first attempt (run_steady). */
+static uint32_t steady_first(const MmScenario *s)
+{
+  return s->pp == 1 ? 5 : 6;
+}
+
 /* The steady-state reduction: lowers enough micro-batches for 6 (then 12, 24, 48, 96) whole periods on
  * every stage (the fill of the pipeline, three repeating periods and the last one before the
  * cool-down need 5-6 in most schedules; one stage has no fill: its first attempt is 5, the first
@@ -116,7 +122,7 @@ void mm_simulation_free(MmSimulation *sim)
 static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmEngineMemo *memo, MmPlan **plan,
                            MmEngine **engine, MmRunMetrics *metrics, uint32_t *micro, GError **error)
 {
-  const uint32_t first = s->pp == 1 ? 5 : 6;
+  const uint32_t first = steady_first(s);
   for (uint32_t periods = first; periods <= 96; periods = periods == first ? 12 : periods * 2) {
     MmPlanOptions opt = {.micro_steps = mm_plan_steady_micro_steps(s, periods)};
     if (opt.micro_steps == 0) return FALSE;
@@ -151,25 +157,20 @@ static gboolean run_cut(const MmScenario *s, const MmGraph *g, MmEngineMemo *mem
   if (s->pp != 1 || s->cfg->task == MM_TASK_INFERENCE || 16 * (uint64_t)s->micro_steps > 5 * (uint64_t)g->n_units)
     return FALSE;
   g_autoptr(MmPlan) p = mm_plan_new(s, g, NULL);
-  MmPlanRuns *runs = mm_plan_runs(p);
+  g_autoptr(GArray) runs = mm_plan_runs(p);
   for (uint32_t keep = MM_PLAN_CUT_KEEP; runs && keep <= 4 * MM_PLAN_CUT_KEEP; keep *= 2) {
     g_autoptr(MmPlan) c = mm_plan_cut(p, runs, keep);
     if (!c) break;
     g_autoptr(MmEngine) e =
         mm_engine_memo_run(memo, c->engine_programs, c->n_programs, c->classes, c->n_classes, NULL, error);
-    if (!e) {
-      g_array_free(runs, TRUE);
-      return FALSE;
-    }
+    if (!e) return FALSE;
     if (mm_report_run_metrics_cut(c, e, metrics)) {
-      g_array_free(runs, TRUE);
       *plan = g_steal_pointer(&c);
       *engine = g_steal_pointer(&e);
       return TRUE;
     }
   }
-  if (runs) g_array_free(runs, TRUE);
-  const uint32_t fewer = mm_plan_steady_micro_steps(s, 5);
+  const uint32_t fewer = mm_plan_steady_micro_steps(s, steady_first(s));
   if (fewer != 0 && 4 * (uint64_t)fewer <= 3 * (uint64_t)s->micro_steps) return FALSE;
   g_autoptr(MmEngine) e =
       mm_engine_memo_run(memo, p->engine_programs, p->n_programs, p->classes, p->n_classes, NULL, error);
