@@ -1,5 +1,6 @@
 /* cut: a program whose layers repeat, with most of each run of identical layer periods left out
  * (mm_plan_cut; the metrics of the whole follow from the shorter run: mm_report_run_metrics_cut). */
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -9,6 +10,24 @@
  * within 128 as within 512, and the search is 4% of the sweep's instructions less). */
 #define CUT_MAX_PERIOD 128
 
+static inline uint64_t word_at(const void *p, size_t offset)
+{
+  uint64_t w;
+  memcpy(&w, (const char *)p + offset, sizeof w);
+  return w;
+}
+
+/* MmEngineOp as same_period_op reads it: four words and a tail, the indices that move with the
+ * period (dep_first, coll, xfer_first) in the high halves */
+G_STATIC_ASSERT(offsetof(MmEngineOp, stream) == 0 && offsetof(MmEngineOp, dep_first) == 4);
+G_STATIC_ASSERT(offsetof(MmEngineOp, n_deps) == 8 && offsetof(MmEngineOp, coll) == 12);
+G_STATIC_ASSERT(offsetof(MmEngineOp, degree) == 16 && offsetof(MmEngineOp, stride) == 20);
+G_STATIC_ASSERT(offsetof(MmEngineOp, peer) == 24 && offsetof(MmEngineOp, xfer_first) == 28);
+G_STATIC_ASSERT(offsetof(MmEngineOp, n_xfer) == 32 && offsetof(MmEngineOp, sequential) == 34 &&
+                offsetof(MmEngineOp, cil) == 35 && sizeof(MmEngineOp) == 36);
+G_STATIC_ASSERT(offsetof(MmOpInfo, what) == 0 && offsetof(MmOpInfo, phase) == 1 && offsetof(MmOpInfo, coll) == 2 &&
+                offsetof(MmOpInfo, reason) == 3);
+
 /* Whether ops @a and @b of @pr are the same op of two periods @b - @a apart, as the engine and
  * the metrics see them: stream, time, transfers, group, interference role, kind, and each
  * dependency the same distance back; their dependencies and transfers @dd and @dx further on in
@@ -17,12 +36,16 @@
 static inline gboolean same_period_op(const MmPlanProgram *pr, uint32_t a, uint32_t b, uint32_t dd, uint32_t dx)
 {
   const MmEngineOp *x = &pr->ops[a], *y = &pr->ops[b];
-  const MmOpInfo *u = &pr->info[a], *v = &pr->info[b];
-  if (pr->dur[a] != pr->dur[b] || y->dep_first != x->dep_first + dd || y->xfer_first != x->xfer_first + dx ||
-      x->stream != y->stream || x->n_deps != y->n_deps || x->n_xfer != y->n_xfer || x->degree != y->degree ||
-      x->stride != y->stride || x->peer != y->peer || x->sequential != y->sequential || x->cil != y->cil ||
-      (x->coll == a ? y->coll != b : x->coll != y->coll) || u->what != v->what || u->phase != v->phase ||
-      u->coll != v->coll || u->reason != v->reason || u->fused || v->fused)
+  const uint64_t coll_step = x->coll == a ? (uint64_t)(b - a) << 32 : 0; /* its own index moves with it */
+  uint32_t tx, ty, ix, iy;
+  memcpy(&tx, &x->n_xfer, 4);
+  memcpy(&ty, &y->n_xfer, 4);
+  memcpy(&ix, &pr->info[a], 4);
+  memcpy(&iy, &pr->info[b], 4);
+  if (pr->dur[a] != pr->dur[b] || word_at(y, 0) != word_at(x, 0) + ((uint64_t)dd << 32) ||
+      word_at(y, 8) != word_at(x, 8) + coll_step || word_at(y, 16) != word_at(x, 16) ||
+      word_at(y, 24) != word_at(x, 24) + ((uint64_t)dx << 32) || tx != ty || ix != iy || pr->info[a].fused ||
+      pr->info[b].fused)
     return FALSE;
   const uint32_t *da = pr->deps + x->dep_first, *db = da + dd;
   for (uint32_t k = 0; k < x->n_deps; k++)
@@ -59,10 +82,37 @@ static gboolean find_run(const MmPlanProgram *pr, uint32_t i, uint32_t min, uint
   return FALSE;
 }
 
-/* A run found, and what is cut of it: ops [lo, hi) of the whole program. */
-typedef struct {
-  uint32_t first, len, periods, lo, hi;
-} Found;
+static inline uint32_t run_end(const MmPlanRun *f)
+{
+  return f->first + f->periods * f->len;
+}
+
+/* Adds to the runs' needs what ops [@a, @b) depend on: @own (G_MAXUINT: none) the run holding them,
+ * the first @n_before of @runs (sorted, disjoint) the runs before them. */
+static void note_deps(const MmPlanProgram *pr, MmPlanRun *runs, guint own, guint n_before, uint32_t a, uint32_t b)
+{
+  const uint32_t own_first = own == G_MAXUINT ? UINT32_MAX : runs[own].first;
+  const uint32_t before_end = n_before ? run_end(&runs[n_before - 1]) : 0;
+  for (uint32_t i = a; i < b; i++) {
+    const uint32_t *dep = pr->deps + pr->ops[i].dep_first;
+    for (uint32_t k = 0; k < pr->ops[i].n_deps; k++) {
+      const uint32_t d = dep[k];
+      if (d >= own_first) {
+        runs[own].need = MAX(runs[own].need, i - d);
+        continue;
+      }
+      if (d >= before_end) continue; /* between the runs */
+      guint lo = 0, hi = n_before;    /* the first run ending after d */
+      while (lo < hi) {
+        const guint mid = (lo + hi) / 2;
+        if (run_end(&runs[mid]) <= d) lo = mid + 1;
+        else hi = mid;
+      }
+      MmPlanRun *f = &runs[lo];
+      if (d >= f->first) f->need = MAX(f->need, MIN(d - f->first + 1, run_end(f) - d));
+    }
+  }
+}
 
 MmPlanRuns *mm_plan_runs(const MmPlan *p)
 {
@@ -83,6 +133,27 @@ MmPlanRuns *mm_plan_runs(const MmPlan *p)
     g_array_free(runs, TRUE);
     return NULL;
   }
+  /* what each run's cut needs kept at its head and tail: its own ops' reach back, and how far from
+   * its nearer end lies an op of it that a later op outside it depends on. Each period of a run
+   * depends on what the one before it does, one period later: its own ops' longest reach is the
+   * last period's, and only its first periods, up to the last period's earliest dependency less
+   * a period each, can reach before it, into an earlier run (those in between are skipped). */
+  MmPlanRun *rs = (MmPlanRun *)(void *)runs->data;
+  const guint nr = runs->len;
+  for (guint r = 0; r < nr; r++) {
+    MmPlanRun *f = &rs[r];
+    const uint32_t last = f->first + (f->periods - 1) * f->len;
+    uint32_t earliest = last;
+    for (uint32_t i = last; i < last + f->len; i++)
+      for (uint32_t k = 0; k < pr->ops[i].n_deps; k++) earliest = MIN(earliest, pr->deps[pr->ops[i].dep_first + k]);
+    /* period k holds a dependency before the run when k x len < last - earliest */
+    const uint64_t early = ((uint64_t)(last - earliest) + f->len - 1) / f->len;
+    const uint32_t skip = (uint32_t)MIN((uint64_t)last, f->first + early * f->len);
+    note_deps(pr, rs, G_MAXUINT, r, r ? run_end(&rs[r - 1]) : f->first, f->first); /* between runs */
+    note_deps(pr, rs, r, r, f->first, skip);
+    note_deps(pr, rs, r, r, last, run_end(f));
+  }
+  note_deps(pr, rs, G_MAXUINT, nr, run_end(&rs[nr - 1]), pr->n_ops);
   return runs;
 }
 
@@ -91,46 +162,27 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
   g_return_val_if_fail(p && found && keep >= MM_PLAN_CUT_KEEP, NULL);
   const MmPlanProgram *pr = &p->programs[0];
   const uint32_t n = pr->n_ops;
-  g_autoptr(GArray) runs = g_array_new(FALSE, FALSE, sizeof(Found));
+  /* the runs cut: each of at least 2 x keep periods whose kept head and tail hold what it needs
+   * (a kept op after the cut then depends on the kept op as far back as the whole program's did,
+   * and no op after it depends on one left out); [lo, hi) left out of each, kept segments between */
+  g_autofree uint32_t *lo = g_new(uint32_t, found->len + 1), *hi = g_new(uint32_t, found->len + 1);
+  g_autofree guint *which = g_new(guint, found->len + 1);
+  guint kept = 0;
   for (guint r = 0; r < found->len; r++) {
     const MmPlanRun *x = &g_array_index(found, MmPlanRun, r);
-    if (x->periods < 2 * keep) continue;
-    Found f = {.first = x->first, .len = x->len, .periods = x->periods};
-    f.lo = f.first + keep / 2 * f.len;
-    f.hi = f.lo + (f.periods - keep) * f.len;
-    g_array_append_val(runs, f);
+    const uint32_t head = keep / 2 * x->len;
+    if (x->periods < 2 * keep || head < x->need) continue;
+    lo[kept] = x->first + head;
+    hi[kept] = x->first + (x->periods - keep / 2) * x->len;
+    which[kept++] = r;
   }
-  if (runs->len == 0) return NULL;
-  /* a run is cut where its own ops reach back at most its kept head (a kept op after the cut then
-   * depends on the kept op as far back as the whole program's did) and no op after it depends on
-   * one it leaves out */
-  Found *fs = (Found *)(void *)runs->data;
-  g_autofree gboolean *bad = g_new0(gboolean, runs->len + 1);
-  g_autofree uint32_t *run_of = g_new0(uint32_t, n + 1); /* 1 + the run holding each op, 0: none */
-  for (guint r = 0; r < runs->len; r++)
-    for (uint32_t i = fs[r].first; i < fs[r].first + fs[r].periods * fs[r].len; i++) run_of[i] = r + 1;
-  for (uint32_t i = 0; i < n; i++)
-    for (uint32_t k = 0; k < pr->ops[i].n_deps; k++) {
-      const uint32_t d = pr->deps[pr->ops[i].dep_first + k], rd = run_of[d];
-      if (rd == 0) continue;
-      const Found *f = &fs[rd - 1];
-      if (run_of[i] == rd ? i - d > f->lo - f->first : d >= f->lo && d < f->hi) bad[rd - 1] = TRUE;
-    }
-  guint kept = 0;
-  for (guint r = 0; r < runs->len; r++)
-    if (!bad[r]) fs[kept++] = fs[r];
   if (kept == 0) return NULL;
+  lo[kept] = hi[kept] = n; /* the last kept segment ends at the program's end */
 
-  /* the new index of each op kept (NONE: left out) */
-  g_autofree uint32_t *to = g_new(uint32_t, n + 1);
-  uint32_t m = 0;
-  for (uint32_t i = 0, r = 0; i < n; i++) {
-    while (r < kept && i >= fs[r].hi) r++;
-    to[i] = r < kept && i >= fs[r].lo ? NONE : m++;
-  }
-  uint32_t nd = 0, nx = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (to[i] != NONE) nd += pr->ops[i].n_deps, nx += pr->ops[i].n_xfer;
+  /* kept segment s: ops [s ? hi[s - 1] : 0, lo[s]), shifted down by the ops left out before it */
+  uint32_t m = 0, nd = 0, nx = 0;
+  for (guint s = 0; s <= kept; s++)
+    for (uint32_t i = s ? hi[s - 1] : 0; i < lo[s]; i++, m++) nd += pr->ops[i].n_deps, nx += pr->ops[i].n_xfer;
   MmPlan *c = g_new(MmPlan, 1);
   *c = *p;
   MmPlanProgram *q = c->programs = g_new(MmPlanProgram, 1);
@@ -145,26 +197,31 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
   q->n_pairs = 0;
   q->n_ops = m;
   nd = nx = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (to[i] == NONE) continue;
-    const uint32_t j = to[i];
-    const MmEngineOp *o = &pr->ops[i];
-    q->ops[j] = *o;
-    q->ops[j].dep_first = nd;
-    q->ops[j].xfer_first = nx;
-    if (o->coll == i) q->ops[j].coll = j; /* a collective of this program: its own index */
-    for (uint32_t k = 0; k < o->n_deps; k++) {
-      const uint32_t d = pr->deps[o->dep_first + k];
-      /* a kept op after a cut reaching back into it: the op as far back in the periods kept
-       * (the run's own ops only, and within its kept head: checked above) */
-      q->deps[nd++] = to[d] != NONE ? to[d] : j - (i - d);
+  uint32_t shift = 0; /* ops left out before the segment */
+  for (guint s = 0; s <= kept; shift += hi[s] - lo[s], s++) {
+    const uint32_t a = s ? hi[s - 1] : 0, b = lo[s], ja = a - shift;
+    memcpy(&q->ops[ja], &pr->ops[a], sizeof *q->ops * (b - a));
+    memcpy(&q->info[ja], &pr->info[a], sizeof *q->info * (b - a));
+    memcpy(&q->dur[ja], &pr->dur[a], sizeof *q->dur * (b - a));
+    for (uint32_t i = a, j = ja; i < b; i++, j++) {
+      const MmEngineOp *o = &pr->ops[i];
+      MmEngineOp *y = &q->ops[j];
+      y->dep_first = nd;
+      y->xfer_first = nx;
+      if (o->coll == i) y->coll = j; /* a collective of this program: its own index */
+      const uint32_t *dep = pr->deps + o->dep_first;
+      for (uint32_t k = 0; k < o->n_deps; k++) {
+        /* a dependency in an earlier segment: shifted by what was left out before that one; in a cut
+         * (the run's own ops only, within its kept head): the op as far back in the periods kept */
+        const uint32_t d = dep[k];
+        uint32_t t = s, sh = shift;
+        while (t > 0 && d < hi[t - 1]) t--, sh -= hi[t] - lo[t];
+        q->deps[nd++] = d >= (t ? hi[t - 1] : 0) && d < lo[t] ? d - sh : j - (i - d);
+      }
+      memcpy(&q->xfer_link[nx], &pr->xfer_link[o->xfer_first], sizeof *q->xfer_link * o->n_xfer);
+      memcpy(&q->xfer_bytes[nx], &pr->xfer_bytes[o->xfer_first], sizeof *q->xfer_bytes * o->n_xfer);
+      nx += o->n_xfer;
     }
-    for (uint32_t k = 0; k < o->n_xfer; k++) {
-      q->xfer_link[nx] = pr->xfer_link[o->xfer_first + k];
-      q->xfer_bytes[nx++] = pr->xfer_bytes[o->xfer_first + k];
-    }
-    q->info[j] = pr->info[i];
-    q->dur[j] = pr->dur[i];
   }
   q->program = (MmEngineProgram){q->ops, m, q->deps, pr->program.n_streams, q->xfer_link, q->xfer_bytes,
                                  pr->program.n_links};
@@ -179,7 +236,10 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
   c->period_pairs = c->period_micro = 0;
   c->runs = g_new(MmPlanRun, kept);
   c->n_runs = kept;
-  for (guint r = 0; r < kept; r++)
-    c->runs[r] = (MmPlanRun){.first = to[fs[r].first], .len = fs[r].len, .periods = keep, .cut = fs[r].periods - keep};
+  shift = 0;
+  for (guint r = 0; r < kept; shift += hi[r] - lo[r], r++) {
+    const MmPlanRun *x = &g_array_index(found, MmPlanRun, which[r]);
+    c->runs[r] = (MmPlanRun){.first = x->first - shift, .len = x->len, .periods = keep, .cut = x->periods - keep};
+  }
   return c;
 }

@@ -495,10 +495,13 @@ typedef struct {
 } MmPlanProgram;
 
 /* A run of identical periods in a cut program (mm_plan_cut): ops [first, first + periods x len)
- * kept, @cut more periods in the whole program. */
+ * kept, @cut more periods in the whole program. Found in a whole program (mm_plan_runs): @need,
+ * the ops a cut must keep at the run's head and tail (its own ops' longest reach back, and how
+ * far from its nearer end lies any op of it that a later op depends on). */
 typedef struct {
   uint32_t first, len, periods;
   uint32_t cut;
+  uint32_t need;
 } MmPlanRun;
 
 /* The lowered iteration: a program per device behaviour, and the device classes running them. */
@@ -538,7 +541,7 @@ typedef struct {
  * c->runs saying what was left out. A run of the copy stands for the whole program when each run's
  * kept periods repeat exactly (mm_report_run_metrics_cut). NULL when nothing can be cut. */
 #define MM_PLAN_CUT_KEEP 8
-typedef GArray MmPlanRuns; /* of MmPlanRun, .first in @p's program, .cut 0 */
+typedef GArray MmPlanRuns; /* of MmPlanRun, .first in @p's program, .cut 0, .need set */
 MmPlanRuns *mm_plan_runs(const MmPlan *p);
 MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *runs, uint32_t keep);
 
