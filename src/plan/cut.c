@@ -218,9 +218,10 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
         while (t > 0 && d < hi[t - 1]) t--, sh -= hi[t] - lo[t];
         q->deps[nd++] = d >= (t ? hi[t - 1] : 0) && d < lo[t] ? d - sh : j - (i - d);
       }
-      memcpy(&q->xfer_link[nx], &pr->xfer_link[o->xfer_first], sizeof *q->xfer_link * o->n_xfer);
-      memcpy(&q->xfer_bytes[nx], &pr->xfer_bytes[o->xfer_first], sizeof *q->xfer_bytes * o->n_xfer);
-      nx += o->n_xfer;
+      for (uint32_t k = 0; k < o->n_xfer; k++, nx++) { /* a few each: a loop, not a call */
+        q->xfer_link[nx] = pr->xfer_link[o->xfer_first + k];
+        q->xfer_bytes[nx] = pr->xfer_bytes[o->xfer_first + k];
+      }
     }
   }
   q->program = (MmEngineProgram){q->ops, m, q->deps, pr->program.n_streams, q->xfer_link, q->xfer_bytes,

@@ -540,7 +540,7 @@ typedef struct {
  * most @keep / 2 periods: the kept ops renumbered (a program collective's id is its new index),
  * c->runs saying what was left out. A run of the copy stands for the whole program when each run's
  * kept periods repeat exactly (mm_report_run_metrics_cut). NULL when nothing can be cut. */
-#define MM_PLAN_CUT_KEEP 8
+#define MM_PLAN_CUT_KEEP 6
 typedef GArray MmPlanRuns; /* of MmPlanRun, .first in @p's program, .cut 0, .need set */
 MmPlanRuns *mm_plan_runs(const MmPlan *p);
 MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *runs, uint32_t keep);
