@@ -17,6 +17,7 @@ G_DEFINE_QUARK(mm-config-error-quark, mm_config_error)
 void mm_json_error(GError **error, MmConfigError code, const MmJsonCtx *ctx, const char *jpath,
                    const char *fmt, ...)
 {
+  if (!error) return; /* nothing asked: nothing formatted */
   va_list ap;
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);

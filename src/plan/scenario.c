@@ -202,6 +202,14 @@ static gboolean block_frozen(const MmParallelConfig *c, const MmBlock *b)
   return FALSE;
 }
 
+/* The JSON path of level @i's @field of strategy entry @e (@field NULL: the entry), for a message:
+ * built only for one (a sweep rejects most of its points, and asks no messages). */
+static char *entry_path(const MmStrategyEntry *e, guint i, const char *field)
+{
+  if (!field) return g_strdup_printf("$.parallelism.%s", e->key);
+  return g_strdup_printf("$.parallelism.%s[%u].%s", e->key, i, field);
+}
+
 /* Resolves one block's levels; errors point into $.parallelism.<key>. */
 static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const MmBlock *b,
                               MmBlockSetup *bs, GError **error)
@@ -209,7 +217,6 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
   const MmHardware *hw = s->hw;
   const int64_t n = s->stage_devices, g = hw->gpus_per_node;
   const MmStrategyEntry *e = bs->entry;
-  g_autofree char *jp = g_strdup_printf("$.parallelism.%s", e->key);
   int64_t prod = 1;
   int all_at = -1;
   bs->n_levels = e->n_levels;
@@ -227,7 +234,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
   }
   if (all_at >= 0) {
     if (prod > n || n % prod != 0) {
-      g_autofree char *dp = g_strdup_printf("%s[%d].degree", jp, all_at);
+      g_autofree char *dp = entry_path(e, (guint)all_at, "degree");
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
                     "\"all\" must fill %" G_GINT64_FORMAT " devices of %s%s, but the other levels multiply "
                     "to %" G_GINT64_FORMAT ", which does not divide it",
@@ -238,6 +245,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     prod = n;
   }
   if (prod != n) {
+    g_autofree char *jp = entry_path(e, 0, NULL);
     if (s->pp > 1)
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, jp,
                     "degrees multiply to %s%" G_GINT64_FORMAT " but one of the %" G_GINT64_FORMAT
@@ -256,7 +264,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     bs->stride[i] = stride;
     int64_t span = stride * l->degree;
     if (!mm_comm_group_even(hw, l->degree, stride)) {
-      g_autofree char *dp = g_strdup_printf("%s[%u].degree", jp, i);
+      g_autofree char *dp = entry_path(e, i, "degree");
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, dp,
                     "a %s group of %" G_GINT64_FORMAT " devices with stride %" G_GINT64_FORMAT
                     " straddles node boundaries of %" G_GINT64_FORMAT "-GPU nodes unevenly; degrees must "
@@ -281,7 +289,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
       MmOverlap *o = l->strategy == MM_STRAT_TP ? &bs->tp_overlap : l->strategy == MM_STRAT_EP ? &bs->ep_overlap
                                                                                                   : &bs->mp_overlap;
       if (*o != MM_OVERLAP_BULK && *o != l->overlap) {
-        g_autofree char *op = g_strdup_printf("%s[%u].overlap", jp, i);
+        g_autofree char *op = entry_path(e, i, "overlap");
         mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, op,
                       "every %s level of a list must use the same overlap (\"%s\" here, \"%s\" before)",
                       mm_strategy_names[l->strategy], mm_overlap_names[l->overlap], mm_overlap_names[*o]);
@@ -293,7 +301,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     }
     if (l->strategy != MM_STRAT_DDP) continue;
     if (bs->zero >= 0 && bs->zero != l->zero) {
-      g_autofree char *zp = g_strdup_printf("%s[%u].zero", jp, i);
+      g_autofree char *zp = entry_path(e, i, "zero");
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, zp,
                     "every ddp level of a list must use the same ZeRO stage (%d here, %d before)", l->zero, bs->zero);
       return FALSE;
@@ -307,7 +315,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     const MmLevel *l = &bs->levels[i];
     if (l->strategy != MM_STRAT_CP || l->degree <= 1) continue;
     if (cp_fsdp >= 0 && cp_fsdp != l->cp_fsdp) {
-      g_autofree char *fp = g_strdup_printf("%s[%u].fsdp", jp, i);
+      g_autofree char *fp = entry_path(e, i, "fsdp");
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, fp,
                     "every cp level of a list must say the same fsdp (%s here, %s before): the cp ranks shard with "
                     "FSDP or all hold replicas", l->cp_fsdp ? "true" : "false", cp_fsdp ? "true" : "false");
@@ -335,7 +343,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     const MmStrategyRow *row = mm_strategy_row(l->strategy);
     g_assert(row); /* pp and sp are not levels: the parser rejects or maps them */
     if (l->grad_sync != MM_GRAD_SYNC_DENSE && b->kind != MM_BLOCK_EMBEDDING_BAG && b->kind != MM_BLOCK_TOKEN_EMBEDDING) {
-      g_autofree char *gp = g_strdup_printf("%s[%u].grad_sync", jp, i);
+      g_autofree char *gp = entry_path(e, i, "grad_sync");
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, gp,
                     "sparse gradient synchronization applies to embedding blocks; \"%s\" is a %s", b->name,
                     mm_block_kind_names[b->kind]);
@@ -350,7 +358,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     else if (row->check)
       why = row->check(s, b, bs, l, &field);
     if (why) {
-      g_autofree char *lp = g_strdup_printf("%s[%u].%s", jp, i, field);
+      g_autofree char *lp = entry_path(e, i, field);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp, "%s", why);
       return FALSE;
     }

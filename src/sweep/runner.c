@@ -108,11 +108,10 @@ static void evaluate(const Ctx *o, uint64_t i, guint k_sys, const MmSweepPoint *
   const MmSweepSystem *sy = &o->systems[k_sys];
   g_autoptr(GError) error = NULL;
   *x = (Outcome){.status = 2};
-  g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp->point, o->graphs, &error);
-  if (!sim) {
-    x->why = g_strdup(error->message);
-    return;
-  }
+  /* a rejected point says why only when asked (invalid_reason): most of a space is rejected, and
+   * the messages cost more than the checks */
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp->point, o->graphs, NULL);
+  if (!sim) return;
   sim->memo = o->memo;
   const MmScenario *s = sim->scenario;
   const gboolean fits = sim->memory->fits;
@@ -248,6 +247,19 @@ static void dedup_keep(Dedup *d, GBytes *key, const Outcome *x)
     if (d->order.length > DEDUP_MAX) g_hash_table_remove(d->seen, g_queue_pop_head(&d->order));
   }
   g_mutex_unlock(&d->lock);
+}
+
+/* Why point @i was rejected (mm_sweep_run's first_invalid). */
+static char *invalid_reason(const Ctx *o, uint64_t i)
+{
+  uint64_t local = 0;
+  const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
+  const MmSweepSystem *sy = &o->systems[k_sys];
+  MmSweepPoint sp;
+  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp.point, o->graphs, &error);
+  return sim ? NULL : g_strdup_printf("point %" G_GUINT64_FORMAT ": %s", i, error->message);
 }
 
 static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, char **why)
@@ -639,7 +651,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
       if (!st->first_failure) st->first_failure = g_steal_pointer(&got.why);
     } else if (got.status == 2) {
       st->invalid++;
-      if (!st->first_invalid) st->first_invalid = g_steal_pointer(&got.why);
+      if (!st->first_invalid) st->first_invalid = invalid_reason(&r->ctx, next_write);
     } else {
       st->valid++;
       st->oom += got.status == 1;
