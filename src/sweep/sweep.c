@@ -145,8 +145,8 @@ static gboolean run_steady(const MmScenario *s, const MmGraph *g, MmEngineMemo *
 
 /* The layer reduction (mm_plan_cut): where the micro-batches are few (no pipeline, gradient
  * accumulation up to 5 x units / 16 micro-steps: beyond it the micro-batch reduction lowers fewer
- * ops), the whole iteration is lowered and each run of identical layer periods shortened to 8,
- * then 16, then 32 periods (a run that settles slowly: FSDP's gathers losing their lead on the
+ * ops), the whole iteration is lowered and each run of identical layer periods shortened to 6,
+ * then 12, then 24 periods (a run that settles slowly: FSDP's gathers losing their lead on the
  * compute by a little every layer), each shorter program simulated until one's metrics are the
  * whole iteration's (mm_report_run_metrics_cut). Where none is, the whole program runs unless the
  * micro-batch reduction applies (run_steady). TRUE with the results; FALSE with nothing kept (an
