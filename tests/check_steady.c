@@ -202,6 +202,47 @@ START_TEST(test_cut_equals_full)
 }
 END_TEST
 
+/* mm_plan_runs on the whole program: each run is periodic op by op (the same fields, each
+ * dependency the same distance back), and its need is what every op of the program asks of it,
+ * counted the slow way: an op inside it reaching back into it, i - d; an op outside it depending on
+ * one of it, that one's distance from the run's nearer end (mm_plan_runs reads a few periods only). */
+START_TEST(test_runs_need_brute_force)
+{
+  const Case *c = &cut_cases[_i];
+  g_autoptr(MmSimulation) full = sim_of(c, TRUE);
+  const MmPlanProgram *pr = &full->plan->programs[0];
+  g_autoptr(GArray) runs = mm_plan_runs(full->plan);
+  if (!runs) {
+    ck_assert(!c->reduces);
+    return;
+  }
+  for (guint r = 0; r < runs->len; r++) {
+    const MmPlanRun *f = &g_array_index(runs, MmPlanRun, r);
+    const uint32_t end = f->first + f->periods * f->len;
+    ck_assert_uint_ge(f->periods, 2 * MM_PLAN_CUT_KEEP);
+    ck_assert_uint_le(end, pr->n_ops);
+    if (r > 0) ck_assert_uint_ge(f->first, g_array_index(runs, MmPlanRun, r - 1).first);
+    for (uint32_t i = f->first + f->len; i < end; i++) {
+      const uint32_t j = i - f->len;
+      const MmEngineOp *a = &pr->ops[j], *b = &pr->ops[i];
+      ck_assert_msg(a->stream == b->stream && a->n_deps == b->n_deps && a->n_xfer == b->n_xfer &&
+                        pr->dur[i] == pr->dur[j] && pr->info[i].what == pr->info[j].what,
+                    "cut case %d run %u: op %u is not op %u a period on", _i, r, i, j);
+      for (uint32_t k = 0; k < a->n_deps; k++)
+        ck_assert_uint_eq(i - pr->deps[b->dep_first + k], j - pr->deps[a->dep_first + k]);
+    }
+    uint32_t need = 0;
+    for (uint32_t i = 0; i < pr->n_ops; i++)
+      for (uint32_t k = 0; k < pr->ops[i].n_deps; k++) {
+        const uint32_t d = pr->deps[pr->ops[i].dep_first + k];
+        if (d < f->first || d >= end) continue;
+        need = MAX(need, i >= f->first && i < end ? i - d : MIN(d - f->first + 1, end - d));
+      }
+    ck_assert_msg(f->need == need, "cut case %d run %u: need %u, counted %u", _i, r, f->need, need);
+  }
+}
+END_TEST
+
 static void same_metrics(const MmRunMetrics *a, const MmRunMetrics *b, int _i)
 {
   /* integer picoseconds: the same time exactly */
@@ -289,6 +330,7 @@ static Suite *steady_suite(void)
    * sanitizer build's time */
   tcase_add_loop_test(tc, test_replays_equal_items, 0, G_N_ELEMENTS(cases) - 1);
   tcase_add_loop_test(tc, test_cut_equals_full, 0, G_N_ELEMENTS(cut_cases));
+  tcase_add_loop_test(tc, test_runs_need_brute_force, 0, G_N_ELEMENTS(cut_cases));
   suite_add_tcase(s, tc);
   return s;
 }
