@@ -7,8 +7,9 @@
 # for the steady-state reduction at 128 micro-batches, so it is simulated whole), and Llama-3-70B
 # with 8 1F1B stages x 64 micro-batches, reduced (sim_s) and whole (whole_s).
 # Then two sweeps with both cores (madmax sweep, points in the space / wall time, loading
-# included): LLaMA-2-70B on 2048 A100s over bench/spaces/llama2-70b.json, and Llama-3-70B on 512
-# H100s with pipeline degrees over bench/spaces/llama3-70b-pp.json.
+# included; the median of five runs each): LLaMA-2-70B on 2048 A100s over
+# bench/spaces/llama2-70b.json, and Llama-3-70B on 512 H100s with pipeline degrees over
+# bench/spaces/llama3-70b-pp.json.
 # Then the rows of the speed table (README "Speed"): the symmetric point with its three files
 # loaded (us_per_load), symmetric TP(8)+FSDP (us_per_sim_tp_fsdp), and --per-device runs (a fresh
 # process each, loading included, median of three): TP+FSDP on 1,024 GPUs, Llama-3.1-405B
@@ -46,15 +47,18 @@ echo "steady:     $ps"
 ps_s=$(sed -E 's/.*sim_s=([0-9.]+).*/\1/' <<<"$ps")
 ps_whole=$(sed -E 's/.*whole_s=([0-9.]+).*/\1/' <<<"$ps")
 # sweeps: points per second of wall time (both cores)
-sweep_rate() { # OUT_NAME ARGS...: points/s of one sweep
+sweep_rate() { # OUT_NAME ARGS...: points/s of a sweep, the median of five runs (one 0.1 s run varies 30%)
   local dir; dir=$(mktemp -d)
-  local t0 t1 n
-  t0=$(date +%s.%N)
-  build-bench/madmax sweep "${@:2}" --out "$dir/s" --quiet --yes >/dev/null 2>&1
-  t1=$(date +%s.%N)
-  n=$(python3 -c "import json; print(json.load(open('$dir/s/summary.json'))['points']['in_space'])")
+  local t0 t1 n rates=()
+  for k in 1 2 3 4 5; do
+    t0=$(date +%s.%N)
+    build-bench/madmax sweep "${@:2}" --out "$dir/s$k" --quiet --yes >/dev/null 2>&1
+    t1=$(date +%s.%N)
+    n=$(python3 -c "import json; print(json.load(open('$dir/s$k/summary.json'))['points']['in_space'])")
+    rates+=("$(python3 -c "print(round($n / ($t1 - $t0)))")")
+  done
   rm -rf "$dir"
-  python3 -c "print(round($n / ($t1 - $t0)))"
+  printf '%s\n' "${rates[@]}" | sort -n | sed -n 3p
 }
 sw=$(sweep_rate llama2 -m models/llama2-70b.json -H hardware/dgx-a100-2048.json -c configs/llm-pretrain-fsdp.json \
   --space bench/spaces/llama2-70b.json)
