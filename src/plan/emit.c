@@ -278,8 +278,8 @@ uint32_t mm__emit_coll(Lower *L, guint bi, uint32_t mask, MmCollKind kind, MmRea
   if (bytes <= 0) return NONE;
   /* the same collective of this lowering again: the ops recorded the first time */
   CollExp *x = &L->cx[cx_slot(bi, mask, kind, reason, bytes)];
-  if (!L->no_replay && x->valid && x->bytes == bytes && x->mask == mask && x->bi == bi && x->kind == kind &&
-      x->reason == reason && x->tensors == L->coll_tensors)
+  if (G_LIKELY(!L->no_replay && x->valid && x->bytes == bytes && x->mask == mask && x->bi == bi && x->kind == kind &&
+               x->reason == reason && x->tensors == L->coll_tensors))
     return cx_replay(L, x, d, unit, micro, phase);
   if (L->n_cx_step > CX_MAX_STEPS || L->n_cx_xfer > CX_MAX_XFER) { /* start over: bounded memory */
     for (guint i = 0; i < CX_SLOTS; i++) L->cx[i].valid = FALSE;
