@@ -249,14 +249,20 @@ static void dedup_keep(Dedup *d, GBytes *key, const Outcome *x)
   g_mutex_unlock(&d->lock);
 }
 
-/* Why point @i was rejected (mm_sweep_run's first_invalid). */
-static char *invalid_reason(const Ctx *o, uint64_t i)
+/* Point @i of the sweep into @sp; returns its system. */
+static guint point_at(const Ctx *o, uint64_t i, MmSweepPoint *sp)
 {
   uint64_t local = 0;
   const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
-  const MmSweepSystem *sy = &o->systems[k_sys];
+  mm_sweep_space_point(o->systems[k_sys].space, o->systems[k_sys].inputs->model, local, sp);
+  return k_sys;
+}
+
+/* Why point @i was rejected (mm_sweep_run's first_invalid). */
+static char *invalid_reason(const Ctx *o, uint64_t i)
+{
   MmSweepPoint sp;
-  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
+  const MmSweepSystem *sy = &o->systems[point_at(o, i, &sp)];
   g_autoptr(GError) error = NULL;
   g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp.point, o->graphs, &error);
   return sim ? NULL : g_strdup_printf("point %" G_GUINT64_FORMAT ": %s", i, error->message);
@@ -264,11 +270,8 @@ static char *invalid_reason(const Ctx *o, uint64_t i)
 
 static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, char **why)
 {
-  uint64_t local = 0;
-  const guint k_sys = mm_sweep_locate(o->systems, o->n_systems, i, &local);
-  const MmSweepSystem *sy = &o->systems[k_sys];
   MmSweepPoint sp;
-  mm_sweep_space_point(sy->space, sy->inputs->model, local, &sp);
+  const guint k_sys = point_at(o, i, &sp);
   g_autoptr(GBytes) key = NULL;
   Outcome x;
   gboolean known = FALSE;
