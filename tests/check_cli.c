@@ -946,6 +946,27 @@ static double num_at(const cJSON *obj, const char *key)
   return v->valuedouble;
 }
 
+/* A sweep whose space the scenario rejects in part says why, by one of them: the rejected point's
+ * index (no row of points.csv) and the scenario's message naming the JSON path. */
+START_TEST(test_sweep_rejected_example)
+{
+  g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "sweep-rejected", NULL);
+  const char *args[] = {"sweep", "-m", "models/llama2-70b.json", "-H", "hardware/dgx-a100-2048.json", "-c",
+                        "configs/llm-pretrain-fsdp.json", "--space", "bench/spaces/llama2-70b.json", "--out", dir,
+                        "--quiet", "--yes", NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s", err);
+  const char *eg = strstr(out, "  rejected, e.g. point ");
+  ck_assert_msg(eg, "no rejected example in: %s", out);
+  ck_assert_ptr_nonnull(strstr(eg, "$.parallelism."));
+  const guint64 i = g_ascii_strtoull(eg + strlen("  rejected, e.g. point "), NULL, 10);
+  g_autofree char *csv_path = g_build_filename(dir, "points.csv", NULL), *csv = NULL;
+  ck_assert(g_file_get_contents(csv_path, &csv, NULL, NULL));
+  g_autofree char *row = g_strdup_printf("\n%" G_GUINT64_FORMAT ",", i);
+  ck_assert_msg(!strstr(csv, row), "point %" G_GUINT64_FORMAT " has a row", i);
+}
+END_TEST
+
 /* The figures of a real sweep and what-if study of DLRM-A: the ranking's best bar is the
  * summary's best point, the baseline is marked at 1.00x and the pruned points are noted; the
  * scatter has every point that ran and the summary's Pareto set; the what-if bars are the
@@ -1413,6 +1434,7 @@ static Suite *cli_suite(void)
   tcase_add_test(tc, test_plot_hostile_input);
   tcase_add_test(tc, test_plot_names_are_inert);
   tcase_add_test(tc, test_plot_studies);
+  tcase_add_test(tc, test_sweep_rejected_example);
   tcase_add_test(tc, test_plot_systems);
   suite_add_tcase(s, tc);
   TCase *bad = tcase_create("hostile");

@@ -395,7 +395,7 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
                       .sharded = shard_text != NULL || mpi->on};
   MmSweepStats st;
   gboolean ok = mm_sweep_run(&o, &st, &error);
-  g_free(st.first_invalid);
+  g_autofree char *invalid = st.first_invalid; /* this process's first, when it wrote any */
   g_autofree char *failure = st.first_failure;
   if (mpi->on) { /* every rank has its shard: rank 0 joins them */
     const gboolean all = mpi_all_ok(mpi, ok && !st.interrupted);
@@ -439,6 +439,7 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
          cJSON_GetObjectItemCaseSensitive(pts, "valid")->valuedouble,
          cJSON_GetObjectItemCaseSensitive(pts, "out_of_memory")->valuedouble, include_oom ? ", simulated" : ", pruned",
          cJSON_GetObjectItemCaseSensitive(pts, "rejected_by_scenario")->valuedouble);
+  if (invalid) printf("  rejected, e.g. %s\n", invalid);
   print_point(cJSON_GetObjectItemCaseSensitive(sum, "baseline_fsdp"), "baseline (FSDP; tables MP)");
   const cJSON *best = cJSON_GetObjectItemCaseSensitive(sum, "best");
   print_point(cJSON_GetObjectItemCaseSensitive(best, "throughput"), "best throughput");
