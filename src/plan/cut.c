@@ -127,7 +127,7 @@ MmPlanRuns *mm_plan_runs(const MmPlan *p)
       continue;
     }
     g_array_append_val(runs, f);
-    i = f.first + f.periods * f.len;
+    i = run_end(&f);
   }
   if (runs->len == 0) {
     g_array_free(runs, TRUE);
@@ -173,7 +173,7 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
     const uint32_t head = keep / 2 * x->len;
     if (x->periods < 2 * keep || head < x->need) continue;
     lo[kept] = x->first + head;
-    hi[kept] = x->first + (x->periods - keep / 2) * x->len;
+    hi[kept] = run_end(x) - head;
     which[kept++] = r;
   }
   if (kept == 0) return NULL;

@@ -238,7 +238,8 @@ typedef struct {
   uint64_t replayed;          /* engine runs the memo answered (varies with the threads' timing) */
   uint64_t reused;            /* points whose outcome an earlier point of the same key gave (varies likewise) */
   gboolean interrupted;
-  char *first_invalid;        /* an example reason (transfer full) */
+  char *first_invalid;        /* why the first point written that the scenario rejected was, "point N: ..."
+                               * (transfer full) */
   char *first_failure;        /* an internal failure (a bug): the first (transfer full) */
 } MmSweepStats;
 
