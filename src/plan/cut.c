@@ -57,6 +57,58 @@ static inline gboolean same_period_op(const MmPlanProgram *pr, uint32_t a, uint3
   return TRUE;
 }
 
+/* The first of @pr's replays that starts at op @i or after. */
+static guint replay_from(const MmPlanProgram *pr, uint32_t i)
+{
+  guint lo = 0, hi = pr->n_replays;
+  while (lo < hi) {
+    const guint mid = (lo + hi) / 2;
+    if (pr->replays[mid].start < i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Whether replays @a and @b of @pr are the same ops @b->start - @a->start apart (same_period_op of
+ * each pair; their dependencies and transfers @dd and @dx further on): one record and phase, and
+ * inputs that far apart (MmPlanReplay). */
+static inline gboolean same_replay(const MmPlanProgram *pr, const MmPlanReplay *a, const MmPlanReplay *b, uint32_t dd,
+                                   uint32_t dx)
+{
+  const uint32_t P = b->start - a->start;
+  if (a->rec != b->rec || a->phase != b->phase || a->in_n != b->in_n ||
+      pr->ops[b->start].dep_first - pr->ops[a->start].dep_first != dd ||
+      pr->ops[b->start].xfer_first - pr->ops[a->start].xfer_first != dx)
+    return FALSE;
+  for (uint32_t k = 0; k < a->in_n; k++)
+    if (pr->replay_in[b->in_first + k] - pr->replay_in[a->in_first + k] != P) return FALSE;
+  return TRUE;
+}
+
+/* The last op from @i on that is the same op as the one @P after it, and those in between (the
+ * first that is not, or the last with one @P after it). Replays that are the same replay @P on
+ * are passed whole: most of a run's ops are. */
+static uint32_t period_end(const MmPlanProgram *pr, uint32_t i, uint32_t P, uint32_t dd, uint32_t dx)
+{
+  const MmPlanReplay *rp = pr->replays;
+  const guint nr = pr->n_replays;
+  guint ra = replay_from(pr, i), rb = ra;
+  uint32_t e = i;
+  while (e + P < pr->n_ops) {
+    while (ra < nr && rp[ra].start < e) ra++;
+    if (ra < nr && rp[ra].start == e) {
+      while (rb < nr && rp[rb].start < e + P) rb++;
+      if (rb < nr && rp[rb].start == e + P && same_replay(pr, &rp[ra], &rp[rb], dd, dx)) {
+        e += rp[ra].n_ops;
+        continue;
+      }
+    }
+    if (!same_period_op(pr, e, e + P, dd, dx)) break;
+    e++;
+  }
+  return e;
+}
+
 /* The periodic run starting at op @i: ops [i, i + *n x *len) where each op is the same op as the
  * one *len before it, the period the distance to one of the next few ops like op @i (up to
  * CUT_MAX_PERIOD ahead) that repeats at least @min times. FALSE when none does. */
@@ -70,8 +122,7 @@ static gboolean find_run(const MmPlanProgram *pr, uint32_t i, uint32_t min, uint
     if (!same_period_op(pr, i, j, dd, dx)) continue;
     tries++;
     const uint32_t P = j - i;
-    uint32_t e = i;
-    while (e + P < pr->n_ops && same_period_op(pr, e, e + P, dd, dx)) e++;
+    const uint32_t e = period_end(pr, i, P, dd, dx);
     const uint32_t periods = (e - i) / P + 1; /* ops [i, e + P) repeat: whole periods from i */
     if (periods >= min) {
       *len = P;
@@ -195,6 +246,9 @@ MmPlan *mm_plan_cut(const MmPlan *p, const MmPlanRuns *found, uint32_t keep)
   q->xfer_bytes = g_new(double, nx + 1);
   q->pair_first = NULL; /* the micro-batch reduction does not apply to a cut program */
   q->n_pairs = 0;
+  q->replays = NULL; /* nor the search for runs */
+  q->n_replays = 0;
+  q->replay_in = NULL;
   q->n_ops = m;
   nd = nx = 0;
   uint32_t shift = 0; /* ops left out before the segment */

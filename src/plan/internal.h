@@ -140,6 +140,11 @@ typedef struct {
   const Deps *rec_in;
   gboolean rec_fail;
   gboolean no_replay; /* MmPlanOptions.no_replay */
+  uint32_t n_recs;    /* records made (each record's id) */
+  MmPlanReplay *replays; /* the replays of records emitted, in order (MmPlanProgram.replays) */
+  uint32_t n_replays, cap_replays;
+  uint32_t *replay_in;
+  uint32_t n_replay_in, cap_replay_in;
   MmPlacement *place;   /* per canonical layer (see place_of) */
   uint32_t *place_of;   /* per layer: its canonical layer's index into place */
   uint32_t *canon_layer; /* the canonical layers, in order (place[i] is canon_layer[i]'s) */

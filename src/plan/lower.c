@@ -113,6 +113,7 @@ static void lower_behaviour(const MmScenario *s, const MmGraph *g, const MmLinks
   *out = (MmPlanProgram){
     .ops = L.ops, .info = L.info, .deps = L.deps, .n_ops = L.n_ops, .xfer_link = L.xfer_link,
     .xfer_bytes = L.xfer_bytes, .stage = stage, .hot = hot, .pair_first = L.pair_first, .n_pairs = L.n_pairs,
+    .replays = L.replays, .n_replays = L.n_replays, .replay_in = L.replay_in,
   };
   out->dur = L.dur; /* set as each op was emitted */
   out->program = (MmEngineProgram){out->ops, out->n_ops, out->deps, MM_STREAM_COUNT, out->xfer_link, out->xfer_bytes,
@@ -131,6 +132,8 @@ void mm_plan_free(MmPlan *p)
     g_free(pr->xfer_link);
     g_free(pr->xfer_bytes);
     g_free(pr->pair_first);
+    g_free(pr->replays);
+    g_free(pr->replay_in);
   }
   g_free(p->programs);
   g_free(p->engine_programs);

@@ -473,6 +473,16 @@ uint32_t mm_pipe_stage_chunk(const MmScenario *s, uint32_t stage, uint32_t c);
  * blocks with the neighbouring layers. (transfer full, n_units entries) */
 uint32_t *mm_pipe_unit_chunks(const MmScenario *s, const MmGraph *g);
 
+/* Ops [start, start + n_ops) of a program, replayed by the lowering from the record @rec of a
+ * template (template.c): the same ops as every other replay of that record, each dependency on
+ * the replay's inputs replay_in[in_first .. + in_n) and the rest on its own ops the same distance
+ * back. Two replays of one record with one phase whose inputs are d ops apart and which start d
+ * ops apart are the same ops d apart (mm_plan_runs compares them whole). */
+typedef struct {
+  uint32_t start, n_ops, rec, in_first;
+  uint8_t in_n, phase;
+} MmPlanReplay;
+
 /* A device behaviour: its pipeline stage and, with routing skew, whether it is the ep
  * rank that receives the excess tokens. Each behaviour lowers to its own program. */
 typedef struct {
@@ -492,6 +502,10 @@ typedef struct {
    * [pair_first[j], pair_first[j + 1]); n_pairs 0 without one (GPipe, inference) */
   uint32_t *pair_first;
   uint32_t n_pairs;
+  /* the recorded replays in its ops, by start (none in a cut copy) */
+  MmPlanReplay *replays;
+  uint32_t n_replays;
+  uint32_t *replay_in;
 } MmPlanProgram;
 
 /* A run of identical periods in a cut program (mm_plan_cut): ops [first, first + periods x len)

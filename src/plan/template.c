@@ -71,6 +71,8 @@ struct Rec {
   uint32_t in_n;                          /* the in->n it was recorded with */
   uint32_t last, last_compute, last_side; /* replay results: op offsets, or NONE */
   gboolean valid;
+  uint32_t id;    /* Lower.n_recs when it was made: its replays' MmPlanReplay.rec */
+  gboolean whole; /* no piece of a fused group among its ops: its replays are logged (MmPlanReplay) */
 };
 
 struct Template {
@@ -579,6 +581,24 @@ void mm__rec_op(Lower *L, uint32_t idx)
   }
 }
 
+/* Notes that ops from @start on replay record @R after @in (MmPlanReplay). */
+static void log_replay(Lower *L, const Rec *R, uint32_t start, MmPhase phase, const Deps *in)
+{
+  if (L->n_replays == L->cap_replays) {
+    L->cap_replays = 2 * L->cap_replays + 64;
+    L->replays = g_renew(MmPlanReplay, L->replays, L->cap_replays);
+  }
+  if (L->n_replay_in + in->n > L->cap_replay_in) {
+    L->cap_replay_in = 2 * L->cap_replay_in + in->n + 64;
+    L->replay_in = g_renew(uint32_t, L->replay_in, L->cap_replay_in);
+  }
+  L->replays[L->n_replays++] = (MmPlanReplay){.start = start, .n_ops = R->n_ops, .rec = R->id,
+                                              .in_first = L->n_replay_in, .in_n = (uint8_t)in->n,
+                                              .phase = (uint8_t)phase};
+  memcpy(&L->replay_in[L->n_replay_in], in->v, sizeof *in->v * in->n);
+  L->n_replay_in += in->n;
+}
+
 /* The ops of record @R for unit @u, @micro, @phase after @in: what replay_items would emit. */
 static uint32_t replay_rec(Lower *L, const Rec *R, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
                            uint32_t *last_compute)
@@ -625,6 +645,7 @@ static uint32_t replay_rec(Lower *L, const Rec *R, uint32_t u, uint32_t micro, M
   L->n_xfer = nx;
   *last_compute = R->last_compute == NONE ? NONE : start + R->last_compute;
   L->last_side = R->last_side == NONE ? NONE : start + R->last_side;
+  if (R->whole && R->n_ops > 0) log_replay(L, R, start, phase, in);
   return R->last == NONE ? NONE : start + R->last;
 }
 
@@ -674,6 +695,9 @@ static uint32_t replay_memo(Lower *L, Template *t, uint32_t u, uint32_t micro, M
     R->last_side = L->last_side == NONE ? NONE : L->last_side - start;
     R->valid = (last == NONE || last >= start) && (*last_compute == NONE || *last_compute >= start) &&
                (L->last_side == NONE || L->last_side >= start);
+    R->id = ++L->n_recs;
+    R->whole = TRUE;
+    for (uint32_t k = 0; k < R->n_ops; k++) R->whole &= !R->ops[k].info.fused;
   }
   return last;
 }
