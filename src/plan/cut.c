@@ -35,6 +35,7 @@ G_STATIC_ASSERT(offsetof(MmOpInfo, what) == 0 && offsetof(MmOpInfo, phase) == 1 
  * matched by id across the whole program). */
 static inline gboolean same_period_op(const MmPlanProgram *pr, uint32_t a, uint32_t b, uint32_t dd, uint32_t dx)
 {
+  if (pr->dur[a] != pr->dur[b]) return FALSE; /* most candidates of the search differ here */
   const MmEngineOp *x = &pr->ops[a], *y = &pr->ops[b];
   const uint64_t coll_step = x->coll == a ? (uint64_t)(b - a) << 32 : 0; /* its own index moves with it */
   uint32_t tx, ty, ix, iy;
@@ -42,7 +43,7 @@ static inline gboolean same_period_op(const MmPlanProgram *pr, uint32_t a, uint3
   memcpy(&ty, &y->n_xfer, 4);
   memcpy(&ix, &pr->info[a], 4);
   memcpy(&iy, &pr->info[b], 4);
-  if (pr->dur[a] != pr->dur[b] || word_at(y, 0) != word_at(x, 0) + ((uint64_t)dd << 32) ||
+  if (word_at(y, 0) != word_at(x, 0) + ((uint64_t)dd << 32) ||
       word_at(y, 8) != word_at(x, 8) + coll_step || word_at(y, 16) != word_at(x, 16) ||
       word_at(y, 24) != word_at(x, 24) + ((uint64_t)dx << 32) || tx != ty || ix != iy || pr->info[a].fused ||
       pr->info[b].fused)
@@ -117,7 +118,9 @@ static gboolean find_run(const MmPlanProgram *pr, uint32_t i, uint32_t min, uint
   const uint32_t end = MIN(pr->n_ops, i + CUT_MAX_PERIOD + 1);
   const MmEngineOp *o = pr->ops;
   guint tries = 0;
+  const MmTime t = pr->dur[i];
   for (uint32_t j = i + 1; j < end && tries < 4; j++) {
+    if (pr->dur[j] != t) continue; /* most candidates: not the same op */
     const uint32_t dd = o[j].dep_first - o[i].dep_first, dx = o[j].xfer_first - o[i].xfer_first;
     if (!same_period_op(pr, i, j, dd, dx)) continue;
     tries++;

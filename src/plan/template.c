@@ -46,22 +46,20 @@ typedef struct {
   double coll2_bytes; /* T_EPPIPE: the second exchange (combine forward, dispatch's gradient backward) */
 } TItem;
 
-/* One op of a recorded replay (see Rec). */
-typedef struct {
-  MmEngineOp op;  /* dep_first / xfer_first: into the record's deps and transfers */
-  MmOpInfo info;  /* first_layer / last_layer: offsets from the unit's first layer (NONE kept) */
-  MmTime dur;
-  gboolean self;  /* a collective with its own id (op.coll: its index) */
-} RecOp;
-
 #define REC_IN 0x80000000u /* a recorded dependency on in->v[j]: REC_IN | j; else the k-th op of the replay */
 #define REC_MAX_IN 8       /* inputs a recorded replay takes (no dependency set of it fills up, see mm__deps_add) */
 
 /* The ops one replay of a template emitted, for the later replays with as many input dependencies:
  * the same ops but for their unit, micro-batch, phase, chunk, layers and the indices they depend on
- * (the template's collectives and compute, and how they chain, are the unit's canonical ones). */
+ * (the template's collectives and compute, and how they chain, are the unit's canonical ones).
+ * Arrays of the ops' fields, each copied whole by a replay: ops (dep_first / xfer_first into the
+ * record's deps and transfers), info (first_layer / last_layer: offsets from the unit's first
+ * layer, NONE kept), dur, self (a collective with its own id: op.coll its index). */
 struct Rec {
-  RecOp *ops;
+  MmEngineOp *ops;
+  MmOpInfo *info;
+  MmTime *dur;
+  uint8_t *self;
   uint32_t n_ops, cap_ops;
   uint32_t *deps;
   uint32_t n_deps, cap_deps;
@@ -541,7 +539,10 @@ void mm__rec_op(Lower *L, uint32_t idx)
   }
   if (R->n_ops == R->cap_ops) {
     R->cap_ops = 2 * R->cap_ops + 8;
-    R->ops = g_renew(RecOp, R->ops, R->cap_ops);
+    R->ops = g_renew(MmEngineOp, R->ops, R->cap_ops);
+    R->info = g_renew(MmOpInfo, R->info, R->cap_ops);
+    R->dur = g_renew(MmTime, R->dur, R->cap_ops);
+    R->self = g_renew(uint8_t, R->self, R->cap_ops);
   }
   if (R->n_deps + o->n_deps > R->cap_deps) {
     R->cap_deps = 2 * R->cap_deps + o->n_deps + 16;
@@ -552,16 +553,19 @@ void mm__rec_op(Lower *L, uint32_t idx)
     R->xlink = g_renew(uint32_t, R->xlink, R->cap_x);
     R->xbytes = g_renew(double, R->xbytes, R->cap_x);
   }
-  RecOp *r = &R->ops[R->n_ops++];
-  r->op = *o;
-  r->self = o->coll == idx;
-  r->info = *in;
-  r->dur = L->dur[idx];
-  if (in->first_layer != NONE) r->info.first_layer -= L->rec_first;
-  if (in->last_layer != NONE) r->info.last_layer -= L->rec_first;
-  r->op.dep_first = R->n_deps;
+  const uint32_t k = R->n_ops++;
+  MmEngineOp *r = &R->ops[k];
+  MmOpInfo *ri = &R->info[k];
+  *r = *o;
+  R->self[k] = o->coll == idx;
+  *ri = *in;
+  R->dur[k] = L->dur[idx];
+  if (in->first_layer != NONE) ri->first_layer -= L->rec_first;
+  if (in->last_layer != NONE) ri->last_layer -= L->rec_first;
+  r->dep_first = R->n_deps;
   for (uint32_t i = 0; i < o->n_deps; i++) {
     const uint32_t v = L->deps[o->dep_first + i];
+    g_assert(v < idx);
     uint32_t enc = v - L->rec_start;
     if (v < L->rec_start) {
       enc = NONE;
@@ -574,7 +578,7 @@ void mm__rec_op(Lower *L, uint32_t idx)
     }
     R->deps[R->n_deps++] = enc;
   }
-  r->op.xfer_first = R->n_x;
+  r->xfer_first = R->n_x;
   for (uint32_t i = 0; i < o->n_xfer; i++) {
     R->xlink[R->n_x] = L->xfer_link[o->xfer_first + i];
     R->xbytes[R->n_x++] = L->xfer_bytes[o->xfer_first + i];
@@ -603,46 +607,40 @@ static void log_replay(Lower *L, const Rec *R, uint32_t start, MmPhase phase, co
 static uint32_t replay_rec(Lower *L, const Rec *R, uint32_t u, uint32_t micro, MmPhase phase, const Deps *in,
                            uint32_t *last_compute)
 {
-  const uint32_t start = L->n_ops, first = L->g->units[u].first_layer;
-  mm__emit_reserve(L, R->n_ops, R->n_deps, R->n_x); /* room for all of it: locals below */
-  MmEngineOp *ops = L->ops;
-  MmOpInfo *infos = L->info;
-  MmTime *dur = L->dur;
-  uint32_t *deps = L->deps, *xl = L->xfer_link, nd = L->n_deps, nx = L->n_xfer;
-  double *xb = L->xfer_bytes;
-  const uint32_t *enc = R->deps;
+  const uint32_t start = L->n_ops, first = L->g->units[u].first_layer, n = R->n_ops;
+  mm__emit_reserve(L, n, R->n_deps, R->n_x); /* room for all of it: locals below */
+  const uint32_t nd = L->n_deps, nx = L->n_xfer;
+  /* the record's arrays whole, then what differs op by op */
+  memcpy(&L->ops[start], R->ops, sizeof *R->ops * n);
+  memcpy(&L->info[start], R->info, sizeof *R->info * n);
+  memcpy(&L->dur[start], R->dur, sizeof *R->dur * n);
+  memcpy(&L->xfer_link[nx], R->xlink, sizeof *R->xlink * R->n_x);
+  memcpy(&L->xfer_bytes[nx], R->xbytes, sizeof *R->xbytes * R->n_x);
+  for (uint32_t j = 0; j < in->n; j++) g_assert(in->v[j] < start); /* the record's own: each op's before it */
+  uint32_t *deps = &L->deps[nd];
+  for (uint32_t i = 0; i < R->n_deps; i++) {
+    const uint32_t enc = R->deps[i];
+    deps[i] = enc & REC_IN ? in->v[enc & ~REC_IN] : start + enc;
+  }
   const uint16_t chunk = (uint16_t)L->cur_chunk;
-  for (uint32_t k = 0; k < R->n_ops; k++) {
-    const RecOp *r = &R->ops[k];
+  for (uint32_t k = 0; k < n; k++) {
     const uint32_t idx = start + k;
-    MmEngineOp *o = &ops[idx];
-    *o = r->op;
-    o->dep_first = nd;
-    o->xfer_first = nx;
-    if (r->self) o->coll = idx;
-    for (uint32_t i = 0; i < r->op.n_deps; i++, enc++) {
-      const uint32_t v = *enc & REC_IN ? in->v[*enc & ~REC_IN] : start + *enc;
-      g_assert(v < idx);
-      deps[nd++] = v;
-    }
-    for (uint32_t i = 0; i < r->op.n_xfer; i++) {
-      xl[nx] = R->xlink[r->op.xfer_first + i];
-      xb[nx++] = R->xbytes[r->op.xfer_first + i];
-    }
-    MmOpInfo *info = &infos[idx];
-    *info = r->info;
+    MmEngineOp *o = &L->ops[idx];
+    o->dep_first += nd;
+    o->xfer_first += nx;
+    if (R->self[k]) o->coll = idx;
+    MmOpInfo *info = &L->info[idx];
     info->unit = u;
     info->micro = micro;
     info->phase = (uint8_t)phase;
     if (info->first_layer != NONE) info->first_layer += first;
     if (info->last_layer != NONE) info->last_layer += first;
     info->chunk = chunk;
-    dur[idx] = r->dur;
-    L->last_on[r->op.stream] = idx;
+    L->last_on[o->stream] = idx;
   }
-  L->n_ops = start + R->n_ops;
-  L->n_deps = nd;
-  L->n_xfer = nx;
+  L->n_ops = start + n;
+  L->n_deps = nd + R->n_deps;
+  L->n_xfer = nx + R->n_x;
   *last_compute = R->last_compute == NONE ? NONE : start + R->last_compute;
   L->last_side = R->last_side == NONE ? NONE : start + R->last_side;
   if (R->whole && R->n_ops > 0) log_replay(L, R, start, phase, in);
@@ -697,7 +695,7 @@ static uint32_t replay_memo(Lower *L, Template *t, uint32_t u, uint32_t micro, M
                (L->last_side == NONE || L->last_side >= start);
     R->id = ++L->n_recs;
     R->whole = TRUE;
-    for (uint32_t k = 0; k < R->n_ops; k++) R->whole &= !R->ops[k].info.fused;
+    for (uint32_t k = 0; k < R->n_ops; k++) R->whole &= !R->info[k].fused;
   }
   return last;
 }
@@ -846,6 +844,9 @@ void mm__templates_free(Lower *L)
     Template *t = &L->templates[i];
     g_free(t->items);
     g_free(t->rec.ops);
+    g_free(t->rec.info);
+    g_free(t->rec.dur);
+    g_free(t->rec.self);
     g_free(t->rec.deps);
     g_free(t->rec.xlink);
     g_free(t->rec.xbytes);
