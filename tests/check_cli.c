@@ -946,8 +946,9 @@ static double num_at(const cJSON *obj, const char *key)
   return v->valuedouble;
 }
 
-/* A sweep whose space the scenario rejects in part says why, by one of them: the rejected point's
- * index (no row of points.csv) and the scenario's message naming the JSON path. */
+/* A sweep whose space the scenario rejects in part says why, rule by rule: each line's count, and
+ * its first point (no row of points.csv) with the scenario's message naming the JSON path; most
+ * points first, the counts adding up to the points rejected (summary.json), a rule a line. */
 START_TEST(test_sweep_rejected_example)
 {
   g_autofree char *dir = g_build_filename(mm_test_tmpdir(), "sweep-rejected", NULL);
@@ -956,14 +957,37 @@ START_TEST(test_sweep_rejected_example)
                         "--quiet", "--yes", NULL};
   g_autofree char *out = NULL, *err = NULL;
   ck_assert_msg(mm_test_cli(args, &out, &err) == 0, "%s", err);
-  const char *eg = strstr(out, "  rejected, e.g. point ");
-  ck_assert_msg(eg, "no rejected example in: %s", out);
-  ck_assert_ptr_nonnull(strstr(eg, "$.parallelism."));
-  const guint64 i = g_ascii_strtoull(eg + strlen("  rejected, e.g. point "), NULL, 10);
   g_autofree char *csv_path = g_build_filename(dir, "points.csv", NULL), *csv = NULL;
   ck_assert(g_file_get_contents(csv_path, &csv, NULL, NULL));
-  g_autofree char *row = g_strdup_printf("\n%" G_GUINT64_FORMAT ",", i);
-  ck_assert_msg(!strstr(csv, row), "point %" G_GUINT64_FORMAT " has a row", i);
+  g_autofree char *sum_path = g_build_filename(dir, "summary.json", NULL), *sum_text = NULL;
+  ck_assert(g_file_get_contents(sum_path, &sum_text, NULL, NULL));
+  g_autoptr(cJSON) sum = parse_json(sum_text);
+  g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+  guint at = 0, rules = 0;
+  while (lines[at] && !g_str_has_prefix(lines[at], "  rejected ")) at++;
+  ck_assert_msg(lines[at], "no rejected line in: %s", out);
+  guint64 total = 0, last = G_MAXUINT64;
+  g_autoptr(GHashTable) reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (; lines[at] && strstr(lines[at], " points, e.g. point "); at++, rules++) {
+    const char *line = lines[at] + strlen("  rejected ");
+    char *end = NULL;
+    const guint64 n = g_ascii_strtoull(line, &end, 10);
+    ck_assert_msg(n > 0 && n <= last, "%s", lines[at]); /* most points first */
+    last = n;
+    total += n;
+    const char *eg = strstr(end, ", e.g. point ") + strlen(", e.g. point ");
+    const guint64 i = g_ascii_strtoull(eg, &end, 10);
+    ck_assert_msg(strstr(end, ": $."), "no JSON path in %s", lines[at]);
+    g_autofree char *row = g_strdup_printf("\n%" G_GUINT64_FORMAT ",", i);
+    ck_assert_msg(!strstr(csv, row), "point %" G_GUINT64_FORMAT " has a row", i);
+    /* a rule a line: the reasons without their numbers differ */
+    GString *g = g_string_new(NULL);
+    for (const char *p = strchr(end, '$'); *p; p++)
+      if (!g_ascii_isdigit(*p)) g_string_append_c(g, *p);
+    ck_assert_msg(g_hash_table_add(reasons, g_string_free(g, FALSE)), "a rule twice: %s", lines[at]);
+  }
+  ck_assert_uint_ge(rules, 2);
+  ck_assert_double_eq((double)total, num_at(cJSON_GetObjectItemCaseSensitive(sum, "points"), "rejected_by_scenario"));
 }
 END_TEST
 

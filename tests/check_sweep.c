@@ -10,6 +10,7 @@
 
 #include <glib/gstdio.h>
 
+#include "config/json.h"
 #include "testutil.h"
 
 static const char *const DLRM[] = {"-m", "models/dlrm-a.json", "-H", "hardware/zionex-a100-128.json", "-c",
@@ -887,11 +888,9 @@ static char *run_with_probes(const MmSweepSystem *sys, MmSweepProbes *pr, const 
   volatile int stop = 0;
   MmSweepOptions o = {.systems = sys, .n_systems = 1, .dir = dir, .jobs = jobs, .shard = 0, .shards = shards,
                       .resume = resume, .stop = &stop, .signature = "probes", .probes = pr};
-  MmSweepStats st;
+  g_auto(MmSweepStats) st = {0};
   g_autoptr(GError) error = NULL;
   ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
-  g_free(st.first_invalid);
-  g_free(st.first_failure);
   ck_assert_uint_gt(st.simulated, 0);
   g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
   char *text = NULL;
@@ -964,10 +963,9 @@ static char *run_memo(const MmSweepSystem *sys, const char *name, guint jobs, gs
   volatile int stop = 0;
   MmSweepOptions o = {.systems = sys, .n_systems = 1, .dir = dir, .jobs = jobs, .shard = 0, .shards = 1,
                       .stop = &stop, .signature = "memo", .memo_bytes = memo_bytes, .no_dedup = !dedup};
-  MmSweepStats st;
+  g_auto(MmSweepStats) st = {0};
   g_autoptr(GError) error = NULL;
   ck_assert_msg(mm_sweep_run(&o, &st, &error), "%s", error ? error->message : "");
-  g_free(st.first_invalid);
   ck_assert_msg(st.first_failure == NULL, "%s", st.first_failure);
   ck_assert_uint_gt(st.simulated, 20);
   *replayed = st.replayed;
@@ -1158,6 +1156,47 @@ START_TEST(test_graph_cache)
 }
 END_TEST
 
+/* A rejected point without a GError notes the rule it broke (mm_json_rule), which a sweep counts
+ * rejections by: one check with other numbers is one rule, another check another; a point that
+ * passes notes none. */
+START_TEST(test_rejection_rules)
+{
+  g_autofree char *model = mm_test_src("models/llama3-8b.json"), *hw = mm_test_src("hardware/dgx-h100-2048.json");
+  g_autofree char *cfg = mm_test_src("configs/llama3-8b-pretrain.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
+  ck_assert_msg(in != NULL, "%s", error ? error->message : "");
+  /* micro-batches that divide no rank's samples (two sizes), too many pipeline stages, none wrong */
+  const MmPoint pts[] = {{.nodes = 2, .micro_batch = 3}, {.nodes = 2, .micro_batch = 5},
+                         {.nodes = 2, .pipeline_degree = 64}, {.nodes = 2}};
+  uint64_t rule[G_N_ELEMENTS(pts)];
+  g_autofree char *msg[G_N_ELEMENTS(pts)] = {NULL};
+  for (guint i = 0; i < G_N_ELEMENTS(pts); i++) {
+    mm_json_rule_clear();
+    g_autoptr(MmSimulation) quiet = mm_simulation_prepare(in, &pts[i], NULL);
+    rule[i] = mm_json_rule();
+    g_autoptr(GError) e = NULL;
+    g_autoptr(MmSimulation) told = mm_simulation_prepare(in, &pts[i], &e);
+    ck_assert((quiet == NULL) == (told == NULL));
+    msg[i] = e ? g_strdup(e->message) : NULL;
+  }
+  ck_assert_msg(msg[0] && msg[1] && msg[2] && !msg[3], "%s / %s / %s / %s", msg[0], msg[1], msg[2], msg[3]);
+  ck_assert_str_ne(msg[0], msg[1]);
+  ck_assert_msg(rule[0] != 0 && rule[0] == rule[1], "%s / %s", msg[0], msg[1]);
+  ck_assert_msg(rule[2] != 0 && rule[2] != rule[0], "%s / %s", msg[0], msg[2]);
+  ck_assert_uint_eq(rule[3], 0);
+  /* a check's own reason (a strategy's): its numbers are no part of the rule */
+  uint64_t why[3];
+  const char *text[] = {"tp degree 3 does not divide heads 32", "tp degree 12 does not divide heads 40",
+                        "tp degree 3 does not divide kv_heads 32"};
+  for (guint i = 0; i < 3; i++) {
+    mm_json_note_rule(text[i]);
+    why[i] = mm_json_rule();
+  }
+  ck_assert(why[0] == why[1] && why[0] != why[2] && why[0] != 0);
+}
+END_TEST
+
 /* Bad space files: exit 1, the file and the JSON path named. */
 /* A schedule dimension: a point's schedule gives what a config naming it gives (dualpipev with its two
  * chunks, interleaved_1f1b with the config's), and points.csv names it. */
@@ -1256,6 +1295,7 @@ int main(void)
   tcase_add_test(tc, test_space_dlrm);
   tcase_add_test(tc, test_probes_reused);
   tcase_add_test(tc, test_graph_cache);
+  tcase_add_test(tc, test_rejection_rules);
   tcase_add_test(tc, test_same_bytes_any_jobs);
   tcase_add_test(tc, test_memo_same_rows);
   tcase_add_test(tc, test_dedup_same_rows);

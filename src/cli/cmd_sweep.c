@@ -393,10 +393,9 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
                       .stop = &stop_flag, .progress = !quiet && isatty(2) && mpi->rank == 0, .signature = sig,
                       .probes = probe, .memo_bytes = memo_mb > 0 ? (gsize)memo_mb << 20 : 0,
                       .sharded = shard_text != NULL || mpi->on};
-  MmSweepStats st;
+  g_auto(MmSweepStats) st = {0};
   gboolean ok = mm_sweep_run(&o, &st, &error);
-  g_autofree char *invalid = st.first_invalid; /* this process's first, when it wrote any */
-  g_autofree char *failure = st.first_failure;
+  const char *failure = st.first_failure;
   if (mpi->on) { /* every rank has its shard: rank 0 joins them */
     const gboolean all = mpi_all_ok(mpi, ok && !st.interrupted);
     if (!ok) return mm_cli_fail(error);
@@ -439,7 +438,12 @@ static int sweep_main(int argc, char **argv, const Mpi *mpi)
          cJSON_GetObjectItemCaseSensitive(pts, "valid")->valuedouble,
          cJSON_GetObjectItemCaseSensitive(pts, "out_of_memory")->valuedouble, include_oom ? ", simulated" : ", pruned",
          cJSON_GetObjectItemCaseSensitive(pts, "rejected_by_scenario")->valuedouble);
-  if (invalid) printf("  rejected, e.g. %s\n", invalid);
+  for (guint k = 0; k < st.n_rejected && !mpi->on; k++) {
+    const MmSweepRejection *x = &st.rejected[k];
+    const char *what = st.resumed ? "rejected (this run's)" : "rejected";
+    printf("  %-28s %" G_GUINT64_FORMAT " point%s%s, e.g. %s\n", k ? "" : what, x->points, x->points == 1 ? "" : "s",
+           x->rule ? "" : " for other rules", x->why ? x->why : "");
+  }
   print_point(cJSON_GetObjectItemCaseSensitive(sum, "baseline_fsdp"), "baseline (FSDP; tables MP)");
   const cJSON *best = cJSON_GetObjectItemCaseSensitive(sum, "best");
   print_point(cJSON_GetObjectItemCaseSensitive(best, "throughput"), "best throughput");

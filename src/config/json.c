@@ -14,10 +14,33 @@
 
 G_DEFINE_QUARK(mm-config-error-quark, mm_config_error)
 
+static _Thread_local uint64_t last_rule;
+
+void mm_json_rule_clear(void)
+{
+  last_rule = 0;
+}
+
+uint64_t mm_json_rule(void)
+{
+  return last_rule;
+}
+
+void mm_json_note_rule(const char *text)
+{
+  uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a over the text but its digits */
+  for (const char *p = text; *p; p++)
+    if (!g_ascii_isdigit(*p)) h = (h ^ (guchar)*p) * UINT64_C(0x100000001b3);
+  last_rule = h | 1; /* never 0 */
+}
+
 void mm_json_error(GError **error, MmConfigError code, const MmJsonCtx *ctx, const char *jpath,
                    const char *fmt, ...)
 {
-  if (!error) return; /* nothing asked: nothing formatted */
+  if (!error) { /* nothing asked: nothing formatted, the rule noted */
+    mm_json_note_rule(fmt);
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);

@@ -79,9 +79,20 @@ guint mm_json_field_index(const MmField *fields, const char *key);
 gboolean mm_json_expect(const MmJsonCtx *ctx, const cJSON *item, const char *jpath,
                         int cjson_type, const char *what, GError **error);
 
-/* Sets an MM_CONFIG_ERROR with the "FILE: PATH: message" layout. */
+/* Sets an MM_CONFIG_ERROR with the "FILE: PATH: message" layout. Without @error nothing is
+ * formatted; the rule is noted instead (mm_json_rule). */
 void mm_json_error(GError **error, MmConfigError code, const MmJsonCtx *ctx, const char *jpath,
                    const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+
+/* Which rule an input broke, for counting rejections without messages (a sweep's points): the
+ * last mm_json_error without a GError on this thread since mm_json_rule_clear, as a hash of its
+ * message's format (mm_json_note_rule: of a text), digits left out, so that one check with other
+ * numbers is one rule; 0: none. */
+void mm_json_rule_clear(void);
+uint64_t mm_json_rule(void);
+/* Notes @text as the rule broken (a check that formats its own reason: mm_json_error's format
+ * is then "%s"). */
+void mm_json_note_rule(const char *text);
 
 /* A short rendering of a JSON value for messages ("-4", "\"abc\"", "an object"). */
 char *mm_json_describe_value(const cJSON *item);

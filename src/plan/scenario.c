@@ -360,6 +360,7 @@ static gboolean resolve_block(const MmJsonCtx *ctx, const MmScenario *s, const M
     if (why) {
       g_autofree char *lp = entry_path(e, i, field);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp, "%s", why);
+      mm_json_note_rule(why); /* the check's own reason, not "%s" */
       return FALSE;
     }
   }
@@ -403,6 +404,7 @@ static gboolean resolve_experts(const MmJsonCtx *ctx, const MmScenario *s, const
     if (why) {
       g_autofree char *lp = g_strdup_printf("$.parallelism.%s[%u].%s", bs->entry->key, i, field);
       mm_json_error(error, MM_CONFIG_ERROR_INCONSISTENT, ctx, lp, "block \"%s\": %s", b->name, why);
+      mm_json_note_rule(why);
       return FALSE;
     }
   }

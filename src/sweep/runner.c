@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 
+#include "config/json.h"
 #include "sweep.h"
 
 #define WINDOW 1024 /* points under way or waiting to be written, at most */
@@ -20,6 +21,7 @@ typedef struct {
   int status; /* 0 ok, 1 oom (pruned), 2 rejected by the scenario, 3 failed (internal) */
   double samples_per_s;
   char *why;
+  uint64_t rule; /* rejected: the rule it broke (mm_json_rule) */
 } Slot;
 
 /* What evaluating a point needs: the systems, whether out-of-memory points are simulated, and
@@ -93,6 +95,7 @@ typedef struct {
   int status; /* Slot.status */
   double samples_per_s;
   char *mid, *tail, *why;
+  uint64_t rule; /* Slot.rule */
 } Outcome;
 
 static void outcome_clear(Outcome *x)
@@ -109,9 +112,13 @@ static void evaluate(const Ctx *o, uint64_t i, guint k_sys, const MmSweepPoint *
   g_autoptr(GError) error = NULL;
   *x = (Outcome){.status = 2};
   /* a rejected point says why only when asked (invalid_reason): most of a space is rejected, and
-   * the messages cost more than the checks */
+   * the messages cost more than the checks; it notes which rule it broke */
+  mm_json_rule_clear();
   g_autoptr(MmSimulation) sim = mm_simulation_prepare_cached(sy->inputs, &sp->point, o->graphs, NULL);
-  if (!sim) return;
+  if (!sim) {
+    x->rule = mm_json_rule();
+    return;
+  }
   sim->memo = o->memo;
   const MmScenario *s = sim->scenario;
   const gboolean fits = sim->memory->fits;
@@ -225,7 +232,7 @@ static gboolean dedup_find(Dedup *d, GBytes *key, Outcome *x)
 {
   g_mutex_lock(&d->lock);
   const Outcome *k = g_hash_table_lookup(d->seen, key);
-  if (k) *x = (Outcome){k->status, k->samples_per_s, g_strdup(k->mid), g_strdup(k->tail), g_strdup(k->why)};
+  if (k) *x = (Outcome){k->status, k->samples_per_s, g_strdup(k->mid), g_strdup(k->tail), g_strdup(k->why), k->rule};
   d->hits += k != NULL;
   g_mutex_unlock(&d->lock);
   return k != NULL;
@@ -236,7 +243,7 @@ static void dedup_keep(Dedup *d, GBytes *key, const Outcome *x)
 {
   if (x->status == 3) return;
   Outcome *k = g_new(Outcome, 1);
-  *k = (Outcome){x->status, x->samples_per_s, g_strdup(x->mid), g_strdup(x->tail), g_strdup(x->why)};
+  *k = (Outcome){x->status, x->samples_per_s, g_strdup(x->mid), g_strdup(x->tail), g_strdup(x->why), x->rule};
   g_mutex_lock(&d->lock);
   if (g_hash_table_contains(d->seen, key)) { /* a worker beside this one evaluated it too: the same outcome */
     outcome_free(k);
@@ -258,7 +265,7 @@ static guint point_at(const Ctx *o, uint64_t i, MmSweepPoint *sp)
   return k_sys;
 }
 
-/* Why point @i was rejected (mm_sweep_run's first_invalid). */
+/* Why point @i was rejected (MmSweepRejection.why). */
 static char *invalid_reason(const Ctx *o, uint64_t i)
 {
   MmSweepPoint sp;
@@ -268,7 +275,9 @@ static char *invalid_reason(const Ctx *o, uint64_t i)
   return sim ? NULL : g_strdup_printf("point %" G_GUINT64_FORMAT ": %s", i, error->message);
 }
 
-static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, char **why)
+/* Evaluates point @i into @out (done): its row (NULL: not a valid point), status and rate, why it
+ * failed, which rule it broke. */
+static void eval_slot(const Ctx *o, uint64_t i, Slot *out)
 {
   MmSweepPoint sp;
   const guint k_sys = point_at(o, i, &sp);
@@ -283,24 +292,12 @@ static char *eval_point(const Ctx *o, uint64_t i, int *status, double *rate, cha
     evaluate(o, i, k_sys, &sp, &x);
     if (o->dedup) dedup_keep(o->dedup, key, &x);
   }
-  *status = x.status;
-  *rate = x.samples_per_s;
-  *why = g_steal_pointer(&x.why);
-  char *row = NULL;
+  *out = (Slot){.done = TRUE, .status = x.status, .samples_per_s = x.samples_per_s, .why = g_steal_pointer(&x.why),
+                .rule = x.rule};
   if (x.status <= 1)
-    row = g_strdup_printf("%" G_GUINT64_FORMAT "%s%s%s,%d%s", i, o->n_systems > 1 ? "," : "",
-                          o->n_systems > 1 ? o->labels[k_sys] : "", x.mid, sp.zero, x.tail);
+    out->row = g_strdup_printf("%" G_GUINT64_FORMAT "%s%s%s,%d%s", i, o->n_systems > 1 ? "," : "",
+                               o->n_systems > 1 ? o->labels[k_sys] : "", x.mid, sp.zero, x.tail);
   outcome_clear(&x);
-  return row;
-}
-
-/* Evaluates point @i into @out (done). */
-static void eval_slot(const Ctx *c, uint64_t i, Slot *out)
-{
-  Slot s = {0};
-  s.row = eval_point(c, i, &s.status, &s.samples_per_s, &s.why);
-  s.done = TRUE;
-  *out = s;
 }
 
 /* The slot a probe computed for point @i, moved out (FALSE: none, or taken already). */
@@ -570,6 +567,35 @@ static gboolean write_shard_state(const MmSweepOptions *o, uint64_t n, gboolean 
   return g_file_set_contents(path, text, -1, error);
 }
 
+/* Counts rejected point @i under @rule (0, and rules beyond MM_SWEEP_REASONS: the others). */
+static void tally(MmSweepStats *st, uint64_t rule, uint64_t i)
+{
+  guint k = 0, rules = 0;
+  for (; k < st->n_rejected && st->rejected[k].rule != rule; k++) rules += st->rejected[k].rule != 0;
+  if (k == st->n_rejected && rule != 0 && rules == MM_SWEEP_REASONS) {
+    rule = 0;
+    for (k = 0; k < st->n_rejected && st->rejected[k].rule != 0; k++) {}
+  }
+  if (k == st->n_rejected) st->rejected[st->n_rejected++] = (MmSweepRejection){.rule = rule, .example = i};
+  st->rejected[k].points++;
+}
+
+/* Most points first, then the earlier example; the others last. */
+static int by_points(const void *pa, const void *pb)
+{
+  const MmSweepRejection *a = pa, *b = pb;
+  if ((a->rule == 0) != (b->rule == 0)) return a->rule == 0 ? 1 : -1;
+  if (a->points != b->points) return a->points > b->points ? -1 : 1;
+  return a->example < b->example ? -1 : a->example > b->example;
+}
+
+void mm_sweep_stats_clear(MmSweepStats *st)
+{
+  for (guint k = 0; k < st->n_rejected; k++) g_free(st->rejected[k].why);
+  g_free(st->first_failure);
+  *st = (MmSweepStats){0};
+}
+
 gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
 {
   memset(st, 0, sizeof *st);
@@ -624,6 +650,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   gboolean ok = TRUE;
   st->points = n;
   const uint64_t start = r->next_write;
+  st->resumed = start != shard_index(o, 0);
   uint64_t next_write = start;
   while (next_write < n) {
     g_mutex_lock(&r->lock);
@@ -654,7 +681,7 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
       if (!st->first_failure) st->first_failure = g_steal_pointer(&got.why);
     } else if (got.status == 2) {
       st->invalid++;
-      if (!st->first_invalid) st->first_invalid = invalid_reason(&r->ctx, next_write);
+      tally(st, got.rule, next_write);
     } else {
       st->valid++;
       st->oom += got.status == 1;
@@ -680,6 +707,8 @@ gboolean mm_sweep_run(const MmSweepOptions *o, MmSweepStats *st, GError **error)
   g_mutex_unlock(&r->lock);
   st->interrupted = next_write < n;
   g_thread_pool_free(pool, FALSE, TRUE); /* waits for the points under way */
+  for (guint k = 0; k < st->n_rejected; k++) st->rejected[k].why = invalid_reason(&r->ctx, st->rejected[k].example);
+  qsort(st->rejected, st->n_rejected, sizeof *st->rejected, by_points);
   for (guint k = 0; k < WINDOW; k++) {
     g_free(r->slots[k].row);
     g_free(r->slots[k].why);

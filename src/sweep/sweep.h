@@ -233,15 +233,33 @@ typedef struct {
                                * mm_point_key; by default its outcome is reused: the same rows either way) */
 } MmSweepOptions;
 
+#define MM_SWEEP_REASONS 8 /* rules a run's stats tell apart; the points of further rules count as others */
+
+/* The points a run wrote that the scenario rejected for one rule (mm_json_rule: one check, whatever
+ * its numbers), by the first of them. */
+typedef struct {
+  uint64_t rule;    /* 0: other rules (beyond MM_SWEEP_REASONS, or a rejection no rule noted) */
+  uint64_t points;
+  uint64_t example; /* the first such point */
+  char *why;        /* its message, "point N: FILE: JSON path: reason" (transfer full) */
+} MmSweepRejection;
+
 typedef struct {
   uint64_t points, valid, oom, invalid, failed, simulated, written;
   uint64_t replayed;          /* engine runs the memo answered (varies with the threads' timing) */
   uint64_t reused;            /* points whose outcome an earlier point of the same key gave (varies likewise) */
   gboolean interrupted;
-  char *first_invalid;        /* why the first point written that the scenario rejected was, "point N: ..."
-                               * (transfer full) */
+  /* the rejected points this run wrote by rule, most points first (a tie: the earlier example), the
+   * others (rule 0) last; of all the sweep's (this shard's) unless the run resumed one */
+  MmSweepRejection rejected[MM_SWEEP_REASONS + 1];
+  guint n_rejected;
+  gboolean resumed;           /* the run began after the first point: earlier ones are not in its counts */
   char *first_failure;        /* an internal failure (a bug): the first (transfer full) */
 } MmSweepStats;
+
+/* Frees what @st holds (the rejections' messages, the failure). */
+void mm_sweep_stats_clear(MmSweepStats *st);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(MmSweepStats, mm_sweep_stats_clear)
 
 /* Runs the points of @o's space (this shard's) on a thread pool and streams DIR/points.csv in
  * point order (the same bytes for any jobs count, and after an interruption and --resume).
