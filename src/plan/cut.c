@@ -86,9 +86,9 @@ static inline gboolean same_replay(const MmPlanProgram *pr, const MmPlanReplay *
   return TRUE;
 }
 
-/* The last op from @i on that is the same op as the one @P after it, and those in between (the
- * first that is not, or the last with one @P after it). Replays that are the same replay @P on
- * are passed whole: most of a run's ops are. */
+/* The first op from @i on that is not the same op as the one @P after it (or has none): ops
+ * [@i, returned + @P) repeat with period @P. Replays that are the same replay @P on are passed
+ * whole: most of a run's ops are. */
 static uint32_t period_end(const MmPlanProgram *pr, uint32_t i, uint32_t P, uint32_t dd, uint32_t dx)
 {
   const MmPlanReplay *rp = pr->replays;
