@@ -1170,7 +1170,7 @@ START_TEST(test_rejection_rules)
   const MmPoint pts[] = {{.nodes = 2, .micro_batch = 3}, {.nodes = 2, .micro_batch = 5},
                          {.nodes = 2, .pipeline_degree = 64}, {.nodes = 2}};
   uint64_t rule[G_N_ELEMENTS(pts)];
-  g_autofree char *msg[G_N_ELEMENTS(pts)] = {NULL};
+  char *msg[G_N_ELEMENTS(pts)] = {NULL};
   for (guint i = 0; i < G_N_ELEMENTS(pts); i++) {
     mm_json_rule_clear();
     g_autoptr(MmSimulation) quiet = mm_simulation_prepare(in, &pts[i], NULL);
@@ -1185,6 +1185,7 @@ START_TEST(test_rejection_rules)
   ck_assert_msg(rule[0] != 0 && rule[0] == rule[1], "%s / %s", msg[0], msg[1]);
   ck_assert_msg(rule[2] != 0 && rule[2] != rule[0], "%s / %s", msg[0], msg[2]);
   ck_assert_uint_eq(rule[3], 0);
+  for (guint i = 0; i < G_N_ELEMENTS(pts); i++) g_free(msg[i]);
   /* a check's own reason (a strategy's): its numbers are no part of the rule */
   uint64_t why[3];
   const char *text[] = {"tp degree 3 does not divide heads 32", "tp degree 12 does not divide heads 40",

@@ -599,7 +599,7 @@ static void log_replay(Lower *L, const Rec *R, uint32_t start, MmPhase phase, co
   L->replays[L->n_replays++] = (MmPlanReplay){.start = start, .n_ops = R->n_ops, .rec = R->id,
                                               .in_first = L->n_replay_in, .in_n = (uint8_t)in->n,
                                               .phase = (uint8_t)phase};
-  memcpy(&L->replay_in[L->n_replay_in], in->v, sizeof *in->v * in->n);
+  if (in->n) memcpy(&L->replay_in[L->n_replay_in], in->v, sizeof *in->v * in->n);
   L->n_replay_in += in->n;
 }
 
@@ -611,11 +611,15 @@ static uint32_t replay_rec(Lower *L, const Rec *R, uint32_t u, uint32_t micro, M
   mm__emit_reserve(L, n, R->n_deps, R->n_x); /* room for all of it: locals below */
   const uint32_t nd = L->n_deps, nx = L->n_xfer;
   /* the record's arrays whole, then what differs op by op */
-  memcpy(&L->ops[start], R->ops, sizeof *R->ops * n);
-  memcpy(&L->info[start], R->info, sizeof *R->info * n);
-  memcpy(&L->dur[start], R->dur, sizeof *R->dur * n);
-  memcpy(&L->xfer_link[nx], R->xlink, sizeof *R->xlink * R->n_x);
-  memcpy(&L->xfer_bytes[nx], R->xbytes, sizeof *R->xbytes * R->n_x);
+  if (n) {
+    memcpy(&L->ops[start], R->ops, sizeof *R->ops * n);
+    memcpy(&L->info[start], R->info, sizeof *R->info * n);
+    memcpy(&L->dur[start], R->dur, sizeof *R->dur * n);
+  }
+  if (R->n_x) {
+    memcpy(&L->xfer_link[nx], R->xlink, sizeof *R->xlink * R->n_x);
+    memcpy(&L->xfer_bytes[nx], R->xbytes, sizeof *R->xbytes * R->n_x);
+  }
   for (uint32_t j = 0; j < in->n; j++) g_assert(in->v[j] < start); /* the record's own: each op's before it */
   uint32_t *deps = &L->deps[nd];
   for (uint32_t i = 0; i < R->n_deps; i++) {
