@@ -1125,15 +1125,23 @@ START_TEST(test_point_key)
 }
 END_TEST
 
-/* The points of a study share the graphs of the loaded model: the same graph object, and the
- * answers of a point preparing its own; a point with its own sequence length builds its own. */
-START_TEST(test_graph_cache)
+/* Llama-3-8B pretraining on DGX H100, as shipped. (transfer full) */
+static MmInputs *llama3_8b_inputs(void)
 {
   g_autofree char *model = mm_test_src("models/llama3-8b.json"), *hw = mm_test_src("hardware/dgx-h100-2048.json");
   g_autofree char *cfg = mm_test_src("configs/llama3-8b-pretrain.json");
   g_autoptr(GError) error = NULL;
-  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
+  MmInputs *in = mm_inputs_load(model, hw, cfg, &error);
   ck_assert_msg(in != NULL, "%s", error ? error->message : "");
+  return in;
+}
+
+/* The points of a study share the graphs of the loaded model: the same graph object, and the
+ * answers of a point preparing its own; a point with its own sequence length builds its own. */
+START_TEST(test_graph_cache)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MmInputs) in = llama3_8b_inputs();
   g_autoptr(MmGraphCache) cache = mm_graph_cache_new();
   /* the third names the model's own sequence length: the model as loaded still */
   const MmPoint pts[] = {{.nodes = 2}, {.nodes = 4, .micro_batch = 2, .recompute = 1 + MM_RECOMPUTE_FULL},
@@ -1161,11 +1169,7 @@ END_TEST
  * passes notes none. */
 START_TEST(test_rejection_rules)
 {
-  g_autofree char *model = mm_test_src("models/llama3-8b.json"), *hw = mm_test_src("hardware/dgx-h100-2048.json");
-  g_autofree char *cfg = mm_test_src("configs/llama3-8b-pretrain.json");
-  g_autoptr(GError) error = NULL;
-  g_autoptr(MmInputs) in = mm_inputs_load(model, hw, cfg, &error);
-  ck_assert_msg(in != NULL, "%s", error ? error->message : "");
+  g_autoptr(MmInputs) in = llama3_8b_inputs();
   /* micro-batches that divide no rank's samples (two sizes), too many pipeline stages, none wrong */
   const MmPoint pts[] = {{.nodes = 2, .micro_batch = 3}, {.nodes = 2, .micro_batch = 5},
                          {.nodes = 2, .pipeline_degree = 64}, {.nodes = 2}};
